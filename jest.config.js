@@ -1,0 +1,11 @@
+/** One Jest run over every workspace; TypeScript is compiled by SWC (no type-check: `pnpm lint` does that). */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/apps', '<rootDir>/packages', '<rootDir>/tools', '<rootDir>/infra'],
+  testMatch: ['**/test/**/*.test.ts'],
+  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }] },
+  globalSetup: '<rootDir>/test/global-setup.ts',
+  globalTeardown: '<rootDir>/test/global-teardown.ts',
+  testTimeout: 30000,
+  maxWorkers: 2,
+};

@@ -1,0 +1,328 @@
+/**
+ * The MongoDB commands the official driver and mongoose send, answered from the in-memory store.
+ * Replies follow the server's documented shapes (cursor batches, writeErrors, lastErrorObject).
+ */
+import { Long, type Document } from 'bson';
+import { Query } from 'mingo';
+import { CommandError } from './errors';
+import { type Collection, type Store } from './store';
+
+const DEFAULT_BATCH_SIZE = 101;
+const CURSOR_IDLE_TIMEOUT_MS = 10 * 60_000;
+
+interface OpenCursor {
+  ns: string;
+  docs: Document[];
+  position: number;
+  lastUsed: number;
+}
+
+export interface CommandContext {
+  store: Store;
+  connectionId: number;
+}
+
+function toNumber(value: unknown): number {
+  if (value instanceof Long) return value.toNumber();
+  return Number(value);
+}
+
+/** Cursors shared by all connections of one server, with an idle timeout as mongod has. */
+export class CursorRegistry {
+  private readonly cursors = new Map<number, OpenCursor>();
+  private nextId = 1;
+
+  /** The first batch; registers the remainder as a cursor when there is more. */
+  open(ns: string, docs: Document[], batchSize: number | undefined, singleBatch = false): Document {
+    const size = batchSize && batchSize > 0 ? batchSize : DEFAULT_BATCH_SIZE;
+    const firstBatch = docs.slice(0, size);
+    let id = 0;
+    if (!singleBatch && docs.length > size) {
+      id = this.nextId++;
+      this.cursors.set(id, { ns, docs, position: size, lastUsed: Date.now() });
+    }
+    return { cursor: { firstBatch, id: Long.fromNumber(id), ns }, ok: 1 };
+  }
+
+  more(id: number, batchSize: number | undefined): Document {
+    const cursor = this.cursors.get(id);
+    if (!cursor) throw new CommandError(43, 'CursorNotFound', `cursor id ${id} not found`);
+    const size = batchSize && batchSize > 0 ? batchSize : cursor.docs.length;
+    const nextBatch = cursor.docs.slice(cursor.position, cursor.position + size);
+    cursor.position += nextBatch.length;
+    cursor.lastUsed = Date.now();
+    const exhausted = cursor.position >= cursor.docs.length;
+    if (exhausted) this.cursors.delete(id);
+    return { cursor: { nextBatch, id: Long.fromNumber(exhausted ? 0 : id), ns: cursor.ns }, ok: 1 };
+  }
+
+  kill(ids: number[]): Document {
+    const killed: Long[] = [];
+    const notFound: Long[] = [];
+    for (const id of ids) (this.cursors.delete(id) ? killed : notFound).push(Long.fromNumber(id));
+    return { cursorsKilled: killed, cursorsNotFound: notFound, cursorsAlive: [], cursorsUnknown: [], ok: 1 };
+  }
+
+  sweepIdle(now = Date.now()): void {
+    for (const [id, cursor] of this.cursors) if (now - cursor.lastUsed > CURSOR_IDLE_TIMEOUT_MS) this.cursors.delete(id);
+  }
+
+  clear(): void {
+    this.cursors.clear();
+  }
+}
+
+type Handler = (command: Document, db: string, ctx: CommandContext, cursors: CursorRegistry) => Document;
+
+function collectionOf(ctx: CommandContext, db: string, name: unknown): Collection | undefined {
+  return ctx.store.db(db).collection(String(name));
+}
+
+function ensureCollection(ctx: CommandContext, db: string, name: unknown): Collection {
+  return ctx.store.db(db).ensure(String(name)).collection;
+}
+
+function writeResult(n: number, writeErrors: Document[], extra: Document = {}): Document {
+  return { n, ...extra, ...(writeErrors.length > 0 ? { writeErrors } : {}), ok: 1 };
+}
+
+function hello(_command: Document, _db: string, ctx: CommandContext): Document {
+  return {
+    helloOk: true,
+    ismaster: true,
+    isWritablePrimary: true,
+    maxBsonObjectSize: 16 * 1024 * 1024,
+    maxMessageSizeBytes: 48_000_000,
+    maxWriteBatchSize: 100_000,
+    localTime: new Date(),
+    logicalSessionTimeoutMinutes: 30,
+    connectionId: ctx.connectionId,
+    minWireVersion: 0,
+    maxWireVersion: 21,
+    readOnly: false,
+    ok: 1,
+  };
+}
+
+const handlers: Record<string, Handler> = {
+  hello,
+  ismaster: hello,
+  isMaster: hello,
+  ping: () => ({ ok: 1 }),
+  buildInfo: () => ({ version: '7.0.0-embedded', versionArray: [7, 0, 0, 0], maxBsonObjectSize: 16 * 1024 * 1024, ok: 1 }),
+  buildinfo: () => ({ version: '7.0.0-embedded', versionArray: [7, 0, 0, 0], ok: 1 }),
+  endSessions: () => ({ ok: 1 }),
+  getParameter: () => ({ ok: 1 }),
+
+  find(command, db, ctx, cursors) {
+    const collection = collectionOf(ctx, db, command.find);
+    const docs = collection
+      ? collection.find((command.filter as Document) ?? {}, {
+          sort: command.sort as Document,
+          projection: command.projection as Document,
+          skip: command.skip ? toNumber(command.skip) : 0,
+          limit: command.limit ? toNumber(command.limit) : 0,
+        })
+      : [];
+    const batchSize = command.batchSize === undefined ? undefined : toNumber(command.batchSize);
+    return cursors.open(`${db}.${command.find}`, docs, batchSize, Boolean(command.singleBatch) || toNumber(command.limit ?? 0) < 0);
+  },
+
+  getMore(command, _db, _ctx, cursors) {
+    return cursors.more(toNumber(command.getMore), command.batchSize === undefined ? undefined : toNumber(command.batchSize));
+  },
+
+  killCursors(command, _db, _ctx, cursors) {
+    return cursors.kill(((command.cursors as unknown[]) ?? []).map(toNumber));
+  },
+
+  insert(command, db, ctx) {
+    const collection = ensureCollection(ctx, db, command.insert);
+    const ordered = command.ordered !== false;
+    const writeErrors: Document[] = [];
+    let n = 0;
+    const documents = (command.documents as Document[]) ?? [];
+    for (let i = 0; i < documents.length; i++) {
+      try {
+        collection.insert(documents[i]);
+        n++;
+      } catch (err) {
+        if (!(err instanceof CommandError)) throw err;
+        writeErrors.push(err.toWriteError(i));
+        if (ordered) break;
+      }
+    }
+    return writeResult(n, writeErrors);
+  },
+
+  update(command, db, ctx) {
+    const collection = ensureCollection(ctx, db, command.update);
+    const ordered = command.ordered !== false;
+    const writeErrors: Document[] = [];
+    const upserted: Document[] = [];
+    let n = 0;
+    let nModified = 0;
+    const updates = (command.updates as Document[]) ?? [];
+    for (let i = 0; i < updates.length; i++) {
+      const u = updates[i];
+      try {
+        const outcome = collection.update((u.q as Document) ?? {}, u.u as Document, {
+          multi: Boolean(u.multi),
+          upsert: Boolean(u.upsert),
+          arrayFilters: u.arrayFilters as Document[] | undefined,
+        });
+        if (outcome.upsertedId !== undefined) {
+          upserted.push({ index: i, _id: outcome.upsertedId });
+          n += 1;
+        } else {
+          n += outcome.matched;
+          nModified += outcome.modified;
+        }
+      } catch (err) {
+        if (!(err instanceof CommandError)) throw err;
+        writeErrors.push(err.toWriteError(i));
+        if (ordered) break;
+      }
+    }
+    return writeResult(n, writeErrors, { nModified, ...(upserted.length > 0 ? { upserted } : {}) });
+  },
+
+  delete(command, db, ctx) {
+    const collection = collectionOf(ctx, db, command.delete);
+    let n = 0;
+    for (const d of (command.deletes as Document[]) ?? []) {
+      if (collection) n += collection.delete((d.q as Document) ?? {}, toNumber(d.limit ?? 0)).length;
+    }
+    return writeResult(n, []);
+  },
+
+  findAndModify(command, db, ctx) {
+    const collection = ensureCollection(ctx, db, command.findAndModify);
+    const query = (command.query as Document) ?? {};
+    const sort = command.sort as Document | undefined;
+    const project = (doc: Document | undefined): Document | null => {
+      if (!doc) return null;
+      const fields = command.fields as Document | undefined;
+      return fields && Object.keys(fields).length > 0 ? collection.find({ _id: doc._id }, { projection: fields })[0] ?? null : doc;
+    };
+    if (command.remove) {
+      const [removed] = collection.delete(query, 1, sort);
+      return { lastErrorObject: { n: removed ? 1 : 0 }, value: removed ?? null, ok: 1 };
+    }
+    const outcome = collection.update(query, command.update as Document, {
+      upsert: Boolean(command.upsert),
+      sort,
+      arrayFilters: command.arrayFilters as Document[] | undefined,
+    });
+    const upserted = outcome.upsertedId !== undefined;
+    const value = command.new ? project(outcome.after) : project(outcome.before);
+    return {
+      lastErrorObject: { n: upserted || outcome.matched > 0 ? 1 : 0, updatedExisting: outcome.matched > 0, ...(upserted ? { upserted: outcome.upsertedId } : {}) },
+      value,
+      ok: 1,
+    };
+  },
+
+  aggregate(command, db, ctx, cursors) {
+    const pipeline = (command.pipeline as Document[]) ?? [];
+    const collection = collectionOf(ctx, db, command.aggregate);
+    const docs = collection ? collection.aggregate(pipeline) : [];
+    const batchSize = (command.cursor as Document | undefined)?.batchSize;
+    return cursors.open(`${db}.${command.aggregate}`, docs, batchSize === undefined ? undefined : toNumber(batchSize));
+  },
+
+  count(command, db, ctx) {
+    const collection = collectionOf(ctx, db, command.count);
+    let n = collection ? collection.match((command.query as Document) ?? {}).length : 0;
+    if (command.skip) n = Math.max(0, n - toNumber(command.skip));
+    if (command.limit) n = Math.min(n, Math.abs(toNumber(command.limit)));
+    return { n, ok: 1 };
+  },
+
+  distinct(command, db, ctx) {
+    const collection = collectionOf(ctx, db, command.distinct);
+    const key = String(command.key);
+    const seen = new Map<string, unknown>();
+    for (const doc of collection ? collection.match((command.query as Document) ?? {}) : []) {
+      const raw = key.split('.').reduce<unknown>((v, part) => (v && typeof v === 'object' ? (v as Document)[part] : undefined), doc);
+      for (const value of Array.isArray(raw) ? raw : [raw]) {
+        if (value !== undefined) seen.set(JSON.stringify(value), value);
+      }
+    }
+    return { values: [...seen.values()], ok: 1 };
+  },
+
+  createIndexes(command, db, ctx) {
+    const { collection, created } = ctx.store.db(db).ensure(String(command.createIndexes));
+    const before = collection.listIndexes().length;
+    for (const spec of (command.indexes as Document[]) ?? []) {
+      collection.createIndex({ name: String(spec.name), key: spec.key as Document as Record<string, number>, unique: Boolean(spec.unique) });
+    }
+    return { createdCollectionAutomatically: created, numIndexesBefore: before, numIndexesAfter: collection.listIndexes().length, ok: 1 };
+  },
+
+  listIndexes(command, db, ctx, cursors) {
+    const collection = collectionOf(ctx, db, command.listIndexes);
+    if (!collection) throw new CommandError(26, 'NamespaceNotFound', `ns does not exist: ${db}.${command.listIndexes}`);
+    return cursors.open(`${db}.$cmd.listIndexes.${command.listIndexes}`, collection.listIndexes().map((i) => ({ v: 2, ...i })), undefined);
+  },
+
+  dropIndexes(command, db, ctx) {
+    const collection = collectionOf(ctx, db, command.dropIndexes);
+    if (!collection) throw new CommandError(26, 'NamespaceNotFound', `ns not found ${db}.${command.dropIndexes}`);
+    const before = collection.listIndexes().length;
+    const index = command.index;
+    if (index === '*') collection.dropAllIndexes();
+    else {
+      const name = typeof index === 'string' ? index : collection.listIndexes().find((i) => JSON.stringify(i.key) === JSON.stringify(index))?.name;
+      if (!name || !collection.dropIndex(name)) throw new CommandError(27, 'IndexNotFound', `index not found with name [${String(name ?? JSON.stringify(index))}]`);
+    }
+    return { nIndexesWas: before, ok: 1 };
+  },
+
+  listCollections(command, db, ctx, cursors) {
+    const infos = ctx.store
+      .db(db)
+      .names()
+      .map((name) => ({ name, type: 'collection', options: {}, info: { readOnly: false }, idIndex: { v: 2, key: { _id: 1 }, name: '_id_' } }));
+    const filter = (command.filter as Document) ?? {};
+    const query = new Query(filter);
+    const matching = infos.filter((i) => query.test(i));
+    const docs = command.nameOnly ? matching.map(({ name, type }) => ({ name, type })) : matching;
+    return cursors.open(`${db}.$cmd.listCollections`, docs, undefined);
+  },
+
+  create(command, db, ctx) {
+    const { created } = ctx.store.db(db).ensure(String(command.create));
+    if (!created) throw new CommandError(48, 'NamespaceExists', `Collection ${db}.${command.create} already exists.`);
+    return { ok: 1 };
+  },
+
+  drop(command, db, ctx) {
+    if (!ctx.store.db(db).drop(String(command.drop))) throw new CommandError(26, 'NamespaceNotFound', 'ns not found');
+    return { ns: `${db}.${command.drop}`, nIndexesWas: 1, ok: 1 };
+  },
+
+  dropDatabase(_command, db, ctx) {
+    ctx.store.dropDatabase(db);
+    return { dropped: db, ok: 1 };
+  },
+
+  listDatabases(command, _db, ctx) {
+    const databases = ctx.store.list().map((d) => ({ name: d.name, sizeOnDisk: 0, empty: d.names().length === 0 }));
+    return { databases: command.nameOnly ? databases.map(({ name }) => ({ name })) : databases, totalSize: 0, ok: 1 };
+  },
+};
+
+/** Runs one command; failures come back as MongoDB-shaped error replies, never as exceptions. */
+export function runCommand(command: Document, db: string, ctx: CommandContext, cursors: CursorRegistry): Document {
+  const name = Object.keys(command)[0];
+  const handler = handlers[name];
+  if (!handler) return new CommandError(59, 'CommandNotFound', `no such command: '${name}'`).toReply();
+  try {
+    return handler(command, db, ctx, cursors);
+  } catch (err) {
+    if (err instanceof CommandError) return err.toReply();
+    return new CommandError(1, 'InternalError', err instanceof Error ? err.message : String(err)).toReply();
+  }
+}

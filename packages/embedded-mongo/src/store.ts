@@ -1,0 +1,407 @@
+/**
+ * In-memory databases and collections with MongoDB's write semantics: `_id` and unique
+ * indexes (enforced on insert, update, upsert and index creation), `$setOnInsert`,
+ * `$inc` type checks and `nModified` that counts only changed documents.
+ * Query, update and aggregation operators come from mingo.
+ */
+import { EJSON, ObjectId, type Document } from 'bson';
+import { Aggregator, Query, find, update as applyModifier } from 'mingo';
+import { CommandError, duplicateKeyError } from './errors';
+
+export interface IndexSpec {
+  name: string;
+  key: Record<string, number | string>;
+  unique?: boolean;
+}
+
+/** Key of a document (or an index tuple) in the maps: typed, so 1 and "1" differ. */
+function keyOf(value: unknown): string {
+  return EJSON.stringify(value === undefined ? null : (value as Document), { relaxed: false });
+}
+
+export function getPath(doc: Document, path: string): unknown {
+  let value: unknown = doc;
+  for (const part of path.split('.')) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Document)[part];
+  }
+  return value;
+}
+
+function setPath(doc: Document, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let target = doc;
+  for (const part of parts.slice(0, -1)) {
+    if (typeof target[part] !== 'object' || target[part] === null) target[part] = {};
+    target = target[part] as Document;
+  }
+  target[parts[parts.length - 1]] = value;
+}
+
+/** Deep copy of plain objects and arrays; BSON values (ObjectId, Long, ...) are immutable and shared. */
+export function cloneDocument<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(cloneDocument) as T;
+  if (value instanceof Date) return new Date(value.getTime()) as T;
+  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    const out: Document = {};
+    for (const [k, v] of Object.entries(value as Document)) out[k] = cloneDocument(v);
+    return out as T;
+  }
+  return value;
+}
+
+/** MongoDB stores `_id` first, generating one when absent. */
+function withIdFirst(input: Document): Document {
+  const { _id, ...rest } = input;
+  return { _id: _id ?? new ObjectId(), ...rest };
+}
+
+function isOperatorObject(value: unknown): value is Document {
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    !(value instanceof Date) &&
+    Object.getPrototypeOf(value) === Object.prototype &&
+    Object.keys(value).some((k) => k.startsWith('$'))
+  );
+}
+
+/** The value a filter pins `field` to by equality, if it does. */
+function equalityValue(filter: Document, field: string): { found: boolean; value?: unknown } {
+  if (!(field in filter)) return { found: false };
+  const condition = filter[field];
+  if (!isOperatorObject(condition)) return { found: true, value: condition };
+  const ops = Object.keys(condition);
+  if (ops.length === 1 && ops[0] === '$eq') return { found: true, value: condition.$eq };
+  return { found: false };
+}
+
+function isNumeric(value: unknown): boolean {
+  if (typeof value === 'number') return true;
+  const bsontype = (value as { _bsontype?: string } | null)?._bsontype;
+  return bsontype === 'Long' || bsontype === 'Int32' || bsontype === 'Double' || bsontype === 'Decimal128';
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (value instanceof Date) return 'date';
+  const bsontype = (value as { _bsontype?: string })._bsontype;
+  if (bsontype) return bsontype.toLowerCase();
+  return typeof value === 'object' ? 'object' : typeof value;
+}
+
+export type UpdateSpec = Document | Document[];
+
+export interface UpdateOutcome {
+  matched: number;
+  modified: number;
+  upsertedId?: unknown;
+}
+
+export class Collection {
+  /** Documents in insertion order, keyed by `_id`: the `_id` index. */
+  private readonly byId = new Map<string, Document>();
+  private readonly indexes: IndexSpec[] = [{ name: '_id_', key: { _id: 1 } }];
+  /** Unique index name -> (key tuple -> document). */
+  private readonly uniqueMaps = new Map<string, Map<string, Document>>();
+
+  constructor(
+    readonly db: Database,
+    readonly name: string,
+  ) {}
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  all(): Document[] {
+    return [...this.byId.values()];
+  }
+
+  listIndexes(): IndexSpec[] {
+    return this.indexes.map((i) => ({ ...i }));
+  }
+
+  private uniqueKey(index: IndexSpec, doc: Document): string {
+    return keyOf(Object.keys(index.key).map((field) => getPath(doc, field) ?? null));
+  }
+
+  private uniqueIndexes(): IndexSpec[] {
+    return this.indexes.filter((i) => i.unique);
+  }
+
+  /** Throws E11000 when `doc` collides with a document other than `self` on a unique index. */
+  private checkUnique(doc: Document, self?: Document): void {
+    const existing = this.byId.get(keyOf(doc._id));
+    if (existing && existing !== self) {
+      throw duplicateKeyError(this.ns, '_id_', { _id: 1 }, { _id: doc._id });
+    }
+    for (const index of this.uniqueIndexes()) {
+      const holder = this.uniqueMaps.get(index.name)!.get(this.uniqueKey(index, doc));
+      if (holder && holder !== self) {
+        const keyValue: Document = {};
+        for (const field of Object.keys(index.key)) keyValue[field] = getPath(doc, field) ?? null;
+        throw duplicateKeyError(this.ns, index.name, index.key, keyValue);
+      }
+    }
+  }
+
+  private addToIndexes(doc: Document): void {
+    this.byId.set(keyOf(doc._id), doc);
+    for (const index of this.uniqueIndexes()) this.uniqueMaps.get(index.name)!.set(this.uniqueKey(index, doc), doc);
+  }
+
+  private removeFromIndexes(doc: Document): void {
+    this.byId.delete(keyOf(doc._id));
+    for (const index of this.uniqueIndexes()) {
+      const map = this.uniqueMaps.get(index.name)!;
+      const key = this.uniqueKey(index, doc);
+      if (map.get(key) === doc) map.delete(key);
+    }
+  }
+
+  get ns(): string {
+    return `${this.db.name}.${this.name}`;
+  }
+
+  insert(input: Document): void {
+    const doc = withIdFirst(input);
+    this.checkUnique(doc);
+    this.addToIndexes(doc);
+  }
+
+  /**
+   * Documents that may match `filter`: a map lookup when the filter pins `_id` or all fields of
+   * a unique index by equality (or `_id` by `$in`), otherwise every document.
+   */
+  private candidates(filter: Document): Document[] {
+    const id = equalityValue(filter, '_id');
+    if (id.found) {
+      const doc = this.byId.get(keyOf(id.value));
+      return doc ? [doc] : [];
+    }
+    const idCondition = filter._id;
+    if (isOperatorObject(idCondition) && Object.keys(idCondition).length === 1 && Array.isArray(idCondition.$in)) {
+      const docs = new Set<Document>();
+      for (const value of idCondition.$in as unknown[]) {
+        const doc = this.byId.get(keyOf(value));
+        if (doc) docs.add(doc);
+      }
+      return [...docs];
+    }
+    for (const index of this.uniqueIndexes()) {
+      const values = Object.keys(index.key).map((field) => equalityValue(filter, field));
+      if (values.every((v) => v.found)) {
+        const doc = this.uniqueMaps.get(index.name)!.get(keyOf(values.map((v) => v.value ?? null)));
+        return doc ? [doc] : [];
+      }
+    }
+    return this.all();
+  }
+
+  /** Matching documents (live references: callers must not mutate them). */
+  match(filter: Document = {}, sort?: Document): Document[] {
+    const docs = this.candidates(filter);
+    if (sort && Object.keys(sort).length > 0) {
+      return find(docs, filter).sort(sort as Record<string, 1 | -1>).all() as Document[];
+    }
+    if (Object.keys(filter).length === 0) return docs;
+    const query = new Query(filter);
+    return docs.filter((d) => query.test(d));
+  }
+
+  find(filter: Document, options: { sort?: Document; projection?: Document; skip?: number; limit?: number }): Document[] {
+    let docs = this.match(filter, options.sort);
+    if (options.skip) docs = docs.slice(options.skip);
+    if (options.limit) docs = docs.slice(0, Math.abs(options.limit));
+    if (options.projection && Object.keys(options.projection).length > 0) {
+      return find(docs, {}, options.projection).all() as Document[];
+    }
+    return docs;
+  }
+
+  /** Applies `spec` to a copy of `doc`; returns the copy, or the same object when nothing changed. */
+  private applyUpdate(doc: Document, spec: UpdateSpec, arrayFilters?: Document[], inserting = false): Document {
+    const next = cloneDocument(doc);
+    if (Array.isArray(spec)) {
+      const result = new Aggregator(spec).run([next])[0] as Document;
+      result._id = doc._id;
+      return result;
+    }
+    const operators = Object.keys(spec).filter((k) => k.startsWith('$'));
+    if (operators.length === 0) {
+      // Replacement: keeps the stored _id, first.
+      const { _id: ignored, ...replacement } = cloneDocument(spec);
+      return { _id: doc._id, ...replacement };
+    }
+    const { $setOnInsert, ...modifier } = spec as Document;
+    for (const [path, amount] of Object.entries((modifier.$inc ?? {}) as Document)) {
+      const current = getPath(next, path);
+      if (current !== undefined && current !== null && !isNumeric(current)) {
+        throw new CommandError(
+          14,
+          'TypeMismatch',
+          `Cannot apply $inc to a value of non-numeric type. {_id: ${keyOf(doc._id)}} has the field '${path}' of non-numeric type ${typeName(current)}`,
+        );
+      }
+      if (!isNumeric(amount)) throw new CommandError(14, 'TypeMismatch', `Cannot increment with non-numeric argument: {${path}: ${keyOf(amount)}}`);
+    }
+    let changed = false;
+    if (Object.keys(modifier).length > 0) {
+      changed = applyModifier(next, modifier as never, arrayFilters, undefined, { cloneMode: 'deep' }).length > 0;
+    }
+    if (inserting && $setOnInsert) {
+      for (const [path, value] of Object.entries($setOnInsert as Document)) setPath(next, path, cloneDocument(value));
+      changed = true;
+    }
+    if (next._id !== doc._id && keyOf(next._id) !== keyOf(doc._id)) {
+      throw new CommandError(66, 'ImmutableField', "Performing an update on the path '_id' would modify the immutable field '_id'");
+    }
+    return changed ? next : doc;
+  }
+
+  /** Replaces `previous` by `next` in storage and indexes, enforcing uniqueness first. */
+  private replace(previous: Document, next: Document): void {
+    if (next === previous) return;
+    this.checkUnique(next, previous);
+    this.removeFromIndexes(previous);
+    this.addToIndexes(next);
+  }
+
+  update(filter: Document, spec: UpdateSpec, options: { multi?: boolean; upsert?: boolean; arrayFilters?: Document[]; sort?: Document }): UpdateOutcome & { before?: Document; after?: Document } {
+    const matches = this.match(filter, options.sort);
+    const targets = options.multi ? matches : matches.slice(0, 1);
+    if (targets.length === 0) {
+      if (!options.upsert) return { matched: 0, modified: 0 };
+      const seed = this.upsertSeed(filter);
+      const doc = this.applyUpdate(seed, spec, options.arrayFilters, true);
+      const inserted = withIdFirst(doc);
+      this.checkUnique(inserted);
+      this.addToIndexes(inserted);
+      return { matched: 0, modified: 0, upsertedId: inserted._id, after: inserted };
+    }
+    let modified = 0;
+    let before: Document | undefined;
+    let after: Document | undefined;
+    for (const doc of targets) {
+      const next = this.applyUpdate(doc, spec, options.arrayFilters);
+      if (next !== doc) {
+        this.replace(doc, next);
+        modified += 1;
+      }
+      before ??= doc;
+      after ??= next;
+    }
+    return { matched: targets.length, modified, before, after };
+  }
+
+  /** The document an upsert starts from: the filter's equality fields (MongoDB's rule). */
+  private upsertSeed(filter: Document): Document {
+    const seed: Document = {};
+    for (const field of Object.keys(filter)) {
+      if (field.startsWith('$')) continue;
+      const eq = equalityValue(filter, field);
+      if (eq.found) setPath(seed, field, cloneDocument(eq.value));
+    }
+    return seed;
+  }
+
+  delete(filter: Document, limit: number, sort?: Document): Document[] {
+    const matches = this.match(filter, sort);
+    const targets = limit === 1 ? matches.slice(0, 1) : matches;
+    for (const doc of targets) this.removeFromIndexes(doc);
+    return targets;
+  }
+
+  createIndex(spec: IndexSpec): boolean {
+    const existing = this.indexes.find((i) => i.name === spec.name);
+    if (existing) return false;
+    if (spec.unique) {
+      const map = new Map<string, Document>();
+      for (const doc of this.byId.values()) {
+        const key = this.uniqueKey(spec, doc);
+        if (map.has(key)) {
+          const keyValue: Document = {};
+          for (const field of Object.keys(spec.key)) keyValue[field] = getPath(doc, field) ?? null;
+          throw duplicateKeyError(this.ns, spec.name, spec.key, keyValue);
+        }
+        map.set(key, doc);
+      }
+      this.uniqueMaps.set(spec.name, map);
+    }
+    this.indexes.push({ name: spec.name, key: spec.key, ...(spec.unique ? { unique: true } : {}) });
+    return true;
+  }
+
+  dropIndex(name: string): boolean {
+    const at = this.indexes.findIndex((i) => i.name === name);
+    if (at <= 0) return false;
+    this.indexes.splice(at, 1);
+    this.uniqueMaps.delete(name);
+    return true;
+  }
+
+  dropAllIndexes(): void {
+    this.indexes.splice(1);
+    this.uniqueMaps.clear();
+  }
+
+  aggregate(pipeline: Document[]): Document[] {
+    const resolver = (name: string): Document[] => this.db.collection(name)?.all() ?? [];
+    // A leading $match on an indexed equality can use the map instead of a scan.
+    const first = pipeline[0];
+    const source = first && '$match' in first ? this.match(first.$match as Document) : this.all();
+    const rest = first && '$match' in first ? pipeline.slice(1) : pipeline;
+    return new Aggregator(rest, { collectionResolver: resolver } as never).run(source) as Document[];
+  }
+}
+
+export class Database {
+  private readonly collections = new Map<string, Collection>();
+
+  constructor(readonly name: string) {}
+
+  collection(name: string): Collection | undefined {
+    return this.collections.get(name);
+  }
+
+  /** The collection, created on first use as MongoDB does for writes. */
+  ensure(name: string): { collection: Collection; created: boolean } {
+    const existing = this.collections.get(name);
+    if (existing) return { collection: existing, created: false };
+    const collection = new Collection(this, name);
+    this.collections.set(name, collection);
+    return { collection, created: true };
+  }
+
+  drop(name: string): boolean {
+    return this.collections.delete(name);
+  }
+
+  names(): string[] {
+    return [...this.collections.keys()];
+  }
+}
+
+export class Store {
+  private readonly databases = new Map<string, Database>();
+
+  db(name: string): Database {
+    let db = this.databases.get(name);
+    if (!db) {
+      db = new Database(name);
+      this.databases.set(name, db);
+    }
+    return db;
+  }
+
+  dropDatabase(name: string): void {
+    this.databases.delete(name);
+  }
+
+  list(): Database[] {
+    return [...this.databases.values()];
+  }
+}
