@@ -1,0 +1,123 @@
+/**
+ * The service's whole configuration: one joi schema over the environment (SPEC D2, R16).
+ * A bad value stops start-up with a message naming the variable.
+ */
+import Joi from 'joi';
+
+const cronExpression = Joi.string().pattern(/^(\S+\s+){4,5}\S+$/, 'cron expression (5 or 6 fields)');
+const booleanString = Joi.boolean().truthy('true', '1', 'yes').falsy('false', '0', 'no');
+const isProduction = (env: NodeJS.ProcessEnv) => env.NODE_ENV === 'production';
+
+function isValidTimeZone(value: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: value });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function schemaFor(env: NodeJS.ProcessEnv) {
+  const secret = (description: string, devDefault: string) => {
+    const base = Joi.string().min(8).description(description);
+    return isProduction(env) ? base.required() : base.default(devDefault);
+  };
+  return Joi.object({
+    NODE_ENV: Joi.string().valid('development', 'production', 'test').default('development').description('Runtime mode: JSON logs and required secrets in production'),
+    LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'debug').default('info').description('Lowest log level written'),
+    PORT: Joi.number().port().default(3000).description('HTTP port of the API'),
+    WORKER_PORT: Joi.number().port().default(3001).description('HTTP port of the worker (job dashboard, /metrics, health)'),
+    MONGO_URL: Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] }).description('MongoDB connection string with database; unset = embedded MongoDB-protocol server'),
+    EMBEDDED_MONGO_PORT: Joi.number().port().default(27018).description('Port of the embedded server when MONGO_URL is unset (shared by api and worker on one machine)'),
+    REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379').description('Redis URL; a /N database index is honoured'),
+    REDIS_CLUSTER_NODES: Joi.string()
+      .pattern(/^[^,:\s]+:\d+(,[^,:\s]+:\d+)*$/, 'host:port list')
+      .description('Comma-separated host:port seeds; when set, Redis Cluster mode is used instead of REDIS_URL'),
+    REDIS_KEY_PREFIX: Joi.string().allow('').pattern(/^[A-Za-z0-9:_-]*$/).default('').description('Prefix for every Redis key (isolates tests or tenants); empty in production'),
+    AUTH_JWT_SECRET: secret('HS256 secret of user tokens; the token sub is the user id', 'local-development-jwt-secret'),
+    ADMIN_USER: Joi.string().default('admin').description('User name for the job dashboard and admin endpoints'),
+    ADMIN_PASSWORD: secret('Password for the job dashboard and admin endpoints', 'local-admin-password'),
+    TZ_BUSINESS: Joi.string().custom((v: string, helpers) => (isValidTimeZone(v) ? v : helpers.error('any.invalid'))).default('Asia/Shanghai').description('Time zone that names versions and runs the daily cron'),
+    SHORT_RECOMMEND_V2_ENABLED: booleanString.default(true).description('Serve the ring queue (false = legacy random feed)'),
+    SHORT_RECOMMEND_V2_PERCENT: Joi.number().integer().min(0).max(100).default(100).description('Share of users (stable hash of the user id) served by the ring queue'),
+    SHORT_RECOMMEND_CRON: cronExpression.default('30 4 * * *').description('When the daily build runs, in TZ_BUSINESS'),
+    SHORT_RECOMMEND_KEY_TTL_HOURS: Joi.number().integer().min(1).max(24 * 30).default(72).description('Expiry of a version\'s Redis keys, counted from when they are written'),
+    TOTAL_WATCH: Joi.number().integer().min(0).max(100000).default(10).description('Free watches per user per day'),
+    CURRENT_CACHE_MS: Joi.number().integer().min(0).max(5000).default(2000).description('How long an API instance caches the current version (at most 5 s)'),
+    VIDEO_CACHE_MS: Joi.number().integer().min(0).max(60000).default(2000).description('How long an API instance caches video documents: the delay before a takedown hides a video'),
+    VIEW_HISTORY_SIZE: Joi.number().integer().min(10).max(5000).default(200).description('Recent views kept per user (skipped by the feed)'),
+    VIEW_HISTORY_TTL_DAYS: Joi.number().min(0.0001).max(90).default(7).description('Days the recent-views list lives after the last view'),
+    NOT_INTERESTED_MAX: Joi.number().integer().min(10).max(10000).default(500).description('"Not interested" marks kept per user; the oldest are dropped first'),
+    BUILD_LOCK_TTL_MS: Joi.number().integer().min(1000).default(10 * 60_000).description('Expiry of the build lock, so a crashed worker does not block the next build'),
+  });
+}
+
+export interface Config {
+  nodeEnv: 'development' | 'production' | 'test';
+  logLevel: string;
+  port: number;
+  workerPort: number;
+  mongoUrl?: string;
+  embeddedMongoPort: number;
+  redisUrl: string;
+  redisClusterNodes?: string[];
+  redisKeyPrefix: string;
+  authJwtSecret: string;
+  adminUser: string;
+  adminPassword: string;
+  businessTimeZone: string;
+  shortRecommendV2Enabled: boolean;
+  shortRecommendV2Percent: number;
+  shortRecommendCron: string;
+  shortRecommendKeyTTLHours: number;
+  totalWatch: number;
+  currentCacheMs: number;
+  videoCacheMs: number;
+  viewHistorySize: number;
+  viewHistoryTtlDays: number;
+  notInterestedMax: number;
+  buildLockTtlMs: number;
+}
+
+export class ConfigError extends Error {}
+
+/** Validates the environment; throws ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const { value, error } = schemaFor(env).validate(env, { allowUnknown: true, abortEarly: false, convert: true });
+  if (error) {
+    throw new ConfigError(`invalid configuration: ${error.details.map((d) => `${String(d.path[0])}: ${d.message}`).join('; ')}`);
+  }
+  const v = value as Record<string, never>;
+  return {
+    nodeEnv: v.NODE_ENV,
+    logLevel: v.LOG_LEVEL,
+    port: v.PORT,
+    workerPort: v.WORKER_PORT,
+    mongoUrl: v.MONGO_URL,
+    embeddedMongoPort: v.EMBEDDED_MONGO_PORT,
+    redisUrl: v.REDIS_URL,
+    redisClusterNodes: v.REDIS_CLUSTER_NODES ? (v.REDIS_CLUSTER_NODES as string).split(',') : undefined,
+    redisKeyPrefix: v.REDIS_KEY_PREFIX,
+    authJwtSecret: v.AUTH_JWT_SECRET,
+    adminUser: v.ADMIN_USER,
+    adminPassword: v.ADMIN_PASSWORD,
+    businessTimeZone: v.TZ_BUSINESS,
+    shortRecommendV2Enabled: v.SHORT_RECOMMEND_V2_ENABLED,
+    shortRecommendV2Percent: v.SHORT_RECOMMEND_V2_PERCENT,
+    shortRecommendCron: v.SHORT_RECOMMEND_CRON,
+    shortRecommendKeyTTLHours: v.SHORT_RECOMMEND_KEY_TTL_HOURS,
+    totalWatch: v.TOTAL_WATCH,
+    currentCacheMs: v.CURRENT_CACHE_MS,
+    videoCacheMs: v.VIDEO_CACHE_MS,
+    viewHistorySize: v.VIEW_HISTORY_SIZE,
+    viewHistoryTtlDays: v.VIEW_HISTORY_TTL_DAYS,
+    notInterestedMax: v.NOT_INTERESTED_MAX,
+    buildLockTtlMs: v.BUILD_LOCK_TTL_MS,
+  };
+}
+
+/** Every variable with its description, for documentation. */
+export function describeConfig(): Array<{ name: string; description: string; default?: unknown }> {
+  const described = schemaFor({}).describe() as { keys: Record<string, { flags?: { description?: string; default?: unknown } }> };
+  return Object.entries(described.keys).map(([name, key]) => ({ name, description: key.flags?.description ?? '', default: key.flags?.default }));
+}

@@ -1,0 +1,69 @@
+/** SPEC R9: the queue, assembled block by block from the two pools. */
+import { seededRandom, shuffleInPlace } from './shuffle';
+
+export const BLOCK_SIZE = 20;
+export const NEW_PER_BLOCK = 3;
+
+export interface BlockComposition {
+  high: number;
+  fresh: number;
+}
+
+/** Consecutive blocks of the same composition, for meta and inspection. */
+export interface BlockRun extends BlockComposition {
+  count: number;
+}
+
+export interface AssembledQueue {
+  ids: string[];
+  blocks: BlockComposition[];
+}
+
+/**
+ * Each block takes up to 3 new videos and fills to 20 from the high pool; when the high pool
+ * runs out, new videos fill the rest. Every id appears exactly once, nothing pads, and only the
+ * last block may be short. Each block is shuffled with a PRNG seeded by version and block index.
+ *
+ * @param high high pool in serving order (R8)
+ * @param fresh new pool in serving order (R7)
+ * @param version the version (YYYYMMDD) that seeds the shuffle
+ */
+export function assembleQueue(high: readonly string[], fresh: readonly string[], version: string): AssembledQueue {
+  const ids: string[] = [];
+  const blocks: BlockComposition[] = [];
+  let h = 0;
+  let f = 0;
+  while (h < high.length || f < fresh.length) {
+    let takeFresh = Math.min(NEW_PER_BLOCK, fresh.length - f);
+    const takeHigh = Math.min(BLOCK_SIZE - takeFresh, high.length - h);
+    takeFresh += Math.min(BLOCK_SIZE - takeFresh - takeHigh, fresh.length - f - takeFresh);
+    const block = [...fresh.slice(f, f + takeFresh), ...high.slice(h, h + takeHigh)];
+    f += takeFresh;
+    h += takeHigh;
+    shuffleInPlace(block, seededRandom(version, blocks.length));
+    ids.push(...block);
+    blocks.push({ high: takeHigh, fresh: takeFresh });
+  }
+  return { ids, blocks };
+}
+
+/** Run-length summary of block compositions. */
+export function summarizeBlocks(blocks: readonly BlockComposition[]): BlockRun[] {
+  const runs: BlockRun[] = [];
+  for (const block of blocks) {
+    const last = runs[runs.length - 1];
+    if (last && last.high === block.high && last.fresh === block.fresh) last.count += 1;
+    else runs.push({ count: 1, ...block });
+  }
+  return runs;
+}
+
+/** Expands a run-length summary back to one entry per block. */
+export function expandBlocks(runs: readonly BlockRun[]): BlockComposition[] {
+  return runs.flatMap((run) => Array.from({ length: run.count }, () => ({ high: run.high, fresh: run.fresh })));
+}
+
+/** Number of ids that occur more than once (0 for every valid queue). */
+export function countDuplicates(ids: readonly string[]): number {
+  return ids.length - new Set(ids).size;
+}

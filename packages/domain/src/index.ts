@@ -1,0 +1,6 @@
+export * from './eligibility';
+export * from './score';
+export * from './pools';
+export * from './shuffle';
+export * from './assemble';
+export * from './version';

@@ -1,0 +1,23 @@
+/** SPEC R2: the recommendation score. Weights are constants, not configuration (R16). */
+
+export const SCORE_WEIGHTS = Object.freeze({ like: 1, collect: 2, comment: 3, share: 5 });
+
+/** The four monotonic counters; display and fake counters never enter the score. */
+export interface RecommendCounters {
+  recommendLikeCount?: number | null;
+  recommendCollectCount?: number | null;
+  recommendCommentCount?: number | null;
+  recommendShareCount?: number | null;
+}
+
+const count = (value: number | null | undefined): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
+
+/** like x1 + collect x2 + comment x3 + share x5. Missing or negative counters count as 0. */
+export function recommendScore(video: RecommendCounters): number {
+  return (
+    SCORE_WEIGHTS.like * count(video.recommendLikeCount) +
+    SCORE_WEIGHTS.collect * count(video.recommendCollectCount) +
+    SCORE_WEIGHTS.comment * count(video.recommendCommentCount) +
+    SCORE_WEIGHTS.share * count(video.recommendShareCount)
+  );
+}

@@ -1,0 +1,48 @@
+/**
+ * winston logger: JSON lines in production, readable lines in development. Every line written
+ * inside `withLogContext` (one API request, one build job) carries that context's fields.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import winston from 'winston';
+
+const context = new AsyncLocalStorage<Record<string, unknown>>();
+
+/** Runs `fn` so that every log line inside it carries `fields` (e.g. the request id). */
+export function withLogContext<T>(fields: Record<string, unknown>, fn: () => T): T {
+  return context.run({ ...context.getStore(), ...fields }, fn);
+}
+
+const addContext = winston.format((info) => Object.assign(info, context.getStore()));
+
+/** Errors are logged as message + stack, never as an empty object. */
+const serializeErrors = winston.format((info) => {
+  for (const [key, value] of Object.entries(info)) {
+    if (value instanceof Error) (info as Record<string, unknown>)[key] = { message: value.message, name: value.name, stack: value.stack };
+  }
+  return info;
+});
+
+export function createLogger(options: { level?: string; json?: boolean; silent?: boolean } = {}): winston.Logger {
+  const json = options.json ?? process.env.NODE_ENV === 'production';
+  return winston.createLogger({
+    level: options.level ?? process.env.LOG_LEVEL ?? 'info',
+    silent: options.silent ?? process.env.NODE_ENV === 'test',
+    format: winston.format.combine(
+      addContext(),
+      serializeErrors(),
+      winston.format.timestamp(),
+      json
+        ? winston.format.json()
+        : winston.format.printf(({ level, message, timestamp, ...fields }) => {
+            const rest = Object.keys(fields).length ? ` ${JSON.stringify(fields)}` : '';
+            return `${String(timestamp)} ${level} ${String(message)}${rest}`;
+          }),
+    ),
+    transports: [new winston.transports.Console()],
+  });
+}
+
+export type Logger = winston.Logger;
+
+/** The process-wide logger. */
+export const logger = createLogger();

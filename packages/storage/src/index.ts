@@ -1,0 +1,5 @@
+export * from './redis-keys';
+export * from './redis-client';
+export * from './lua-scripts';
+export * from './mongo';
+export * from './models/video';

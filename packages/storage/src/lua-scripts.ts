@@ -1,0 +1,43 @@
+/**
+ * Loads the Lua scripts under `lua/` (one operation per file, header documents KEYS/ARGV/reply)
+ * and runs them with EVALSHA, falling back to EVAL when the server answers NOSCRIPT
+ * (after a restart or failover the script cache is empty).
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Redis } from './redis-client';
+
+export const LUA_DIR = path.resolve(__dirname, '../../../lua');
+
+export type ScriptName = 'ring-read' | 'release-lock' | 'switch-current' | 'record-fingerprint' | 'remove-fingerprint';
+
+interface LoadedScript {
+  source: string;
+  sha: string;
+}
+
+const loaded = new Map<ScriptName, LoadedScript>();
+
+export function loadScript(name: ScriptName): LoadedScript {
+  let script = loaded.get(name);
+  if (!script) {
+    const source = readFileSync(path.join(LUA_DIR, `${name}.lua`), 'utf8');
+    script = { source, sha: createHash('sha1').update(source).digest('hex') };
+    loaded.set(name, script);
+  }
+  return script;
+}
+
+type Arg = string | Buffer;
+
+export async function runScript<T = unknown>(redis: Redis, name: ScriptName, keys: string[], args: Arg[]): Promise<T> {
+  const script = loadScript(name);
+  const options = { keys, arguments: args as string[] };
+  try {
+    return (await redis.evalSha(script.sha, options)) as T;
+  } catch (err) {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+    return (await redis.eval(script.source, options)) as T;
+  }
+}

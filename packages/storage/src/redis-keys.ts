@@ -1,0 +1,40 @@
+/**
+ * Every Redis key of the service is built here and nowhere else (SPEC R10, V1, V3).
+ * Braces are Redis Cluster hash tags: all keys of one version share a slot, and so do all keys
+ * of one user, which lets one Lua script touch them together.
+ */
+
+/** A version is the build's date in the business time zone: YYYYMMDD. */
+export const VERSION_PATTERN = /^\d{8}$/;
+
+export function createRedisKeys(prefix = '') {
+  const p = `${prefix}recommend:short:`;
+  return {
+    /** STRING: the version the API serves. */
+    current: `${p}current`,
+    /** STRING: the version that was current before the last switch (R17's first fallback). */
+    previous: `${p}previous`,
+    /** STRING: the last version built in shadow mode (R20), for `inspect`. */
+    shadow: `${p}shadow`,
+    /** LIST of 24-hex video ids in queue order. */
+    queue: (version: string) => `${p}queue:{${version}}`,
+    /** HASH user -> next offset. */
+    offset: (version: string) => `${p}offset:{${version}}`,
+    /** HASH length, generatedAt, startOffset, counts, block summary. */
+    meta: (version: string) => `${p}meta:{${version}}`,
+    /** STRING owner token with expiry. */
+    buildLock: (version: string) => `${p}build-lock:{${version}}`,
+    /** STRING of 4-byte fingerprints of the user's recent views, oldest first (V1). */
+    views: (user: string) => `${p}views:{${user}}`,
+    /** STRING of 4-byte fingerprints of the user's "not interested" marks, oldest first (V3). */
+    notInterested: (user: string) => `${p}not-interested:{${user}}`,
+    /** SET of video ids the user watched on one business day (R15 free-watch counting). */
+    watches: (user: string, day: string) => `${p}watches:{${user}}:${day}`,
+    /** SET of eligible ids for the legacy random feed (R17); name kept from the old service. */
+    legacyIds: `${prefix}short-videos-all-ids-list`,
+    /** Prefix for BullMQ's keys; the braces keep each queue's keys in one cluster slot. */
+    bullPrefix: `${prefix}{bull}`,
+  };
+}
+
+export type RedisKeys = ReturnType<typeof createRedisKeys>;
