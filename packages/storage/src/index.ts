@@ -3,3 +3,5 @@ export * from './redis-client';
 export * from './lua-scripts';
 export * from './mongo';
 export * from './models/video';
+export * from './queue-meta';
+export * from './demo-data';

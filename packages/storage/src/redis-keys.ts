@@ -18,6 +18,9 @@ export function createRedisKeys(prefix = '') {
     shadow: `${p}shadow`,
     /** LIST of 24-hex video ids in queue order. */
     queue: (version: string) => `${p}queue:{${version}}`,
+    /** Where a build writes the queue before verifying it and RENAMEing it into place (same slot). */
+    queueStaging: (version: string) => `${p}queue:{${version}}:staging`,
+    metaStaging: (version: string) => `${p}meta:{${version}}:staging`,
     /** HASH user -> next offset. */
     offset: (version: string) => `${p}offset:{${version}}`,
     /** HASH length, generatedAt, startOffset, counts, block summary. */
@@ -32,6 +35,8 @@ export function createRedisKeys(prefix = '') {
     watches: (user: string, day: string) => `${p}watches:{${user}}:${day}`,
     /** SET of eligible ids for the legacy random feed (R17); name kept from the old service. */
     legacyIds: `${prefix}short-videos-all-ids-list`,
+    /** The hash tag is the legacy key's whole name, so both share a slot and RENAME works. */
+    legacyIdsStaging: `{${prefix}short-videos-all-ids-list}:staging`,
     /** Prefix for BullMQ's keys; the braces keep each queue's keys in one cluster slot. */
     bullPrefix: `${prefix}{bull}`,
   };

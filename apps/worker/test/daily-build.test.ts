@@ -1,0 +1,251 @@
+import { Types } from 'mongoose';
+import { BLOCK_SIZE, expandBlocks, versionFor } from '@feed/domain';
+import { createLogger } from '@feed/logger';
+import { demoVideo, readMeta, seedVideos, videoModel, type VideoModel } from '@feed/storage';
+import { runDailyBuild, type BuildDeps } from '../src/build/daily-build';
+import { startTestServices, type TestServices } from '../../../test/support/services';
+
+const DAY = 24 * 60 * 60 * 1000;
+const AT = new Date('2026-07-24T00:30:00+08:00');
+const VERSION = '20260724';
+
+let s: TestServices;
+let videos: VideoModel;
+let deps: BuildDeps;
+
+beforeAll(async () => {
+  s = await startTestServices('build');
+  videos = videoModel(s.mongo);
+  await videos.init();
+  deps = {
+    redis: s.redis,
+    keys: s.keys,
+    videos,
+    logger: createLogger({ silent: true }),
+    businessTimeZone: 'Asia/Shanghai',
+    keyTtlHours: 72,
+    lockTtlMs: 60_000,
+  };
+});
+
+afterAll(() => s.cleanup());
+
+beforeEach(async () => {
+  await videos.deleteMany({});
+  await s.redis.del([s.keys.current, s.keys.previous, s.keys.shadow, s.keys.queue(VERSION), s.keys.meta(VERSION), s.keys.offset(VERSION), s.keys.legacyIds]);
+});
+
+const queueOf = (version = VERSION) => s.redis.lRange(s.keys.queue(version), 0, -1);
+
+async function seed(high: number, fresh: number) {
+  const oldIds = await seedVideos(videos, { videos: high, fresh: 0, now: AT, seed: 1 });
+  const freshDocs = Array.from({ length: fresh }, (_, i) => demoVideo({ reviewAt: new Date(AT.getTime() - (i + 1) * 60_000) }));
+  if (freshDocs.length) await videos.insertMany(freshDocs);
+  return { oldIds, freshIds: freshDocs.map((d) => d._id!.toHexString()) };
+}
+
+function blockCompositions(queue: string[], freshIds: string[]) {
+  const fresh = new Set(freshIds);
+  const out: Array<{ high: number; fresh: number }> = [];
+  for (let i = 0; i < queue.length; i += BLOCK_SIZE) {
+    const block = queue.slice(i, i + BLOCK_SIZE);
+    const n = block.filter((id) => fresh.has(id)).length;
+    out.push({ high: block.length - n, fresh: n });
+  }
+  return out;
+}
+
+describe('daily build', () => {
+  it('when 170 old and 30 new videos exist, then current switches to a 17+3 queue with meta, TTLs and the legacy set', async () => {
+    const { oldIds, freshIds } = await seed(170, 30);
+    const result = await runDailyBuild(deps, { at: AT });
+    expect(result.status).toBe('built');
+    expect(await s.redis.get(s.keys.current)).toBe(VERSION);
+    const queue = await queueOf();
+    expect(queue).toHaveLength(200);
+    expect(new Set(queue)).toEqual(new Set([...oldIds, ...freshIds]));
+    expect(blockCompositions(queue, freshIds)).toEqual(Array.from({ length: 10 }, () => ({ high: 17, fresh: 3 })));
+
+    const meta = await readMeta(s.redis, s.keys, VERSION);
+    expect(meta).toMatchObject({ length: 200, startOffset: 0, candidateCount: 200, highCount: 170, newCount: 30, finalCount: 200, duplicateCount: 0, shadow: false });
+    expect(expandBlocks(meta!.blocks)).toEqual(blockCompositions(queue, freshIds));
+    expect(meta!.generatedAt).toBe(AT.toISOString());
+    expect(meta!.switchedAt).toBeDefined();
+
+    for (const key of [s.keys.queue(VERSION), s.keys.meta(VERSION), s.keys.offset(VERSION)]) {
+      // The offset hash does not exist until the first read; the read script gives it the queue's TTL.
+      const ttl = await s.redis.ttl(key);
+      if (key !== s.keys.offset(VERSION)) expect(ttl).toBeGreaterThan(71 * 3600);
+    }
+    expect(await s.redis.ttl(s.keys.buildLock(VERSION))).toBe(-2);
+    expect(new Set(await s.redis.sMembers(s.keys.legacyIds))).toEqual(new Set(queue));
+  });
+
+  it('when an old day is rebuilt with --at, then its keys still live 72 h from now', async () => {
+    await seed(30, 0);
+    const old = new Date(Date.now() - 5 * DAY);
+    const result = await runDailyBuild(deps, { at: old, force: true });
+    expect(result.version).toBe(versionFor(old, 'Asia/Shanghai'));
+    expect(await s.redis.ttl(s.keys.queue(result.version))).toBeGreaterThan(71 * 3600);
+    await s.redis.del([s.keys.queue(result.version), s.keys.meta(result.version)]);
+  });
+
+  it.each([
+    [0, [{ high: 20, fresh: 0 }]],
+    [1, [{ high: 19, fresh: 1 }]],
+    [2, [{ high: 18, fresh: 2 }]],
+    [3, [{ high: 17, fresh: 3 }]],
+  ])('when the new pool has %i videos, then the first block holds that many', async (fresh, first) => {
+    const { freshIds } = await seed(60, fresh);
+    await runDailyBuild(deps, { at: AT });
+    const blocks = blockCompositions(await queueOf(), freshIds);
+    expect(blocks[0]).toEqual(first[0]);
+    expect(blocks.slice(1).every((b) => b.fresh === 0)).toBe(true);
+  });
+
+  it('when the high pool is too small, then new videos fill the blocks and nothing is duplicated', async () => {
+    const { freshIds } = await seed(20, 30);
+    await runDailyBuild(deps, { at: AT });
+    const queue = await queueOf();
+    expect(queue).toHaveLength(50);
+    expect(new Set(queue).size).toBe(50);
+    expect(blockCompositions(queue, freshIds)).toEqual([
+      { high: 17, fresh: 3 },
+      { high: 3, fresh: 17 },
+      { high: 0, fresh: 10 },
+    ]);
+  });
+
+  it('when fewer than 20 videos are eligible, then the queue keeps its real size', async () => {
+    await seed(5, 2);
+    await runDailyBuild(deps, { at: AT });
+    expect(await queueOf()).toHaveLength(7);
+  });
+
+  it('when only some videos are eligible, then only approved, non-deleted short videos enter (VIP/coin/ad/special do)', async () => {
+    const eligible = [
+      demoVideo({ vip: true }),
+      demoVideo({ coin: true }),
+      demoVideo({ isAd: true }),
+      demoVideo({ special: true }),
+      demoVideo({}),
+    ];
+    const ineligible = [
+      demoVideo({ status: 'pending' }),
+      demoVideo({ status: 'rejected' }),
+      demoVideo({ status: 'offline' }),
+      demoVideo({ newsType: 'long' }),
+      demoVideo({ deleted: true }),
+    ];
+    await videos.insertMany([...eligible, ...ineligible]);
+    await runDailyBuild(deps, { at: AT });
+    expect(new Set(await queueOf())).toEqual(new Set(eligible.map((v) => v._id!.toHexString())));
+  });
+
+  it('when scores are built, then recommendScore(At) are written back from the recommend counters only', async () => {
+    const scored = demoVideo({ recommendLikeCount: 2, recommendCollectCount: 1, recommendCommentCount: 1, recommendShareCount: 1, likeCount: 99 });
+    const fakeOnly = demoVideo({ fakeLikeCount: 1_000_000, fakeShareCount: 1_000_000, fakeCommentCount: 1_000_000, likeCount: 50 });
+    await videos.insertMany([scored, fakeOnly]);
+    await runDailyBuild(deps, { at: AT });
+    const [a, b] = await Promise.all([videos.findById(scored._id).lean(), videos.findById(fakeOnly._id).lean()]);
+    expect(a).toMatchObject({ recommendScore: 12, recommendScoreAt: AT });
+    expect(b).toMatchObject({ recommendScore: 0, recommendScoreAt: AT });
+    expect((await queueOf())[0]).toBeDefined();
+  });
+
+  it('when the version is already current, then a second run does nothing unless forced', async () => {
+    await seed(40, 3);
+    await runDailyBuild(deps, { at: AT });
+    await s.redis.hSet(s.keys.offset(VERSION), 'u:alice', '7');
+    const before = await queueOf();
+    await videos.insertMany([demoVideo({})]);
+
+    const again = await runDailyBuild(deps, { at: AT });
+    expect(again.status).toBe('already-current');
+    expect(await queueOf()).toEqual(before);
+
+    const forced = await runDailyBuild(deps, { at: AT, force: true });
+    expect(forced.status).toBe('built');
+    expect(await queueOf()).toHaveLength(before.length + 1);
+    // Documented choice: a forced rebuild keeps the version's offsets, so users continue
+    // where they were instead of seeing the top of the queue again.
+    expect(await s.redis.hGet(s.keys.offset(VERSION), 'u:alice')).toBe('7');
+  });
+
+  it('when two workers build the same version at once, then exactly one builds', async () => {
+    await seed(100, 10);
+    const results = await Promise.all([runDailyBuild(deps, { at: AT }), runDailyBuild(deps, { at: AT })]);
+    expect(results.map((r) => r.status).sort()).toEqual(['built', 'locked']);
+    expect(await queueOf()).toHaveLength(110);
+  });
+
+  it('when a build fails before the switch, then current and the previous queue keep serving and the lock is freed', async () => {
+    await seed(40, 0);
+    const yesterday = new Date(AT.getTime() - DAY);
+    const first = await runDailyBuild(deps, { at: yesterday });
+    const previousQueue = await queueOf(first.version);
+
+    const failing = { ...deps, beforeSwitch: () => Promise.reject(new Error('injected failure')) };
+    await expect(runDailyBuild(failing, { at: AT })).rejects.toThrow('injected failure');
+    expect(await s.redis.get(s.keys.current)).toBe(first.version);
+    expect(await queueOf(first.version)).toEqual(previousQueue);
+    expect(await s.redis.exists(s.keys.queue(VERSION))).toBe(0);
+    expect(await s.redis.exists(s.keys.queueStaging(VERSION))).toBe(0);
+    expect(await s.redis.exists(s.keys.buildLock(VERSION))).toBe(0);
+
+    const retry = await runDailyBuild(deps, { at: AT });
+    expect(retry.status).toBe('built');
+    expect(await s.redis.get(s.keys.previous)).toBe(first.version);
+    await s.redis.del([s.keys.queue(first.version), s.keys.meta(first.version)]);
+  });
+
+  it('when a crashed worker left the lock behind, then the build waits for its expiry and then succeeds', async () => {
+    await seed(30, 0);
+    await s.redis.set(s.keys.buildLock(VERSION), 'dead-worker-token', { PX: 200 });
+    expect((await runDailyBuild(deps, { at: AT })).status).toBe('locked');
+    expect(await s.redis.get(s.keys.current)).toBeNull();
+    // Wait for the lock's own expiry (a Redis event, not a fixed sleep).
+    while ((await s.redis.exists(s.keys.buildLock(VERSION))) === 1) await new Promise((r) => setImmediate(r));
+    expect((await runDailyBuild(deps, { at: AT })).status).toBe('built');
+  });
+
+  it('when the lock is held by another owner, then release never deletes it', async () => {
+    await seed(30, 0);
+    const stealing = {
+      ...deps,
+      // The lock expires and another worker takes it during our build.
+      beforeSwitch: async () => {
+        await s.redis.set(s.keys.buildLock(VERSION), 'other-owner');
+      },
+    };
+    await expect(runDailyBuild(stealing, { at: AT })).rejects.toThrow('build lock expired');
+    expect(await s.redis.get(s.keys.buildLock(VERSION))).toBe('other-owner');
+    expect(await s.redis.get(s.keys.current)).toBeNull();
+    await s.redis.del(s.keys.buildLock(VERSION));
+  });
+
+  it('when built in shadow mode, then the version is verified but current does not switch', async () => {
+    await seed(40, 0);
+    const yesterday = new Date(AT.getTime() - DAY);
+    const live = await runDailyBuild(deps, { at: yesterday });
+    await videos.insertMany(Array.from({ length: 5 }, () => demoVideo({ reviewAt: new Date(AT.getTime() - 3600_000) })));
+    const shadow = await runDailyBuild(deps, { at: AT, shadow: true });
+    expect(shadow.status).toBe('shadow');
+    expect(await s.redis.get(s.keys.current)).toBe(live.version);
+    expect(await s.redis.get(s.keys.shadow)).toBe(VERSION);
+    expect(await readMeta(s.redis, s.keys, VERSION)).toMatchObject({ shadow: true, length: 45, newCount: 5, duplicateCount: 0 });
+    await s.redis.del([s.keys.queue(live.version), s.keys.meta(live.version)]);
+  });
+
+  it('when no video is eligible, then nothing is published and current is untouched', async () => {
+    await videos.insertMany([demoVideo({ status: 'pending' })]);
+    await expect(runDailyBuild(deps, { at: AT })).rejects.toThrow('no eligible videos');
+    expect(await s.redis.get(s.keys.current)).toBeNull();
+  });
+
+  it('when ids are written, then they are 24-hex ObjectId strings', async () => {
+    await seed(25, 0);
+    await runDailyBuild(deps, { at: AT });
+    for (const id of await queueOf()) expect(Types.ObjectId.isValid(id) && /^[0-9a-f]{24}$/.test(id)).toBe(true);
+  });
+});

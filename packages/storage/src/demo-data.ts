@@ -1,0 +1,80 @@
+/** Demo and test data: approved short videos with varied counters and review times. */
+import { Types } from 'mongoose';
+import type { VideoDoc, VideoModel } from './models/video';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export interface SeedOptions {
+  /** Videos approved more than a day before `now` (the high pool). */
+  videos: number;
+  /** Videos approved within the last 24 h (the new pool). */
+  fresh?: number;
+  now?: Date;
+  /** Deterministic counters from this seed. */
+  seed?: number;
+}
+
+/** A small deterministic PRNG so demo data is the same on every machine. */
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function demoVideo(overrides: Partial<VideoDoc> = {}): Partial<VideoDoc> {
+  const _id = overrides._id ?? new Types.ObjectId();
+  return {
+    _id,
+    title: `Demo video ${_id.toHexString().slice(-6)}`,
+    coverUrl: `https://cdn.example.com/cover/${_id.toHexString()}.jpg`,
+    playUrl: `https://cdn.example.com/play/${_id.toHexString()}.m3u8`,
+    durationSec: 15,
+    authorId: 'author-1',
+    newsType: 'short',
+    status: 'approved',
+    deleted: false,
+    reviewAt: new Date(Date.now() - 10 * DAY_MS),
+    ...overrides,
+  };
+}
+
+/** Inserts `videos` old and `fresh` new approved short videos; returns their ids. */
+export async function seedVideos(model: VideoModel, options: SeedOptions): Promise<string[]> {
+  const now = (options.now ?? new Date()).getTime();
+  const random = mulberry32(options.seed ?? 42);
+  const docs: Partial<VideoDoc>[] = [];
+  for (let i = 0; i < options.videos + (options.fresh ?? 0); i++) {
+    const isFresh = i >= options.videos;
+    const likes = Math.floor(random() * 500);
+    docs.push(
+      demoVideo({
+        authorId: `author-${Math.floor(random() * 50)}`,
+        durationSec: 5 + Math.floor(random() * 55),
+        reviewAt: new Date(isFresh ? now - Math.floor(random() * (DAY_MS - 60_000)) : now - DAY_MS - 60_000 - Math.floor(random() * 30 * DAY_MS)),
+        likeCount: likes,
+        collectCount: Math.floor(likes / 4),
+        commentCount: Math.floor(likes / 10),
+        shareCount: Math.floor(likes / 20),
+        recommendLikeCount: likes,
+        recommendCollectCount: Math.floor(likes / 4),
+        recommendCommentCount: Math.floor(likes / 10),
+        recommendShareCount: Math.floor(likes / 20),
+        fakeLikeCount: Math.floor(random() * 1000),
+        vip: random() < 0.05,
+        coin: random() < 0.05,
+        special: random() < 0.02,
+      }),
+    );
+  }
+  const ids: string[] = [];
+  for (let i = 0; i < docs.length; i += 5000) {
+    const batch = docs.slice(i, i + 5000);
+    await model.insertMany(batch, { lean: true });
+    for (const d of batch) ids.push((d._id as Types.ObjectId).toHexString());
+  }
+  return ids;
+}

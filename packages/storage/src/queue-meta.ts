@@ -1,0 +1,73 @@
+/** The meta hash of one version (SPEC R10): what a build wrote, read back by API, worker and CLI. */
+import type { BlockRun } from '@feed/domain';
+import type { Redis } from './redis-client';
+import type { RedisKeys } from './redis-keys';
+
+export interface QueueMeta {
+  version: string;
+  length: number;
+  generatedAt: string;
+  startOffset: 0;
+  candidateCount: number;
+  highCount: number;
+  newCount: number;
+  finalCount: number;
+  duplicateCount: number;
+  /** Run-length block composition (high vs new per block). */
+  blocks: BlockRun[];
+  builtAt: string;
+  /** Set when the version became current; absent for shadow builds. */
+  switchedAt?: string;
+  shadow: boolean;
+}
+
+export function encodeMeta(meta: QueueMeta): Record<string, string> {
+  const fields: Record<string, string> = {
+    version: meta.version,
+    length: String(meta.length),
+    generatedAt: meta.generatedAt,
+    startOffset: '0',
+    candidateCount: String(meta.candidateCount),
+    highCount: String(meta.highCount),
+    newCount: String(meta.newCount),
+    finalCount: String(meta.finalCount),
+    duplicateCount: String(meta.duplicateCount),
+    blocks: JSON.stringify(meta.blocks),
+    builtAt: meta.builtAt,
+    shadow: meta.shadow ? '1' : '0',
+  };
+  if (meta.switchedAt) fields.switchedAt = meta.switchedAt;
+  return fields;
+}
+
+export function decodeMeta(fields: Record<string, string>): QueueMeta | null {
+  if (!fields || fields.length === undefined) return null;
+  return {
+    version: fields.version,
+    length: Number(fields.length),
+    generatedAt: fields.generatedAt,
+    startOffset: 0,
+    candidateCount: Number(fields.candidateCount),
+    highCount: Number(fields.highCount),
+    newCount: Number(fields.newCount),
+    finalCount: Number(fields.finalCount),
+    duplicateCount: Number(fields.duplicateCount),
+    blocks: JSON.parse(fields.blocks ?? '[]') as BlockRun[],
+    builtAt: fields.builtAt,
+    switchedAt: fields.switchedAt,
+    shadow: fields.shadow === '1',
+  };
+}
+
+export async function readMeta(redis: Redis, keys: RedisKeys, version: string): Promise<QueueMeta | null> {
+  return decodeMeta((await redis.hGetAll(keys.meta(version))) as Record<string, string>);
+}
+
+/**
+ * A version is usable when its queue exists and holds exactly meta.length ids
+ * (the same check the build runs before switching).
+ */
+export async function isVersionUsable(redis: Redis, keys: RedisKeys, version: string): Promise<boolean> {
+  const [length, metaLength] = await Promise.all([redis.lLen(keys.queue(version)), redis.hGet(keys.meta(version), 'length')]);
+  return length > 0 && String(length) === metaLength;
+}

@@ -1,0 +1,52 @@
+/**
+ * Test access to the real services: Redis (a unique key prefix per test file, deleted after)
+ * and the embedded MongoDB server started by global setup (a database per test file, dropped after).
+ */
+import { randomBytes } from 'node:crypto';
+import mongoose, { type Connection } from 'mongoose';
+import { loadConfig, type Config } from '@feed/config';
+import { connectRedis, createRedisKeys, type Redis, type RedisKeys } from '@feed/storage';
+
+export interface TestServices {
+  prefix: string;
+  redis: Redis;
+  keys: RedisKeys;
+  mongo: Connection;
+  config: Config;
+  cleanup(): Promise<void>;
+}
+
+export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<void> {
+  // Legacy staging keys wrap the prefix in a hash tag, so they start with "{prefix".
+  for (const pattern of [`${prefix}*`, `{${prefix}*`]) {
+    const batch: string[] = [];
+    for await (const keys of redis.scanIterator({ MATCH: pattern, COUNT: 1000 })) batch.push(...keys);
+    if (batch.length) await redis.del(batch);
+  }
+}
+
+export async function startTestServices(name: string, env: Record<string, string> = {}): Promise<TestServices> {
+  const prefix = `test:${name}:${process.pid}:${randomBytes(3).toString('hex')}:`;
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    REDIS_URL: process.env.TEST_REDIS_URL!,
+    MONGO_URL: `${process.env.TEST_MONGO_URI}/t_${name.replace(/\W/g, '_')}_${randomBytes(3).toString('hex')}`,
+    REDIS_KEY_PREFIX: prefix,
+    ...env,
+  });
+  const redis = await connectRedis(config);
+  const mongo = await mongoose.createConnection(config.mongoUrl!).asPromise();
+  return {
+    prefix,
+    redis,
+    keys: createRedisKeys(prefix),
+    mongo,
+    config,
+    async cleanup() {
+      await deleteKeysWithPrefix(redis, prefix);
+      await redis.close();
+      await mongo.dropDatabase();
+      await mongo.close();
+    },
+  };
+}
