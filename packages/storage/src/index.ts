@@ -5,3 +5,4 @@ export * from './mongo';
 export * from './models/video';
 export * from './queue-meta';
 export * from './demo-data';
+export * from './fingerprint';

@@ -1,0 +1,55 @@
+/** Builds the API's Express app from connected dependencies (supertest imports this). */
+import express, { type Express } from 'express';
+import type { Connection } from 'mongoose';
+import type { Config } from '@feed/config';
+import { createRedisKeys, videoModel, type Redis } from '@feed/storage';
+import { errorHandler, notFoundRoute } from './http/errors';
+import { requestId } from './http/request-id';
+import { createApiMetrics, type ApiMetrics } from './metrics';
+import { FeedService } from './feed/feed-service';
+import { VideoCatalog } from './feed/video-catalog';
+import { feedRoutes } from './routes/feed-routes';
+import { healthRoutes } from './routes/health-routes';
+import { UserHistory } from './users/user-history';
+import { WatchCounter } from './users/watch-counter';
+
+export interface ApiDeps {
+  config: Config;
+  redis: Redis;
+  mongo: Connection;
+  metrics?: ApiMetrics;
+}
+
+export interface Api {
+  app: Express;
+  feed: FeedService;
+  metrics: ApiMetrics;
+}
+
+export function createApp({ config, redis, mongo, metrics = createApiMetrics() }: ApiDeps): Api {
+  const keys = createRedisKeys(config.redisKeyPrefix);
+  const catalog = new VideoCatalog(videoModel(mongo), config.videoCacheMs);
+  const history = new UserHistory(redis, keys, config);
+  const watches = new WatchCounter(redis, keys, config.totalWatch, config.businessTimeZone);
+  const feed = new FeedService(redis, keys, catalog, history, metrics, {
+    enabled: config.shortRecommendV2Enabled,
+    percent: config.shortRecommendV2Percent,
+    currentCacheMs: config.currentCacheMs,
+  });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(requestId);
+  app.use((req, res, next) => {
+    const end = metrics.httpDuration.startTimer({ method: req.method });
+    res.on('finish', () => end({ route: req.route?.path ?? 'unmatched', status: String(res.statusCode) }));
+    next();
+  });
+  app.use(express.json({ limit: '16kb' }));
+  app.use(healthRoutes({ redis, keys, mongo, metrics }));
+  app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret }));
+  app.use(notFoundRoute);
+  app.use(errorHandler);
+  return { app, feed, metrics };
+}

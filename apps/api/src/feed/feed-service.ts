@@ -1,0 +1,225 @@
+/**
+ * The feed (SPEC R11–R17, V2): which videos a user gets next.
+ *
+ * Strategies, tried in order, each small and named:
+ *  - ring:    the day's ring queue (current version, else the previous one);
+ *  - legacy:  random ids from the legacy set (users outside the rollout, or no usable version);
+ *  - mongo:   a bounded MongoDB query (Redis failing entirely).
+ * Every fallback is logged with its reason and counted.
+ */
+import { ELIGIBLE_FILTER, isEligible, BLOCK_SIZE } from '@feed/domain';
+import { logger } from '@feed/logger';
+import { runScript, type Redis, type RedisKeys } from '@feed/storage';
+import { AppError, unavailable } from '../http/errors';
+import type { Identity } from '../http/identity';
+import type { ApiMetrics, SkipReason } from '../metrics';
+import { CurrentVersionCache } from './current-version';
+import { toVideoInfo, type CatalogVideo, type VideoCatalog, type VideoInfo } from './video-catalog';
+import type { UserFilter, UserHistory } from '../users/user-history';
+
+export interface FeedPage {
+  vInfos: VideoInfo[];
+  totalPages: number;
+  hasNext: boolean;
+  queueVersion: string;
+  /** True when a whole circle of the ring held nothing this user has not seen or rejected. */
+  allSeen?: boolean;
+}
+
+export interface FeedOptions {
+  enabled: boolean;
+  percent: number;
+  currentCacheMs: number;
+  /** Upper bound for one Redis call on the read path before falling back. */
+  redisTimeoutMs?: number;
+}
+
+/** Most recent approved videos the MongoDB fallback samples from. */
+const MONGO_FALLBACK_POOL = 200;
+
+class VersionGoneError extends Error {}
+
+/** FNV-1a of the identity key: a user's rollout bucket never changes. */
+export function rolloutBucket(key: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % 100;
+}
+
+function timeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise,
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+interface RingSlice {
+  length: number;
+  oldOffset: number;
+  ids: string[];
+}
+
+export class FeedService {
+  readonly versions: CurrentVersionCache;
+  private readonly redisTimeoutMs: number;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly catalog: VideoCatalog,
+    private readonly history: UserHistory,
+    private readonly metrics: ApiMetrics,
+    private readonly options: FeedOptions,
+  ) {
+    this.versions = new CurrentVersionCache(redis, keys, options.currentCacheMs);
+    this.redisTimeoutMs = options.redisTimeoutMs ?? 1000;
+  }
+
+  inRollout(identity: Identity): boolean {
+    return this.options.enabled && rolloutBucket(identity.key) < this.options.percent;
+  }
+
+  /** The next page for this user, from the best strategy that works. */
+  async nextPage(identity: Identity, pageSize: number): Promise<FeedPage> {
+    let page: FeedPage;
+    let strategy: string;
+    try {
+      if (!this.inRollout(identity)) {
+        strategy = 'legacy';
+        page = await this.legacyPage(identity, pageSize);
+      } else {
+        try {
+          strategy = 'ring';
+          page = await this.ringPage(identity, pageSize);
+        } catch (err) {
+          if (err instanceof AppError) throw err;
+          this.degrade('legacy-set', err);
+          strategy = 'legacy';
+          page = await this.legacyPage(identity, pageSize);
+        }
+      }
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      this.degrade('mongo-fallback', err);
+      strategy = 'mongo';
+      page = await this.mongoPage(identity, pageSize);
+    }
+    this.metrics.pages.inc({ strategy });
+    if (page.vInfos.length === 0) this.metrics.emptyPages.inc({ strategy });
+    return page;
+  }
+
+  private degrade(kind: 'previous-version' | 'legacy-set' | 'mongo-fallback', reason: unknown): void {
+    this.metrics.degradations.inc({ kind });
+    if (reason instanceof Error && !(reason instanceof VersionGoneError)) this.metrics.redisFailures.inc({ operation: kind });
+    logger.warn('feed degraded', { kind, reason: reason instanceof Error ? reason.message : String(reason) });
+  }
+
+  /** One Lua call: claims `count` positions of the ring for this user (R11). */
+  private async claim(version: string, userKey: string, count: number): Promise<RingSlice> {
+    const reply = await timeout(
+      runScript<Array<number | string>>(this.redis, 'ring-read', [this.keys.queue(version), this.keys.offset(version)], [userKey, String(count)]),
+      this.redisTimeoutMs,
+      'ring-read',
+    );
+    const length = Number(reply[0]);
+    if (length === 0) throw new VersionGoneError(`queue of version ${version} is gone`);
+    return { length, oldOffset: Number(reply[1]), ids: reply.slice(2).map(String) };
+  }
+
+  /** The version to read: current, or the previous one when current's keys are gone. */
+  private async ringPage(identity: Identity, pageSize: number): Promise<FeedPage> {
+    const pointers = await timeout(this.versions.get(), this.redisTimeoutMs, 'current version');
+    if (!pointers.current) throw new VersionGoneError('no current version');
+    this.metrics.currentVersion.set(Number(pointers.current) || 0);
+    const filterPromise = timeout(this.history.load(identity.key), this.redisTimeoutMs, 'user history');
+    // Settle it now so an early failure of the ring read does not leave it unhandled.
+    filterPromise.catch(() => undefined);
+    try {
+      return await this.scanRing(pointers.current, identity, pageSize, filterPromise);
+    } catch (err) {
+      if (!(err instanceof VersionGoneError) || !pointers.previous || pointers.previous === pointers.current) throw err;
+      this.versions.invalidate();
+      this.degrade('previous-version', err);
+      return this.scanRing(pointers.previous, identity, pageSize, filterPromise);
+    }
+  }
+
+  /**
+   * Claims positions until the page is full or one whole circle was scanned. Every claimed
+   * position is either served or skipped (taken down, seen, not interested, own video, or
+   * already in this page), so the offset moves past exactly what this request looked at.
+   */
+  private async scanRing(version: string, identity: Identity, pageSize: number, filterPromise: Promise<UserFilter>): Promise<FeedPage> {
+    const served: VideoInfo[] = [];
+    const inPage = new Set<string>();
+    const skips = new Map<SkipReason, number>();
+    const skip = (reason: SkipReason) => skips.set(reason, (skips.get(reason) ?? 0) + 1);
+    let length = Number.POSITIVE_INFINITY;
+    let scanned = 0;
+    while (served.length < pageSize && scanned < length) {
+      const slice = await this.claim(version, identity.key, Math.min(pageSize - served.length, length - scanned));
+      length = slice.length;
+      scanned += slice.ids.length;
+      const [videos, filter] = await Promise.all([this.catalog.load(slice.ids), filterPromise]);
+      for (const id of slice.ids) {
+        const video = videos.get(id);
+        if (inPage.has(id)) skip('duplicate');
+        else if (!video || !isEligible(video)) skip('invalid');
+        else if (filter.notInterested(id)) skip('not_interested');
+        else if (filter.viewed(id)) skip('seen');
+        else if (identity.userId !== undefined && video.authorId === identity.userId) skip('own');
+        else {
+          inPage.add(id);
+          served.push(toVideoInfo(video));
+        }
+      }
+    }
+    for (const [reason, count] of skips) this.metrics.skipped.inc({ reason }, count);
+    return {
+      vInfos: served,
+      totalPages: Math.ceil(length / BLOCK_SIZE),
+      hasNext: length > 0,
+      queueVersion: version,
+      ...(served.length === 0 ? { allSeen: true } : {}),
+    };
+  }
+
+  /** The old behaviour: random ids from the legacy set (SRANDMEMBER), re-checked against R1. */
+  private async legacyPage(identity: Identity, pageSize: number): Promise<FeedPage> {
+    const [ids, size] = await timeout(
+      Promise.all([this.redis.sRandMemberCount(this.keys.legacyIds, pageSize), this.redis.sCard(this.keys.legacyIds)]),
+      this.redisTimeoutMs,
+      'legacy set',
+    );
+    if (ids.length === 0) throw new Error('legacy set is empty');
+    const videos = await this.catalog.load(ids);
+    const vInfos = ids.map((id) => videos.get(id)).filter((v): v is CatalogVideo => v !== undefined && isEligible(v) && v.authorId !== identity.userId);
+    return { vInfos: vInfos.map(toVideoInfo), totalPages: Math.ceil(size / BLOCK_SIZE), hasNext: size > 0, queueVersion: 'legacy' };
+  }
+
+  /** Last resort without Redis: a random page of the most recent approved short videos. */
+  private async mongoPage(identity: Identity, pageSize: number): Promise<FeedPage> {
+    const recent = await this.catalog.model
+      .find(ELIGIBLE_FILTER)
+      .sort({ reviewAt: -1 })
+      .limit(MONGO_FALLBACK_POOL)
+      .select({ _id: 1, authorId: 1 })
+      .lean()
+      .catch((err: Error) => {
+        throw unavailable(`feed unavailable: Redis and MongoDB both failing (${err.message})`);
+      });
+    const pool = recent.filter((v) => v.authorId !== identity.userId).map((v) => v._id.toHexString());
+    for (let i = pool.length - 1; i > 0; i--) {
+      const j = Math.floor(Math.random() * (i + 1));
+      [pool[i], pool[j]] = [pool[j], pool[i]];
+    }
+    const ids = pool.slice(0, pageSize);
+    const videos = await this.catalog.load(ids);
+    const vInfos = ids.map((id) => videos.get(id)).filter((v): v is CatalogVideo => v !== undefined && isEligible(v));
+    return { vInfos: vInfos.map(toVideoInfo), totalPages: Math.ceil(recent.length / BLOCK_SIZE), hasNext: recent.length > 0, queueVersion: 'fallback' };
+  }
+}

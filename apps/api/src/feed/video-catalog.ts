@@ -1,0 +1,102 @@
+/**
+ * Video documents by id for the read path, with a short in-process cache. The cache TTL
+ * (VIDEO_CACHE_MS) is the longest a taken-down video can still be served by one instance.
+ */
+import { Types } from 'mongoose';
+import { unavailable } from '../http/errors';
+import type { VideoDoc, VideoModel } from '@feed/storage';
+
+/** The fields the feed needs: R1's re-check, the item shape, the author for the own-video skip. */
+const PUBLIC_PROJECTION = {
+  title: 1, coverUrl: 1, playUrl: 1, durationSec: 1, authorId: 1, newsType: 1, status: 1, deleted: 1, reviewAt: 1,
+  vip: 1, coin: 1, isAd: 1, special: 1, likeCount: 1, collectCount: 1, commentCount: 1, shareCount: 1,
+  fakeLikeCount: 1, fakeCommentCount: 1, fakeShareCount: 1,
+} as const;
+
+export type CatalogVideo = Pick<VideoDoc, '_id' | keyof typeof PUBLIC_PROJECTION>;
+
+/** One item of `vInfos`: display counts as the client shows them (real + fake), never recommend*. */
+export interface VideoInfo {
+  vid: string;
+  title: string;
+  coverUrl: string;
+  playUrl: string;
+  durationSec: number;
+  authorId: string;
+  vip: boolean;
+  coin: boolean;
+  isAd: boolean;
+  special: boolean;
+  likeCount: number;
+  collectCount: number;
+  commentCount: number;
+  shareCount: number;
+  reviewAt: string | null;
+}
+
+const n = (value: number | null | undefined) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
+
+export function toVideoInfo(video: CatalogVideo): VideoInfo {
+  return {
+    vid: video._id.toHexString(),
+    title: video.title ?? '',
+    coverUrl: video.coverUrl ?? '',
+    playUrl: video.playUrl ?? '',
+    durationSec: n(video.durationSec),
+    authorId: video.authorId ?? '',
+    vip: Boolean(video.vip),
+    coin: Boolean(video.coin),
+    isAd: Boolean(video.isAd),
+    special: Boolean(video.special),
+    likeCount: Math.max(0, n(video.likeCount)) + n(video.fakeLikeCount),
+    collectCount: Math.max(0, n(video.collectCount)),
+    commentCount: Math.max(0, n(video.commentCount)) + n(video.fakeCommentCount),
+    shareCount: Math.max(0, n(video.shareCount)) + n(video.fakeShareCount),
+    reviewAt: video.reviewAt ? new Date(video.reviewAt).toISOString() : null,
+  };
+}
+
+export class VideoCatalog {
+  private readonly cache = new Map<string, { video: CatalogVideo | null; expiresAt: number }>();
+  private static readonly MAX_ENTRIES = 100_000;
+
+  constructor(
+    readonly model: VideoModel,
+    private readonly ttlMs: number,
+  ) {}
+
+  /** Videos by id (missing ids are absent from the map). One MongoDB query for the cache misses. */
+  async load(ids: readonly string[]): Promise<Map<string, CatalogVideo>> {
+    const now = Date.now();
+    const found = new Map<string, CatalogVideo>();
+    const misses: string[] = [];
+    for (const id of ids) {
+      const hit = this.cache.get(id);
+      if (hit && hit.expiresAt > now) {
+        if (hit.video) found.set(id, hit.video);
+      } else misses.push(id);
+    }
+    if (misses.length > 0) {
+      const docs = await this.model
+        .find({ _id: { $in: misses.map((id) => new Types.ObjectId(id)) } })
+        .select(PUBLIC_PROJECTION)
+        .lean<CatalogVideo[]>()
+        .catch((err: Error) => {
+          // Without video documents nothing can be served: a clear 503, not a fallback.
+          throw unavailable(`video store unavailable: ${err.message}`);
+        });
+      const byId = new Map(docs.map((d) => [d._id.toHexString(), d]));
+      if (this.ttlMs > 0 && this.cache.size > VideoCatalog.MAX_ENTRIES) this.cache.clear();
+      for (const id of misses) {
+        const video = byId.get(id) ?? null;
+        if (this.ttlMs > 0) this.cache.set(id, { video, expiresAt: now + this.ttlMs });
+        if (video) found.set(id, video);
+      }
+    }
+    return found;
+  }
+
+  async get(id: string): Promise<CatalogVideo | undefined> {
+    return (await this.load([id])).get(id);
+  }
+}

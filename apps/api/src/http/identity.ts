@@ -1,0 +1,50 @@
+/**
+ * Who is calling (SPEC C): a user by a verified HS256 bearer token (`sub` = user id), or a guest
+ * by `X-Device-Id`. A present but bad token is always 401, even when a device id is also sent.
+ */
+import type { Request } from 'express';
+import jwt from 'jsonwebtoken';
+import { badRequest, unauthorized } from './errors';
+
+export interface Identity {
+  /** Key for the user's Redis state: "u:<sub>" or "g:<deviceId>". */
+  key: string;
+  userId?: string;
+  deviceId?: string;
+}
+
+const DEVICE_ID = /^[A-Za-z0-9_-]{8,64}$/;
+const USER_ID = /^[A-Za-z0-9_:.@-]{1,64}$/;
+
+function userFromToken(req: Request, secret: string): Identity | undefined {
+  const header = req.header('authorization');
+  if (header === undefined) return undefined;
+  const match = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(header);
+  if (!match) throw unauthorized('Authorization must be "Bearer <token>"');
+  let payload: string | jwt.JwtPayload;
+  try {
+    payload = jwt.verify(match[1], secret, { algorithms: ['HS256'] });
+  } catch (err) {
+    throw unauthorized(err instanceof jwt.TokenExpiredError ? 'token expired' : 'invalid token');
+  }
+  const sub = typeof payload === 'object' ? payload.sub : undefined;
+  if (typeof sub !== 'string' || !USER_ID.test(sub)) throw unauthorized('token has no valid sub');
+  return { key: `u:${sub}`, userId: sub };
+}
+
+/** The caller, user or guest; 401 when neither is present or the token is bad. */
+export function identify(req: Request, secret: string): Identity {
+  const user = userFromToken(req, secret);
+  if (user) return user;
+  const deviceId = req.header('x-device-id');
+  if (deviceId === undefined) throw unauthorized('send a bearer token or an X-Device-Id header');
+  if (!DEVICE_ID.test(deviceId)) throw badRequest("'X-Device-Id' must be 8-64 characters of A-Z, a-z, 0-9, _ or -");
+  return { key: `g:${deviceId}`, deviceId };
+}
+
+/** The caller, who must be a signed-in user. */
+export function requireUser(req: Request, secret: string): Identity & { userId: string } {
+  const user = userFromToken(req, secret);
+  if (!user) throw unauthorized();
+  return user as Identity & { userId: string };
+}

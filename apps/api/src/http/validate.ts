@@ -1,0 +1,21 @@
+/** joi validation of query strings and bodies: a 400 naming the field, never a 500. */
+import type { Request } from 'express';
+import Joi from 'joi';
+import { badRequest } from './errors';
+
+/** A 24-hex ObjectId string (lower or upper case). */
+export const objectId = Joi.string().pattern(/^[0-9a-fA-F]{24}$/, 'ObjectId (24 hex characters)');
+
+export function validate<T>(schema: Joi.Schema<T>, value: unknown): T {
+  const result = schema.validate(value ?? {}, { abortEarly: true, convert: true, stripUnknown: false });
+  if (result.error) throw badRequest(result.error.details[0].message.replace(/"/g, "'"));
+  return result.value as T;
+}
+
+export const validateQuery = <T>(schema: Joi.Schema<T>, req: Request) => validate(schema, req.query);
+export const validateBody = <T>(schema: Joi.Schema<T>, req: Request) => {
+  if (req.body !== undefined && (typeof req.body !== 'object' || req.body === null || Array.isArray(req.body))) {
+    throw badRequest('request body must be a JSON object');
+  }
+  return validate(schema, req.body);
+};

@@ -1,0 +1,109 @@
+/** The H5 client's feed endpoints (SPEC R12–R15, V1, V3). */
+import { Router, type RequestHandler } from 'express';
+import Joi from 'joi';
+import { ELIGIBLE_FILTER, isEligible, shuffleInPlace } from '@feed/domain';
+import { logger } from '@feed/logger';
+import { notFound } from '../http/errors';
+import { identify } from '../http/identity';
+import { objectId, validateBody, validateQuery } from '../http/validate';
+import type { FeedService } from '../feed/feed-service';
+import { toVideoInfo, type VideoCatalog } from '../feed/video-catalog';
+import type { UserHistory } from '../users/user-history';
+import type { WatchCounter } from '../users/watch-counter';
+
+/** Largest page a client may ask for: more than a few swipes ahead is wasted work. */
+export const MAX_PAGE_SIZE = 50;
+const AD_POOL_TTL_MS = 30_000;
+
+const pageQuery = Joi.object({
+  pageNumber: Joi.number().integer().min(1).max(1_000_000).default(1),
+  pageSize: Joi.number().integer().min(1).max(MAX_PAGE_SIZE).default(20),
+});
+const vidBody = Joi.object({ vid: objectId.required() });
+const countQuery = Joi.object({ vid: objectId });
+const adQuery = Joi.object({ pageSize: Joi.number().integer().min(1).max(10).default(3) });
+
+export interface FeedRouteDeps {
+  feed: FeedService;
+  catalog: VideoCatalog;
+  history: UserHistory;
+  watches: WatchCounter;
+  jwtSecret: string;
+}
+
+export function feedRoutes({ feed, catalog, history, watches, jwtSecret }: FeedRouteDeps): Router {
+  const router = Router();
+
+  /** 404 unless the id names a video that exists; 400 for a malformed id is the schema's job. */
+  const existingVideo = async (vid: string) => {
+    const video = await catalog.get(vid);
+    if (!video) throw notFound(`video ${vid} does not exist`);
+    return video;
+  };
+
+  const servePage: RequestHandler = async (req, res) => {
+    const identity = identify(req, jwtSecret);
+    // pageNumber is validated for old clients but never moves the offset (R12).
+    const { pageSize } = validateQuery(pageQuery, req) as { pageSize: number };
+    res.json(await feed.nextPage(identity, pageSize));
+  };
+  router.get('/api/app/recommend/vid/list', servePage);
+  // The older client's endpoint: the same ring service, no response cache (R13).
+  router.get('/api/app/vid/module/short/all', servePage);
+
+  let adPool: { ids: string[]; expiresAt: number } | undefined;
+  router.get('/api/app/recommend/vid/ad', async (req, res) => {
+    identify(req, jwtSecret);
+    const { pageSize } = validateQuery(adQuery, req) as { pageSize: number };
+    if (!adPool || adPool.expiresAt < Date.now()) {
+      const ads = await catalog.model.find({ ...ELIGIBLE_FILTER, isAd: true }).sort({ reviewAt: -1 }).limit(200).select({ _id: 1 }).lean();
+      adPool = { ids: ads.map((a) => a._id.toHexString()), expiresAt: Date.now() + AD_POOL_TTL_MS };
+    }
+    const picked = shuffleInPlace([...adPool.ids], Math.random).slice(0, pageSize);
+    const videos = await catalog.load(picked);
+    const vInfos = picked.flatMap((id) => {
+      const video = videos.get(id);
+      return video && isEligible(video) ? [toVideoInfo(video)] : [];
+    });
+    res.json({ vInfos });
+  });
+
+  router.get('/api/app/vid/user/count', async (req, res) => {
+    const identity = identify(req, jwtSecret);
+    const { vid } = validateQuery(countQuery, req) as { vid?: string };
+    if (vid === undefined) {
+      res.json(await watches.count(identity.key));
+      return;
+    }
+    await existingVideo(vid);
+    const [count] = await Promise.all([watches.register(identity.key, vid.toLowerCase()), history.recordView(identity.key, vid)]);
+    res.json(count);
+  });
+
+  router.post('/api/app/vid/view', async (req, res) => {
+    const identity = identify(req, jwtSecret);
+    const { vid } = validateBody(vidBody, req) as { vid: string };
+    await existingVideo(vid);
+    await history.recordView(identity.key, vid);
+    res.json({ ok: true });
+  });
+
+  router.post('/api/app/recommend/vid/not-interested', async (req, res) => {
+    const identity = identify(req, jwtSecret);
+    const { vid } = validateBody(vidBody, req) as { vid: string };
+    await existingVideo(vid);
+    await history.markNotInterested(identity.key, vid);
+    logger.info('video marked not interested', { vid });
+    res.json({ ok: true });
+  });
+
+  router.post('/api/app/recommend/vid/not-interested/undo', async (req, res) => {
+    const identity = identify(req, jwtSecret);
+    const { vid } = validateBody(vidBody, req) as { vid: string };
+    await existingVideo(vid);
+    const removed = await history.undoNotInterested(identity.key, vid);
+    res.json({ ok: true, removed: removed > 0 });
+  });
+
+  return router;
+}

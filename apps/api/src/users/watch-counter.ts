@@ -1,0 +1,38 @@
+/**
+ * Free watches (SPEC R15): a per-user, per-business-day SET of watched video ids in Redis — no
+ * new MongoDB field. Registering the same video twice on one day counts once.
+ */
+import { versionFor } from '@feed/domain';
+import type { Redis, RedisKeys } from '@feed/storage';
+
+const KEEP_SECONDS = 2 * 24 * 3600;
+
+export interface WatchCount {
+  watchCount: number;
+  totalWatchCount: number;
+}
+
+export class WatchCounter {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly totalWatch: number,
+    private readonly timeZone: string,
+  ) {}
+
+  private key(userKey: string, now: Date): string {
+    return this.keys.watches(userKey, versionFor(now, this.timeZone));
+  }
+
+  async count(userKey: string, now = new Date()): Promise<WatchCount> {
+    const used = await this.redis.sCard(this.key(userKey, now));
+    return { watchCount: Math.max(0, this.totalWatch - used), totalWatchCount: this.totalWatch };
+  }
+
+  /** Registers a watch of `videoId` today (idempotent per user, video and day). */
+  async register(userKey: string, videoId: string, now = new Date()): Promise<WatchCount> {
+    const key = this.key(userKey, now);
+    const [, , used] = (await this.redis.multi().sAdd(key, videoId).expire(key, KEEP_SECONDS).sCard(key).exec()) as unknown as [number, number, number];
+    return { watchCount: Math.max(0, this.totalWatch - Number(used)), totalWatchCount: this.totalWatch };
+  }
+}

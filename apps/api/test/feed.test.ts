@@ -1,0 +1,190 @@
+import request from 'supertest';
+import type { Express } from 'express';
+import { demoVideo, videoModel, type VideoModel } from '@feed/storage';
+import { createApp, type Api } from '../src/app';
+import { rolloutBucket } from '../src/feed/feed-service';
+import { startTestServices, type TestServices } from '../../../test/support/services';
+import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
+
+let s: TestServices;
+let api: Api;
+let app: Express;
+let videos: VideoModel;
+let ids: string[];
+
+const V1 = '20260724';
+const V2 = '20260725';
+
+beforeAll(async () => {
+  s = await startTestServices('feed', { CURRENT_CACHE_MS: '0', VIDEO_CACHE_MS: '0' });
+  videos = videoModel(s.mongo);
+  const docs = Array.from({ length: 50 }, (_, i) => demoVideo({ title: `v${i}`, authorId: `author-${i}` }));
+  await videos.insertMany(docs);
+  ids = docs.map((d) => d._id!.toHexString());
+  api = createApp({ config: s.config, redis: s.redis, mongo: s.mongo });
+  app = api.app;
+});
+
+afterAll(() => s.cleanup());
+
+beforeEach(async () => {
+  await s.redis.del([s.keys.current, s.keys.previous, s.keys.legacyIds]);
+  await publishQueue(s.redis, s.keys, V1, ids);
+});
+
+const page = (user: string, pageSize = 20, path = '/api/app/recommend/vid/list') =>
+  request(app).get(path).query({ pageSize, pageNumber: 1 }).set(bearer(user));
+
+const vids = (res: request.Response) => (res.body.vInfos as Array<{ vid: string }>).map((v) => v.vid);
+
+describe('GET /api/app/recommend/vid/list (ring read)', () => {
+  it('when a user visits first, then they get the first 20 of the queue and the documented shape', async () => {
+    const res = await page('first-visit').expect(200);
+    expect(vids(res)).toEqual(ids.slice(0, 20));
+    expect(res.body).toMatchObject({ totalPages: 3, hasNext: true, queueVersion: V1 });
+    expect(res.headers['x-request-id']).toBeDefined();
+    const item = res.body.vInfos[0];
+    expect(Object.keys(item).sort()).toEqual(
+      ['authorId', 'coin', 'collectCount', 'commentCount', 'coverUrl', 'durationSec', 'isAd', 'likeCount', 'playUrl', 'reviewAt', 'shareCount', 'special', 'title', 'vid', 'vip'].sort(),
+    );
+    expect(JSON.stringify(res.body)).not.toMatch(/recommend(Like|Collect|Comment|Share|Score)/);
+    expect(await s.redis.hGet(s.keys.offset(V1), 'u:first-visit')).toBe('20');
+  });
+
+  it('when users read, then each has an independent offset', async () => {
+    await page('iso-a').expect(200);
+    const a2 = await page('iso-a').expect(200);
+    const b1 = await page('iso-b').expect(200);
+    expect(vids(a2)).toEqual(ids.slice(20, 40));
+    expect(vids(b1)).toEqual(ids.slice(0, 20));
+  });
+
+  it('when the tail is reached, then the read wraps around to the head', async () => {
+    await s.redis.hSet(s.keys.offset(V1), 'u:wrap', '45');
+    const res = await page('wrap').expect(200);
+    expect(vids(res)).toEqual([...ids.slice(45), ...ids.slice(0, 15)]);
+    expect(await s.redis.hGet(s.keys.offset(V1), 'u:wrap')).toBe('15');
+  });
+
+  it('when the version switches, then every user starts again at 0', async () => {
+    await page('switch').expect(200);
+    const reversed = [...ids].reverse();
+    await publishQueue(s.redis, s.keys, V2, reversed);
+    const res = await page('switch').expect(200);
+    expect(res.body.queueVersion).toBe(V2);
+    expect(vids(res)).toEqual(reversed.slice(0, 20));
+  });
+
+  it('when a video was taken down after the build, then it is skipped and the page is still filled', async () => {
+    await videos.updateOne({ _id: ids[3] }, { $set: { status: 'offline' } });
+    await videos.updateOne({ _id: ids[7] }, { $set: { deleted: true } });
+    const before = Number((await api.metrics.registry.getSingleMetricAsString('feed_skipped_videos_total')).match(/reason="invalid"} (\d+)/)?.[1] ?? 0);
+    const res = await page('takedown').expect(200);
+    expect(vids(res)).toEqual(ids.slice(0, 22).filter((id) => id !== ids[3] && id !== ids[7]));
+    expect(await s.redis.hGet(s.keys.offset(V1), 'u:takedown')).toBe('22');
+    const after = Number((await api.metrics.registry.getSingleMetricAsString('feed_skipped_videos_total')).match(/reason="invalid"} (\d+)/)?.[1]);
+    expect(after - before).toBe(2);
+    await videos.updateMany({ _id: { $in: [ids[3], ids[7]] } }, { $set: { status: 'approved', deleted: false } });
+  });
+
+  it('when the queue is shorter than the page, then one circle is returned without duplicates', async () => {
+    await publishQueue(s.redis, s.keys, V2, ids.slice(0, 7));
+    await s.redis.hSet(s.keys.offset(V2), 'u:short', '5');
+    const res = await page('short').expect(200);
+    expect(vids(res)).toEqual([...ids.slice(5, 7), ...ids.slice(0, 5)]);
+    expect(res.body).toMatchObject({ totalPages: 1, hasNext: true });
+  });
+
+  it('when the user authored a video, then it is skipped in their feed', async () => {
+    const res = await page('author-2').expect(200);
+    expect(vids(res)).not.toContain(ids[2]);
+    expect(vids(res)).toHaveLength(20);
+  });
+
+  it('when the older client calls /vid/module/short/all, then it is served from the same ring', async () => {
+    await page('old-client').expect(200);
+    const res = await page('old-client', 20, '/api/app/vid/module/short/all').expect(200);
+    expect(vids(res)).toEqual(ids.slice(20, 40));
+    expect(res.body).toMatchObject({ hasNext: true, queueVersion: V1 });
+  });
+
+  it('when a guest sends a device id, then the guest has an offset of its own', async () => {
+    const res = await request(app).get('/api/app/recommend/vid/list').set('X-Device-Id', 'device-abc-123').expect(200);
+    expect(vids(res)).toEqual(ids.slice(0, 20));
+    expect(await s.redis.hGet(s.keys.offset(V1), 'g:device-abc-123')).toBe('20');
+  });
+
+  it('when 200 requests of one user run concurrently, then their slices tile the ring exactly', async () => {
+    const responses = await Promise.all(Array.from({ length: 200 }, () => page('concurrent', 5)));
+    const all = responses.flatMap((r) => vids(r));
+    expect(all).toHaveLength(1000);
+    // 1000 positions over a 50-long ring: every id served exactly 20 times, no overlap.
+    const counts = new Map<string, number>();
+    for (const id of all) counts.set(id, (counts.get(id) ?? 0) + 1);
+    expect([...counts.values()].every((c) => c === 20)).toBe(true);
+    expect(counts.size).toBe(50);
+    for (const r of responses) {
+      const slice = vids(r);
+      const start = ids.indexOf(slice[0]);
+      expect(slice).toEqual(Array.from({ length: 5 }, (_, i) => ids[(start + i) % 50]));
+    }
+    expect(await s.redis.hGet(s.keys.offset(V1), 'u:concurrent')).toBe('0');
+  });
+});
+
+describe('degradation (R17)', () => {
+  it('when the current version keys are gone, then the previous version serves', async () => {
+    await publishQueue(s.redis, s.keys, V2, [...ids].reverse());
+    await s.redis.del(s.keys.queue(V2));
+    const res = await page('degrade-prev').expect(200);
+    expect(res.body.queueVersion).toBe(V1);
+    expect(vids(res)).toEqual(ids.slice(0, 20));
+    expect(await api.metrics.registry.getSingleMetricAsString('feed_degradations_total')).toMatch(/kind="previous-version"} [1-9]/);
+  });
+
+  it('when no version exists, then the legacy random set serves', async () => {
+    await s.redis.del([s.keys.current, s.keys.previous]);
+    await s.redis.sAdd(s.keys.legacyIds, ids.slice(0, 10));
+    const res = await page('degrade-legacy').expect(200);
+    expect(res.body.queueVersion).toBe('legacy');
+    expect(vids(res).length).toBe(10);
+    expect(new Set(vids(res))).toEqual(new Set(ids.slice(0, 10)));
+  });
+
+  it('when Redis is unreachable, then a bounded MongoDB query serves and the degradation is counted', async () => {
+    const { connectRedis } = await import('@feed/storage');
+    // A real client pointed at a port where nothing listens fails every command.
+    const dead = await connectRedis({ redisUrl: s.config.redisUrl }, { failFast: true });
+    await dead.close();
+    const broken = createApp({ config: s.config, redis: dead, mongo: s.mongo });
+    const res = await request(broken.app).get('/api/app/recommend/vid/list').set(bearer('no-redis')).expect(200);
+    expect(res.body.queueVersion).toBe('fallback');
+    expect(vids(res)).toHaveLength(20);
+    expect(new Set(vids(res)).size).toBe(20);
+    const degradations = await broken.metrics.registry.getSingleMetricAsString('feed_degradations_total');
+    expect(degradations).toMatch(/kind="legacy-set"} 1/);
+    expect(degradations).toMatch(/kind="mongo-fallback"} 1/);
+  });
+});
+
+describe('rollout (R16)', () => {
+  it('when the percentage is 30, then users whose stable bucket is below 30 get the ring and the rest the legacy feed', async () => {
+    const partial = createApp({ config: { ...s.config, shortRecommendV2Percent: 30 }, redis: s.redis, mongo: s.mongo });
+    await s.redis.sAdd(s.keys.legacyIds, ids);
+    const users = Array.from({ length: 40 }, (_, i) => `rollout-${i}`);
+    for (const user of users) {
+      const res = await request(partial.app).get('/api/app/recommend/vid/list').set(bearer(user)).expect(200);
+      expect(res.body.queueVersion).toBe(rolloutBucket(`u:${user}`) < 30 ? V1 : 'legacy');
+    }
+    const inside = users.filter((u) => rolloutBucket(`u:${u}`) < 30).length;
+    expect(inside).toBeGreaterThan(0);
+    expect(inside).toBeLessThan(40);
+  });
+
+  it('when v2 is disabled, then everyone gets the legacy feed', async () => {
+    const off = createApp({ config: { ...s.config, shortRecommendV2Enabled: false }, redis: s.redis, mongo: s.mongo });
+    await s.redis.sAdd(s.keys.legacyIds, ids);
+    const res = await request(off.app).get('/api/app/recommend/vid/list').set(bearer('disabled')).expect(200);
+    expect(res.body.queueVersion).toBe('legacy');
+  });
+});
