@@ -1,0 +1,22 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { RequestHandler } from 'express';
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** HTTP Basic auth for admin surfaces (SPEC C): 401 with a challenge without valid credentials. */
+export function basicAuth(user: string, password: string): RequestHandler {
+  return (req, res, next) => {
+    const match = /^Basic ([A-Za-z0-9+/=]+)$/.exec(req.header('authorization') ?? '');
+    const [givenUser, ...rest] = match ? Buffer.from(match[1], 'base64').toString('utf8').split(':') : [];
+    if (match && safeEqual(givenUser ?? '', user) && safeEqual(rest.join(':'), password)) {
+      next();
+      return;
+    }
+    res.setHeader('WWW-Authenticate', 'Basic realm="feed-worker", charset="UTF-8"');
+    res.status(401).json({ error: { code: 'unauthorized', message: 'admin credentials required' } });
+  };
+}

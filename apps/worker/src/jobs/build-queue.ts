@@ -1,0 +1,99 @@
+/**
+ * The BullMQ side of the daily build (SPEC R6): a Job Scheduler with the configured cron and
+ * time zone, and a Worker that runs the build with progress, retries and backoff.
+ */
+import { Queue, Worker, type Job } from 'bullmq';
+import type { Logger } from '@feed/logger';
+import { withLogContext } from '@feed/logger';
+import type { Redis } from '@feed/storage';
+import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../build/daily-build';
+import { recordBuildMeta, type WorkerMetrics } from '../metrics';
+
+export const BUILD_QUEUE = 'short-recommend-build';
+export const SCHEDULER_ID = 'daily-short-recommend-build';
+
+/** Job data; every field optional, so "Add job" in the dashboard with `{}` builds today. */
+export interface BuildJobData {
+  at?: string;
+  force?: boolean;
+  shadow?: boolean;
+}
+
+export const BUILD_JOB_OPTIONS = {
+  attempts: 3,
+  backoff: { type: 'exponential', delay: 30_000 },
+  removeOnComplete: 100,
+  removeOnFail: 100,
+} as const;
+
+export interface BuildQueueOptions {
+  redis: Redis;
+  prefix: string;
+  cron: string;
+  timeZone: string;
+  logger: Logger;
+  metrics: WorkerMetrics;
+  deps: BuildDeps;
+  /** Start a Worker that processes jobs (false for CLI/dashboard-only use). */
+  process?: boolean;
+}
+
+export function toBuildOptions(data: BuildJobData = {}): BuildOptions {
+  const at = data.at ? new Date(data.at) : undefined;
+  if (at && Number.isNaN(at.getTime())) throw new Error(`job data 'at' is not an ISO-8601 date: ${data.at}`);
+  return { at, force: Boolean(data.force), shadow: Boolean(data.shadow) };
+}
+
+export async function startBuildQueue(options: BuildQueueOptions): Promise<{ queue: Queue; worker?: Worker; close(): Promise<void> }> {
+  const { logger, metrics } = options;
+  // BullMQ gets clients of its own (the worker's blocks on BZPOPMIN) and we close them after it.
+  const connections: Redis[] = [];
+  const connection = () => {
+    const client = options.redis.duplicate();
+    connections.push(client);
+    return client;
+  };
+  const queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connection(), prefix: options.prefix });
+  await queue.upsertJobScheduler(
+    SCHEDULER_ID,
+    { pattern: options.cron, tz: options.timeZone },
+    { name: 'daily-build', data: {}, opts: BUILD_JOB_OPTIONS },
+  );
+  logger.info('daily build scheduled', { cron: options.cron, tz: options.timeZone });
+
+  let worker: Worker | undefined;
+  if (options.process !== false) {
+    worker = new Worker<BuildJobData, BuildResult>(
+      BUILD_QUEUE,
+      (job: Job<BuildJobData>) =>
+        withLogContext({ jobId: job.id }, async () => {
+          const endTimer = metrics.buildDuration.startTimer();
+          try {
+            const result = await runDailyBuild(options.deps, {
+              ...toBuildOptions(job.data),
+              onProgress: (phase, percent) => job.updateProgress({ phase, percent }),
+            });
+            endTimer({ result: result.status });
+            metrics.builds.inc({ result: result.status });
+            if (result.meta) recordBuildMeta(metrics, result.meta);
+            return result;
+          } catch (err) {
+            endTimer({ result: 'failed' });
+            metrics.builds.inc({ result: 'failed' });
+            throw err;
+          }
+        }),
+      { connection: connection(), prefix: options.prefix, concurrency: 1 },
+    );
+    worker.on('failed', (job, err) => logger.error('build job failed', { jobId: job?.id, attempt: job?.attemptsMade, err }));
+  }
+  return {
+    queue,
+    worker,
+    async close() {
+      await worker?.close();
+      await queue.close();
+      await Promise.all(connections.map((c) => (c.isOpen ? c.close().catch(() => c.destroy()) : undefined)));
+    },
+  };
+}

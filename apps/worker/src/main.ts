@@ -1,0 +1,61 @@
+/** Worker entry point: config, connections, the build scheduler and worker, the dashboard. */
+import type { Server } from 'node:http';
+import { loadConfig, type Config } from '@feed/config';
+import { logger } from '@feed/logger';
+import { closeRedis, connectMongo, connectRedis, createRedisKeys, videoModel } from '@feed/storage';
+import { createWorkerApp } from './app';
+import { startBuildQueue } from './jobs/build-queue';
+import { createWorkerMetrics } from './metrics';
+
+export async function startWorker(config: Config = loadConfig()): Promise<{ server: Server; stop: () => Promise<void> }> {
+  const redis = await connectRedis(config);
+  const mongo = await connectMongo(config);
+  const keys = createRedisKeys(config.redisKeyPrefix);
+  const videos = videoModel(mongo.connection);
+  await videos.init(); // R19 indexes
+  const metrics = createWorkerMetrics({ defaultMetrics: true });
+  const jobs = await startBuildQueue({
+    redis,
+    prefix: keys.bullPrefix,
+    cron: config.shortRecommendCron,
+    timeZone: config.businessTimeZone,
+    logger,
+    metrics,
+    deps: {
+      redis,
+      keys,
+      videos,
+      logger,
+      businessTimeZone: config.businessTimeZone,
+      keyTtlHours: config.shortRecommendKeyTTLHours,
+      lockTtlMs: config.buildLockTtlMs,
+    },
+  });
+  const app = createWorkerApp({ queue: jobs.queue, metrics, adminUser: config.adminUser, adminPassword: config.adminPassword });
+  const server = app.listen(config.workerPort, () => logger.info('worker listening', { port: config.workerPort }));
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      logger.info('worker shutting down');
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Lets a running build finish (or hands it back to the queue) before disconnecting.
+      await jobs.close();
+      await closeRedis(redis);
+      await mongo.close();
+      logger.info('worker stopped');
+    })());
+  return { server, stop };
+}
+
+if (require.main === module) {
+  startWorker()
+    .then(({ stop }) => {
+      const shutdown = () => stop().then(() => process.exit(0), () => process.exit(1));
+      process.once('SIGTERM', shutdown);
+      process.once('SIGINT', shutdown);
+    })
+    .catch((err: unknown) => {
+      logger.error('worker failed to start', { err });
+      process.exit(1);
+    });
+}

@@ -1,0 +1,47 @@
+/** Build-side metrics of SPEC R18. */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { BLOCK_SIZE, NEW_PER_BLOCK, expandBlocks } from '@feed/domain';
+import type { QueueMeta } from '@feed/storage';
+
+export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
+  const gauge = (name: string, help: string) => new Gauge({ name, help, registers: [registry] });
+  return {
+    registry,
+    buildDuration: new Histogram({
+      name: 'feed_build_duration_seconds',
+      help: 'Daily build duration by result',
+      labelNames: ['result'],
+      buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200],
+      registers: [registry],
+    }),
+    builds: new Counter({ name: 'feed_builds_total', help: 'Builds by result (built, shadow, already-current, locked, failed)', labelNames: ['result'], registers: [registry] }),
+    candidates: gauge('feed_build_candidates', 'Eligible videos read by the last build'),
+    high: gauge('feed_build_high_pool', 'High-pool size of the last build'),
+    fresh: gauge('feed_build_new_pool', 'New-pool size of the last build'),
+    final: gauge('feed_build_queue_length', 'Queue length of the last build'),
+    ratio: gauge('feed_build_full_17_3_block_ratio', 'Share of the last build\'s blocks that are exactly 17 high + 3 new'),
+    duplicates: gauge('feed_build_duplicate_rate', 'Duplicate ids / queue length of the last build (0 when correct)'),
+    switchTime: gauge('feed_version_switch_timestamp_seconds', 'Unix time of the last switch of current'),
+  };
+}
+
+export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
+
+/** Share of blocks that are exactly 17 + 3. */
+export function fullBlockRatio(meta: QueueMeta): number {
+  const blocks = expandBlocks(meta.blocks);
+  if (blocks.length === 0) return 0;
+  return blocks.filter((b) => b.fresh === NEW_PER_BLOCK && b.high === BLOCK_SIZE - NEW_PER_BLOCK).length / blocks.length;
+}
+
+export function recordBuildMeta(metrics: WorkerMetrics, meta: QueueMeta): void {
+  metrics.candidates.set(meta.candidateCount);
+  metrics.high.set(meta.highCount);
+  metrics.fresh.set(meta.newCount);
+  metrics.final.set(meta.finalCount);
+  metrics.ratio.set(fullBlockRatio(meta));
+  metrics.duplicates.set(meta.length ? meta.duplicateCount / meta.length : 0);
+  if (meta.switchedAt) metrics.switchTime.set(Date.parse(meta.switchedAt) / 1000);
+}

@@ -1,0 +1,91 @@
+import { QueueEvents } from 'bullmq';
+import request from 'supertest';
+import { createLogger } from '@feed/logger';
+import { seedVideos, videoModel, type Redis } from '@feed/storage';
+import { createWorkerApp, DASHBOARD_PATH } from '../src/app';
+import { BUILD_QUEUE, SCHEDULER_ID, startBuildQueue } from '../src/jobs/build-queue';
+import { createWorkerMetrics } from '../src/metrics';
+import { startTestServices, type TestServices } from '../../../test/support/services';
+
+let s: TestServices;
+let jobs: Awaited<ReturnType<typeof startBuildQueue>>;
+let events: QueueEvents;
+let eventsConnection: Redis;
+const metrics = createWorkerMetrics();
+
+beforeAll(async () => {
+  s = await startTestServices('queue');
+  const videos = videoModel(s.mongo);
+  await seedVideos(videos, { videos: 57, fresh: 3, now: new Date('2026-07-24T01:00:00+08:00') });
+  const logger = createLogger({ silent: true });
+  jobs = await startBuildQueue({
+    redis: s.redis,
+    prefix: s.keys.bullPrefix,
+    cron: '30 4 * * *',
+    timeZone: 'Asia/Shanghai',
+    logger,
+    metrics,
+    deps: { redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 },
+  });
+  eventsConnection = s.redis.duplicate();
+  events = new QueueEvents(BUILD_QUEUE, { connection: eventsConnection, prefix: s.keys.bullPrefix });
+  await events.waitUntilReady();
+});
+
+afterAll(async () => {
+  await events.close();
+  if (eventsConnection.isOpen) await eventsConnection.close();
+  await jobs.close();
+  await s.cleanup();
+});
+
+describe('BullMQ build job', () => {
+  it('when the worker starts, then the daily job scheduler exists with the configured cron and time zone', async () => {
+    const scheduler = await jobs.queue.getJobScheduler(SCHEDULER_ID);
+    expect(scheduler).toMatchObject({ pattern: '30 4 * * *', tz: 'Asia/Shanghai' });
+  });
+
+  it('when on-call adds a build job, then it runs, reports progress by phase and switches current', async () => {
+    const progress: unknown[] = [];
+    events.on('progress', ({ data }) => progress.push(data));
+    const job = await jobs.queue.add('manual-rebuild', { at: '2026-07-24T01:00:00+08:00' }, { jobId: 'manual-20260724' });
+    const result = await job.waitUntilFinished(events, 30_000);
+    expect(result).toMatchObject({ version: '20260724', status: 'built' });
+    expect(await s.redis.get(s.keys.current)).toBe('20260724');
+    expect(progress).toEqual(expect.arrayContaining([expect.objectContaining({ phase: 'read' }), expect.objectContaining({ phase: 'done', percent: 100 })]));
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/feed_build_queue_length 60/);
+    expect(text).toMatch(/feed_build_full_17_3_block_ratio 0\.3333/);
+    expect(text).toMatch(/feed_builds_total\{result="built"\} 1/);
+  });
+
+  it('when the job data has a bad date, then the job fails with a clear reason and current is untouched', async () => {
+    const before = await s.redis.get(s.keys.current);
+    const job = await jobs.queue.add('bad', { at: 'yesterday' }, { attempts: 1 });
+    await expect(job.waitUntilFinished(events, 30_000)).rejects.toThrow(/not an ISO-8601 date/);
+    expect(await s.redis.get(s.keys.current)).toBe(before);
+  });
+});
+
+describe('worker HTTP surface', () => {
+  const app = () => createWorkerApp({ queue: jobs.queue, metrics, adminUser: 'oncall', adminPassword: 'secret-pass' });
+
+  it('when the dashboard is opened without credentials, then it answers 401 with a challenge', async () => {
+    const res = await request(app()).get(`${DASHBOARD_PATH}/`).expect(401);
+    expect(res.headers['www-authenticate']).toMatch(/^Basic/);
+    await request(app()).get(`${DASHBOARD_PATH}/`).auth('oncall', 'wrong').expect(401);
+  });
+
+  it('when the dashboard is opened with credentials, then bull-board lists the build queue', async () => {
+    const page = await request(app()).get(`${DASHBOARD_PATH}/`).auth('oncall', 'secret-pass').expect(200);
+    expect(page.text).toMatch(/<html/i);
+    const queues = await request(app()).get(`${DASHBOARD_PATH}/api/queues`).auth('oncall', 'secret-pass').expect(200);
+    expect(JSON.stringify(queues.body)).toContain(BUILD_QUEUE);
+  });
+
+  it('when /metrics and /healthz are read, then they answer without credentials', async () => {
+    await request(app()).get('/healthz').expect(200, { status: 'ok' });
+    const res = await request(app()).get('/metrics').expect(200);
+    expect(res.text).toContain('feed_build_duration_seconds');
+  });
+});
