@@ -2,6 +2,7 @@
 import express, { type Express } from 'express';
 import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
+import { logger } from '@feed/logger';
 import { createRedisKeys, videoModel, type Redis } from '@feed/storage';
 import { errorHandler, notFoundRoute } from './http/errors';
 import { requestId } from './http/request-id';
@@ -43,7 +44,11 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics() }
   app.use(requestId);
   app.use((req, res, next) => {
     const end = metrics.httpDuration.startTimer({ method: req.method });
-    res.on('finish', () => end({ route: req.route?.path ?? 'unmatched', status: String(res.statusCode) }));
+    res.on('finish', () => {
+      const seconds = end({ route: req.route?.path ?? 'unmatched', status: String(res.statusCode) });
+      // 'finish' runs outside the request's log context: name the request id explicitly.
+      logger.http('request', { requestId: res.getHeader('X-Request-Id'), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) });
+    });
     next();
   });
   app.use(express.json({ limit: '16kb' }));

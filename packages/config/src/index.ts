@@ -24,7 +24,7 @@ function schemaFor(env: NodeJS.ProcessEnv) {
   };
   return Joi.object({
     NODE_ENV: Joi.string().valid('development', 'production', 'test').default('development').description('Runtime mode: JSON logs and required secrets in production'),
-    LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'debug').default('info').description('Lowest log level written'),
+    LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'http', 'debug').default('info').description('Lowest log level written'),
     PORT: Joi.number().port().default(3000).description('HTTP port of the API'),
     WORKER_PORT: Joi.number().port().default(3001).description('HTTP port of the worker (job dashboard, /metrics, health)'),
     MONGO_URL: Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] }).description('MongoDB connection string with database; unset = embedded MongoDB-protocol server'),

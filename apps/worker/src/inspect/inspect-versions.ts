@@ -1,0 +1,82 @@
+/**
+ * What `pnpm cli inspect` and the inspector page show: the versions in Redis, their meta and
+ * block composition, and how a shadow (or any) version differs from current (R20).
+ */
+import { NEW_PER_BLOCK, BLOCK_SIZE, expandBlocks, countDuplicates } from '@feed/domain';
+import { readMeta, type QueueMeta, type Redis, type RedisKeys } from '@feed/storage';
+
+export interface VersionReport {
+  version: string;
+  role: Array<'current' | 'previous' | 'shadow'>;
+  meta: QueueMeta | null;
+  queueLength: number;
+  ttlSeconds: number;
+  usersWithOffset: number;
+  /** Blocks that are exactly 17 high + 3 new, over all blocks. */
+  fullBlockRatio: number;
+  /** Blocks by composition, e.g. "17+3" -> 10. */
+  compositions: Record<string, number>;
+}
+
+export interface VersionDiff {
+  base: string;
+  other: string;
+  baseLength: number;
+  otherLength: number;
+  /** Ids in both queues, over the larger queue's length. */
+  overlap: number;
+  onlyInBase: number;
+  onlyInOther: number;
+  duplicatesInOther: number;
+}
+
+export async function versionPointers(redis: Redis, keys: RedisKeys) {
+  const [current, previous, shadow] = await Promise.all([redis.get(keys.current), redis.get(keys.previous), redis.get(keys.shadow)]);
+  return { current, previous, shadow };
+}
+
+export async function reportVersion(redis: Redis, keys: RedisKeys, version: string): Promise<VersionReport> {
+  const pointers = await versionPointers(redis, keys);
+  const [meta, queueLength, ttlSeconds, usersWithOffset] = await Promise.all([
+    readMeta(redis, keys, version),
+    redis.lLen(keys.queue(version)),
+    redis.ttl(keys.queue(version)),
+    redis.hLen(keys.offset(version)),
+  ]);
+  const blocks = meta ? expandBlocks(meta.blocks) : [];
+  const compositions: Record<string, number> = {};
+  for (const b of blocks) compositions[`${b.high}+${b.fresh}`] = (compositions[`${b.high}+${b.fresh}`] ?? 0) + 1;
+  const full = blocks.filter((b) => b.fresh === NEW_PER_BLOCK && b.high === BLOCK_SIZE - NEW_PER_BLOCK).length;
+  const role = (['current', 'previous', 'shadow'] as const).filter((r) => pointers[r] === version);
+  return { version, role: [...role], meta, queueLength, ttlSeconds, usersWithOffset, fullBlockRatio: blocks.length ? full / blocks.length : 0, compositions };
+}
+
+export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string): Promise<VersionDiff> {
+  const [a, b] = await Promise.all([redis.lRange(keys.queue(base), 0, -1), redis.lRange(keys.queue(other), 0, -1)]);
+  const inA = new Set(a);
+  const both = b.filter((id) => inA.has(id)).length;
+  const inB = new Set(b);
+  return {
+    base,
+    other,
+    baseLength: a.length,
+    otherLength: b.length,
+    overlap: Math.max(a.length, b.length) ? both / Math.max(a.length, b.length) : 1,
+    onlyInBase: a.filter((id) => !inB.has(id)).length,
+    onlyInOther: b.length - both,
+    duplicatesInOther: countDuplicates(b),
+  };
+}
+
+/** Versions that still have a meta hash (they expire with their TTL). */
+export async function listVersions(redis: Redis, keys: RedisKeys): Promise<string[]> {
+  const versions = new Set<string>();
+  const match = keys.meta('*');
+  for await (const batch of redis.scanIterator({ MATCH: match, COUNT: 500 })) {
+    for (const key of batch) {
+      const version = /\{(\d{8})\}$/.exec(key)?.[1];
+      if (version) versions.add(version);
+    }
+  }
+  return [...versions].sort().reverse();
+}

@@ -1,0 +1,123 @@
+/**
+ * `pnpm cli <command>` (SPEC D3). Every command exits non-zero with a clear message on failure.
+ */
+import { parseArgs } from 'node:util';
+import { loadConfig } from '@feed/config';
+import { startEmbeddedMongo } from '@feed/embedded-mongo';
+import { createLogger } from '@feed/logger';
+import { closeRedis, connectMongo, connectRedis, createRedisKeys, seedVideos, videoModel } from '@feed/storage';
+import { runDailyBuild } from '../apps/worker/src/build/daily-build';
+import { diffVersions, listVersions, reportVersion, versionPointers } from '../apps/worker/src/inspect/inspect-versions';
+
+const USAGE = `usage: pnpm cli <command> [options]
+  mongo [--port P]                         run the embedded MongoDB-protocol server in the foreground
+  seed --videos N [--fresh M]              insert demo videos (N older than a day, M approved in the last 24 h)
+  build [--at ISO-8601] [--force] [--shadow]  run one build now
+  inspect [--version V]                    versions, meta, block composition, shadow diff
+`;
+
+class UsageError extends Error {}
+
+function intOption(value: string | undefined, name: string, fallback?: number): number {
+  if (value === undefined) {
+    if (fallback === undefined) throw new UsageError(`--${name} is required`);
+    return fallback;
+  }
+  if (!/^\d+$/.test(value)) throw new UsageError(`--${name} must be a non-negative integer, got "${value}"`);
+  return Number(value);
+}
+
+async function withStores<T>(fn: (stores: { config: ReturnType<typeof loadConfig>; redis: Awaited<ReturnType<typeof connectRedis>>; mongo: Awaited<ReturnType<typeof connectMongo>> }) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const redis = await connectRedis(config);
+  const mongo = await connectMongo(config);
+  try {
+    return await fn({ config, redis, mongo });
+  } finally {
+    await closeRedis(redis);
+    await mongo.close();
+  }
+}
+
+const print = (value: unknown) => process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`);
+
+const commands: Record<string, (args: string[]) => Promise<void>> = {
+  async mongo(args) {
+    const { values } = parseArgs({ args, options: { port: { type: 'string' } } });
+    const embedded = await startEmbeddedMongo({ port: intOption(values.port, 'port', 27018) });
+    print(`embedded MongoDB-protocol server listening at ${embedded.uri} (in memory; Ctrl-C to stop)`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    await embedded.stop();
+  },
+
+  async seed(args) {
+    const { values } = parseArgs({ args, options: { videos: { type: 'string' }, fresh: { type: 'string' } } });
+    const videos = intOption(values.videos, 'videos');
+    const fresh = intOption(values.fresh, 'fresh', 0);
+    await withStores(async ({ mongo }) => {
+      const model = videoModel(mongo.connection);
+      await model.init();
+      const ids = await seedVideos(model, { videos, fresh, seed: Date.now() });
+      print(`seeded ${ids.length} videos (${fresh} approved in the last 24 h)`);
+    });
+  },
+
+  async build(args) {
+    const { values } = parseArgs({ args, options: { at: { type: 'string' }, force: { type: 'boolean' }, shadow: { type: 'boolean' } } });
+    const at = values.at === undefined ? undefined : new Date(values.at);
+    if (at && Number.isNaN(at.getTime())) throw new UsageError(`--at must be an ISO-8601 date, got "${values.at}"`);
+    await withStores(async ({ config, redis, mongo }) => {
+      const logger = createLogger({ silent: false, level: 'warn' });
+      const result = await runDailyBuild(
+        {
+          redis,
+          keys: createRedisKeys(config.redisKeyPrefix),
+          videos: videoModel(mongo.connection),
+          logger,
+          businessTimeZone: config.businessTimeZone,
+          keyTtlHours: config.shortRecommendKeyTTLHours,
+          lockTtlMs: config.buildLockTtlMs,
+        },
+        { at, force: values.force, shadow: values.shadow, onProgress: (phase, percent) => void process.stderr.write(`[${String(percent).padStart(3)}%] ${phase}\n`) },
+      );
+      print({ version: result.version, status: result.status, length: result.meta?.length, high: result.meta?.highCount, new: result.meta?.newCount, timings: result.timings });
+      if (result.status === 'locked') throw new Error(`another build of ${result.version} holds the lock; try again when it finishes`);
+    });
+  },
+
+  async inspect(args) {
+    const { values } = parseArgs({ args, options: { version: { type: 'string' } } });
+    if (values.version !== undefined && !/^\d{8}$/.test(values.version)) throw new UsageError(`--version must be YYYYMMDD, got "${values.version}"`);
+    await withStores(async ({ config, redis }) => {
+      const keys = createRedisKeys(config.redisKeyPrefix);
+      const pointers = await versionPointers(redis, keys);
+      const versions = values.version ? [values.version] : await listVersions(redis, keys);
+      const reports = await Promise.all(versions.map((v) => reportVersion(redis, keys, v)));
+      if (values.version && !reports[0].meta) throw new Error(`version ${values.version} has no meta in Redis (expired or never built)`);
+      const shadowDiff = pointers.shadow && pointers.current && pointers.shadow !== pointers.current ? await diffVersions(redis, keys, pointers.current, pointers.shadow) : undefined;
+      print({ pointers, versions: reports, ...(shadowDiff ? { shadowDiff } : {}) });
+    });
+  },
+};
+
+async function main(): Promise<void> {
+  const [name, ...args] = process.argv.slice(2);
+  const command = name ? commands[name] : undefined;
+  if (!command) {
+    process.stderr.write(name ? `unknown command "${name}"\n${USAGE}` : USAGE);
+    process.exit(2);
+  }
+  await command(args);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+    if (err instanceof UsageError || (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') process.stderr.write(USAGE);
+    process.exit(1);
+  },
+);
