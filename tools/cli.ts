@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '@feed/config';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { createLogger } from '@feed/logger';
-import { closeRedis, connectMongo, connectRedis, createRedisKeys, seedVideos, videoModel } from '@feed/storage';
+import { closeRedis, connectMongo, connectRedis, createRedisKeys, initRecommendHistory, seedVideos, videoModel } from '@feed/storage';
 import { runDailyBuild } from '../apps/worker/src/build/daily-build';
 import { diffVersions, listVersions, reportVersion, versionPointers } from '../apps/worker/src/inspect/inspect-versions';
 
@@ -14,6 +14,7 @@ const USAGE = `usage: pnpm cli <command> [options]
   seed --videos N [--fresh M]              insert demo videos (N older than a day, M approved in the last 24 h)
   build [--at ISO-8601] [--force] [--shadow]  run one build now
   inspect [--version V]                    versions, meta, block composition, shadow diff
+  init-history                             one-time, idempotent recommend* counter initialisation (R5)
 `;
 
 class UsageError extends Error {}
@@ -85,6 +86,15 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
       );
       print({ version: result.version, status: result.status, length: result.meta?.length, high: result.meta?.highCount, new: result.meta?.newCount, timings: result.timings });
       if (result.status === 'locked') throw new Error(`another build of ${result.version} holds the lock; try again when it finishes`);
+    });
+  },
+
+  async 'init-history'() {
+    await withStores(async ({ mongo }) => {
+      const videos = videoModel(mongo.connection);
+      const result = await initRecommendHistory(mongo.connection, videos, (done) => process.stderr.write(`initialised ${done} videos\n`));
+      if (result.previouslyCompletedAt) print(`version ${result.version} was completed at ${result.previouslyCompletedAt.toISOString()}; this run initialised ${result.initialised} new videos`);
+      else print(`initialised ${result.initialised} videos (version ${result.version})`);
     });
   },
 

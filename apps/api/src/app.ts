@@ -3,13 +3,15 @@ import express, { type Express } from 'express';
 import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
-import { createRedisKeys, videoModel, type Redis } from '@feed/storage';
+import { createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
 import { errorHandler, notFoundRoute } from './http/errors';
 import { requestId } from './http/request-id';
 import { createApiMetrics, type ApiMetrics } from './metrics';
 import { FeedService } from './feed/feed-service';
 import { VideoCatalog } from './feed/video-catalog';
 import { feedRoutes } from './routes/feed-routes';
+import { interactionRoutes } from './routes/interaction-routes';
+import { InteractionService } from './interactions/interaction-service';
 import { healthRoutes } from './routes/health-routes';
 import { UserHistory } from './users/user-history';
 import { WatchCounter } from './users/watch-counter';
@@ -19,6 +21,8 @@ export interface ApiDeps {
   redis: Redis;
   mongo: Connection;
   metrics?: ApiMetrics;
+  /** Test hook for the crash point between an interaction's two writes. */
+  counterHooks?: CounterHooks;
 }
 
 export interface Api {
@@ -27,9 +31,11 @@ export interface Api {
   metrics: ApiMetrics;
 }
 
-export function createApp({ config, redis, mongo, metrics = createApiMetrics() }: ApiDeps): Api {
+export function createApp({ config, redis, mongo, metrics = createApiMetrics(), counterHooks }: ApiDeps): Api {
   const keys = createRedisKeys(config.redisKeyPrefix);
-  const catalog = new VideoCatalog(videoModel(mongo), config.videoCacheMs);
+  const videos = videoModel(mongo);
+  const catalog = new VideoCatalog(videos, config.videoCacheMs);
+  const interactions = new InteractionService(videos, interactionModels(mongo), counterHooks);
   const history = new UserHistory(redis, keys, config);
   const watches = new WatchCounter(redis, keys, config.totalWatch, config.businessTimeZone);
   const feed = new FeedService(redis, keys, catalog, history, metrics, {
@@ -54,6 +60,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics() }
   app.use(express.json({ limit: '16kb' }));
   app.use(healthRoutes({ redis, keys, mongo, metrics }));
   app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret }));
+  app.use(interactionRoutes(interactions, config.authJwtSecret));
   app.use(notFoundRoute);
   app.use(errorHandler);
   return { app, feed, metrics };

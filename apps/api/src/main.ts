@@ -2,13 +2,15 @@
 import type { Server } from 'node:http';
 import { loadConfig } from '@feed/config';
 import { logger } from '@feed/logger';
-import { closeRedis, connectMongo, connectRedis } from '@feed/storage';
+import { closeRedis, connectMongo, connectRedis, interactionModels, videoModel } from '@feed/storage';
 import { createApp } from './app';
 import { createApiMetrics } from './metrics';
 
 export async function startApi(config = loadConfig()): Promise<{ server: Server; stop: () => Promise<void> }> {
   const redis = await connectRedis(config, { failFast: true });
   const mongo = await connectMongo(config);
+  // The unique indexes that decide "first success" (R3) must exist before the first request.
+  await Promise.all([videoModel(mongo.connection), ...Object.values(interactionModels(mongo.connection))].map((m) => m.init()));
   const { app } = createApp({ config, redis, mongo: mongo.connection, metrics: createApiMetrics({ defaultMetrics: true }) });
   const server = app.listen(config.port, () => logger.info('api listening', { port: config.port }));
   server.keepAliveTimeout = 65_000;

@@ -2,10 +2,12 @@
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '@feed/config';
 import { logger } from '@feed/logger';
-import { closeRedis, connectMongo, connectRedis, createRedisKeys, videoModel } from '@feed/storage';
+import { closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, reconcileRecommendCounters, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
 import { startBuildQueue } from './jobs/build-queue';
 import { createWorkerMetrics } from './metrics';
+
+const RECONCILE_EVERY_MS = 60_000;
 
 export async function startWorker(config: Config = loadConfig()): Promise<{ server: Server; stop: () => Promise<void> }> {
   const redis = await connectRedis(config);
@@ -31,12 +33,23 @@ export async function startWorker(config: Config = loadConfig()): Promise<{ serv
       lockTtlMs: config.buildLockTtlMs,
     },
   });
+  // Completes recommend* increments that a crashed API process left pending (R3).
+  const records = interactionModels(mongo.connection);
+  const reconciler = setInterval(() => {
+    reconcileRecommendCounters(videos, records).then(
+      (applied) => applied > 0 && logger.info('pending recommend counters reconciled', { applied }),
+      (err: unknown) => logger.warn('recommend counter reconciliation failed', { err }),
+    );
+  }, RECONCILE_EVERY_MS);
+  reconciler.unref();
+
   const app = createWorkerApp({ queue: jobs.queue, metrics, adminUser: config.adminUser, adminPassword: config.adminPassword });
   const server = app.listen(config.workerPort, () => logger.info('worker listening', { port: config.workerPort }));
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       logger.info('worker shutting down');
+      clearInterval(reconciler);
       await new Promise<void>((resolve) => server.close(() => resolve()));
       // Lets a running build finish (or hands it back to the queue) before disconnecting.
       await jobs.close();

@@ -6,3 +6,6 @@ export * from './models/video';
 export * from './queue-meta';
 export * from './demo-data';
 export * from './fingerprint';
+export * from './models/interactions';
+export * from './recommend-counters';
+export * from './history-init';

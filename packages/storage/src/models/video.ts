@@ -34,6 +34,10 @@ const videoSchema = new Schema(
     recommendShareCount: { type: Number, default: 0 },
     recommendScore: { type: Number, default: 0 },
     recommendScoreAt: { type: Date },
+    // Op ids of the most recent recommend* increments: makes each increment idempotent (R3).
+    recommendOps: { type: [Schema.Types.ObjectId], default: undefined, select: false },
+    // Set by `pnpm cli init-history` (R5) once this video's counters were initialised.
+    recommendInitVersion: { type: Number },
   },
   { collection: 'videos', versionKey: false },
 );

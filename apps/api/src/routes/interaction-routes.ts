@@ -1,0 +1,51 @@
+/** Interactions of a signed-in user (SPEC R3, R4); shares also accept guests (counted for users only). */
+import { Router } from 'express';
+import Joi from 'joi';
+import { badRequest } from '../http/errors';
+import { identify, requireUser } from '../http/identity';
+import { objectId, validate, validateBody } from '../http/validate';
+import type { InteractionService } from '../interactions/interaction-service';
+
+export const MAX_COMMENT_LENGTH = 500;
+
+const vidBody = Joi.object({ vid: objectId.required() });
+const commentBody = Joi.object({ vid: objectId.required(), content: Joi.string().trim().min(1).max(MAX_COMMENT_LENGTH).required() });
+const shareBody = Joi.object({ videoID: objectId }).unknown(true);
+const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, 'Idempotency-Key (8-128 characters of A-Z, a-z, 0-9, _ . : -)');
+
+export function interactionRoutes(service: InteractionService, jwtSecret: string): Router {
+  const router = Router();
+  const toggle = (path: string, action: (vid: string, userId: string) => Promise<unknown>) =>
+    router.post(path, async (req, res) => {
+      const { userId } = requireUser(req, jwtSecret);
+      const { vid } = validateBody(vidBody, req) as { vid: string };
+      res.json(await action(vid, userId));
+    });
+  toggle('/api/app/vid/like', service.like);
+  toggle('/api/app/vid/unlike', service.unlike);
+  toggle('/api/app/vid/collect', service.collect);
+  toggle('/api/app/vid/uncollect', service.uncollect);
+
+  router.post('/api/app/vid/comment', async (req, res) => {
+    const { userId } = requireUser(req, jwtSecret);
+    const { vid, content } = validateBody(commentBody, req) as { vid: string; content: string };
+    const header = req.header('idempotency-key');
+    const key = header === undefined ? undefined : (validate(idempotencyKey.label('Idempotency-Key'), header) as string);
+    const result = await service.comment(vid, userId, content, key);
+    res.status(result.created ? 201 : 200).json(result);
+  });
+
+  router.delete('/api/app/vid/comment/:id', async (req, res) => {
+    const { userId } = requireUser(req, jwtSecret);
+    if (!/^[0-9a-fA-F]{24}$/.test(req.params.id)) throw badRequest("'id' must be an ObjectId (24 hex characters)");
+    res.json(await service.deleteComment(req.params.id, userId));
+  });
+
+  router.post('/api/app/share/output', async (req, res) => {
+    const identity = identify(req, jwtSecret);
+    const { videoID } = validateBody(shareBody, req) as { videoID?: string };
+    const { counted } = await service.share(videoID, identity.userId);
+    res.json({ ok: true, counted });
+  });
+  return router;
+}

@@ -1,0 +1,162 @@
+import request from 'supertest';
+import type { Express } from 'express';
+import { recommendScore } from '@feed/domain';
+import { demoVideo, interactionModels, reconcileRecommendCounters, videoModel, type InteractionModels, type VideoModel } from '@feed/storage';
+import { createApp } from '../src/app';
+import { startTestServices, type TestServices } from '../../../test/support/services';
+import { bearer } from '../../../test/support/feed-fixtures';
+
+let s: TestServices;
+let app: Express;
+let videos: VideoModel;
+let records: InteractionModels;
+
+beforeAll(async () => {
+  s = await startTestServices('interactions');
+  videos = videoModel(s.mongo);
+  records = interactionModels(s.mongo);
+  await Promise.all([videos.init(), ...Object.values(records).map((m) => m.init())]);
+  app = createApp({ config: s.config, redis: s.redis, mongo: s.mongo }).app;
+});
+
+afterAll(() => s.cleanup());
+
+async function newVideo(overrides = {}) {
+  const [doc] = await videos.insertMany([demoVideo(overrides)]);
+  return doc._id.toHexString();
+}
+
+const counters = async (vid: string) =>
+  videos
+    .findById(vid)
+    .select({ likeCount: 1, collectCount: 1, commentCount: 1, shareCount: 1, recommendLikeCount: 1, recommendCollectCount: 1, recommendCommentCount: 1, recommendShareCount: 1 })
+    .lean();
+
+const post = (path: string, user: string, body: object) => request(app).post(path).set(bearer(user)).send(body);
+
+describe('like / unlike', () => {
+  it('when a user likes, unlikes and likes again, then likeCount follows but recommendLikeCount counts once', async () => {
+    const vid = await newVideo();
+    await post('/api/app/vid/like', 'alice', { vid }).expect(200, { active: true, changed: true });
+    await post('/api/app/vid/like', 'alice', { vid }).expect(200, { active: true, changed: false });
+    expect(await counters(vid)).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+    await post('/api/app/vid/unlike', 'alice', { vid }).expect(200, { active: false, changed: true });
+    await post('/api/app/vid/unlike', 'alice', { vid }).expect(200, { active: false, changed: false });
+    expect(await counters(vid)).toMatchObject({ likeCount: 0, recommendLikeCount: 1 });
+    await post('/api/app/vid/like', 'alice', { vid }).expect(200);
+    expect(await counters(vid)).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+    await post('/api/app/vid/like', 'bob', { vid }).expect(200);
+    expect(await counters(vid)).toMatchObject({ likeCount: 2, recommendLikeCount: 2 });
+  });
+
+  it('when the same like is sent 20 times concurrently, then it counts once', async () => {
+    const vid = await newVideo();
+    const responses = await Promise.all(Array.from({ length: 20 }, () => post('/api/app/vid/like', 'racer', { vid })));
+    expect(responses.every((r) => r.status === 200)).toBe(true);
+    expect(await counters(vid)).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+  });
+
+  it('when collect and uncollect are used, then collectCount follows and recommendCollectCount never decreases', async () => {
+    const vid = await newVideo();
+    await post('/api/app/vid/collect', 'carol', { vid }).expect(200);
+    await post('/api/app/vid/uncollect', 'carol', { vid }).expect(200);
+    await post('/api/app/vid/collect', 'carol', { vid }).expect(200);
+    expect(await counters(vid)).toMatchObject({ collectCount: 1, recommendCollectCount: 1 });
+  });
+
+  it('when the input is bad, then a clear 4xx answers and nothing changes', async () => {
+    const vid = await newVideo();
+    await request(app).post('/api/app/vid/like').send({ vid }).expect(401);
+    await post('/api/app/vid/like', 'dave', { vid: 'not-an-id' }).expect(400);
+    await post('/api/app/vid/like', 'dave', { vid: { $gt: '' } }).expect(400);
+    await post('/api/app/vid/like', 'dave', {}).expect(400);
+    await post('/api/app/vid/like', 'dave', { vid: '0123456789abcdef01234567' }).expect(404);
+    const pending = await newVideo({ status: 'pending' });
+    await post('/api/app/vid/like', 'dave', { vid: pending }).expect(409);
+    expect(await counters(pending)).toMatchObject({ likeCount: 0, recommendLikeCount: 0 });
+    expect(await records.likes.countDocuments({ userId: 'dave' })).toBe(0);
+  });
+});
+
+describe('comments', () => {
+  it('when a comment is published and deleted, then commentCount goes back but recommendCommentCount stays', async () => {
+    const vid = await newVideo();
+    const created = await post('/api/app/vid/comment', 'erin', { vid, content: 'nice' }).expect(201);
+    expect(created.body.commentId).toMatch(/^[0-9a-f]{24}$/);
+    expect(await counters(vid)).toMatchObject({ commentCount: 1, recommendCommentCount: 1 });
+    await request(app).delete(`/api/app/vid/comment/${created.body.commentId}`).set(bearer('frank')).expect(404);
+    await request(app).delete(`/api/app/vid/comment/${created.body.commentId}`).set(bearer('erin')).expect(200, { deleted: true });
+    await request(app).delete(`/api/app/vid/comment/${created.body.commentId}`).set(bearer('erin')).expect(200, { deleted: false });
+    expect(await counters(vid)).toMatchObject({ commentCount: 0, recommendCommentCount: 1 });
+  });
+
+  it('when a comment is retried with the same Idempotency-Key, then it is created and counted once', async () => {
+    const vid = await newVideo();
+    const first = await post('/api/app/vid/comment', 'gina', { vid, content: 'hello' }).set('Idempotency-Key', 'retry-key-0001').expect(201);
+    const again = await post('/api/app/vid/comment', 'gina', { vid, content: 'hello' }).set('Idempotency-Key', 'retry-key-0001').expect(200);
+    expect(again.body).toEqual({ commentId: first.body.commentId, created: false });
+    await post('/api/app/vid/comment', 'gina', { vid, content: 'second' }).expect(201);
+    expect(await counters(vid)).toMatchObject({ commentCount: 2, recommendCommentCount: 2 });
+  });
+
+  it('when the comment is empty or oversized, then 400 and nothing is written', async () => {
+    const vid = await newVideo();
+    await post('/api/app/vid/comment', 'hank', { vid, content: '   ' }).expect(400);
+    await post('/api/app/vid/comment', 'hank', { vid, content: 'x'.repeat(501) }).expect(400);
+    await post('/api/app/vid/comment', 'hank', { vid, content: 'ok' }).set('Idempotency-Key', 'bad key!').expect(400);
+    expect(await records.comments.countDocuments({ userId: 'hank' })).toBe(0);
+  });
+});
+
+describe('share (R4)', () => {
+  it('when an old client omits videoID, then the share answers and counts nothing', async () => {
+    const res = await post('/api/app/share/output', 'ivan', {}).expect(200);
+    expect(res.body).toEqual({ ok: true, counted: false });
+    expect(await records.shares.countDocuments({ userId: 'ivan' })).toBe(0);
+  });
+
+  it('when a valid approved videoID is shared twice, then it counts once', async () => {
+    const vid = await newVideo();
+    expect((await post('/api/app/share/output', 'judy', { videoID: vid }).expect(200)).body.counted).toBe(true);
+    expect((await post('/api/app/share/output', 'judy', { videoID: vid }).expect(200)).body.counted).toBe(false);
+    expect(await counters(vid)).toMatchObject({ shareCount: 1, recommendShareCount: 1 });
+  });
+
+  it('when videoID is malformed, unknown or not approved, then nothing counts', async () => {
+    await post('/api/app/share/output', 'kim', { videoID: 'xyz' }).expect(400);
+    await post('/api/app/share/output', 'kim', { videoID: '0123456789abcdef01234567' }).expect(404);
+    const offline = await newVideo({ status: 'offline' });
+    expect((await post('/api/app/share/output', 'kim', { videoID: offline }).expect(200)).body.counted).toBe(false);
+    expect(await counters(offline)).toMatchObject({ recommendShareCount: 0 });
+  });
+});
+
+describe('fake counters (R2)', () => {
+  it('when a video has huge fake counts and no real interactions, then it scores 0', async () => {
+    const vid = await newVideo({ fakeLikeCount: 1e6, fakeCommentCount: 1e6, fakeShareCount: 1e6 });
+    expect(recommendScore((await videos.findById(vid).lean())!)).toBe(0);
+  });
+});
+
+describe('crash between the record and the counter (R3)', () => {
+  it('when the process dies after the increment and before the mark, then a retry does not count twice', async () => {
+    const vid = await newVideo();
+    const crashing = createApp({ config: s.config, redis: s.redis, mongo: s.mongo, counterHooks: { afterIncrement: () => Promise.reject(new Error('crash')) } });
+    await request(crashing.app).post('/api/app/vid/like').set(bearer('lena')).send({ vid }).expect(500);
+    expect(await counters(vid)).toMatchObject({ recommendLikeCount: 1 });
+    expect(await records.likes.findOne({ userId: 'lena' }).lean()).toMatchObject({ counted: false });
+    await post('/api/app/vid/like', 'lena', { vid }).expect(200);
+    expect(await counters(vid)).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+    expect(await records.likes.findOne({ userId: 'lena' }).lean()).toMatchObject({ counted: true });
+  });
+
+  it('when the process dies after the record and before the increment, then the reconciler completes it exactly once', async () => {
+    const vid = await newVideo();
+    // The state a crash right after the record insert leaves behind.
+    const { Types } = await import('mongoose');
+    await records.shares.create({ userId: 'mike', videoId: new Types.ObjectId(vid), opId: new Types.ObjectId(), counted: false, createdAt: new Date(Date.now() - 60_000) });
+    expect(await reconcileRecommendCounters(videos, records)).toBeGreaterThanOrEqual(1);
+    expect(await reconcileRecommendCounters(videos, records)).toBe(0);
+    expect(await counters(vid)).toMatchObject({ recommendShareCount: 1 });
+  });
+});

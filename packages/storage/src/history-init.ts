@@ -1,0 +1,66 @@
+/**
+ * One-time initialisation of the recommend* counters from history (SPEC R5):
+ * recommendXCount = max(XCount, 0) for like, collect, comment and share. Fake counters are never
+ * read. Each video is marked with `recommendInitVersion`, so a second run skips it; `$max`
+ * means a counter that live events already raised is never lowered.
+ */
+import type { Connection } from 'mongoose';
+import type { VideoModel } from './models/video';
+
+export const HISTORY_INIT_VERSION = 1;
+const MARKER_ID = 'recommend-history-init';
+const BATCH = 1000;
+
+export interface HistoryInitResult {
+  version: number;
+  initialised: number;
+  /** Set when an earlier run already completed this version. */
+  previouslyCompletedAt?: Date;
+}
+
+const nonNegative = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
+
+export async function initRecommendHistory(
+  connection: Connection,
+  videos: VideoModel,
+  onProgress: (done: number) => void = () => undefined,
+): Promise<HistoryInitResult> {
+  const markers = connection.collection<{ _id: string; version: number; startedAt: Date; completedAt?: Date; initialised?: number }>('migrations');
+  const existing = await markers.findOne({ _id: MARKER_ID, version: HISTORY_INIT_VERSION });
+  await markers.updateOne({ _id: MARKER_ID }, { $set: { version: HISTORY_INIT_VERSION }, $setOnInsert: { startedAt: new Date() } }, { upsert: true });
+
+  let initialised = 0;
+  let batch: Parameters<VideoModel['bulkWrite']>[0] = [];
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const result = await videos.bulkWrite(batch, { ordered: false });
+    initialised += result.modifiedCount;
+    batch = [];
+    onProgress(initialised);
+  };
+  const cursor = videos
+    .find({ recommendInitVersion: { $ne: HISTORY_INIT_VERSION } })
+    .select({ likeCount: 1, collectCount: 1, commentCount: 1, shareCount: 1 })
+    .lean()
+    .cursor({ batchSize: BATCH });
+  for await (const video of cursor) {
+    batch.push({
+      updateOne: {
+        filter: { _id: video._id, recommendInitVersion: { $ne: HISTORY_INIT_VERSION } },
+        update: {
+          $max: {
+            recommendLikeCount: nonNegative(video.likeCount),
+            recommendCollectCount: nonNegative(video.collectCount),
+            recommendCommentCount: nonNegative(video.commentCount),
+            recommendShareCount: nonNegative(video.shareCount),
+          },
+          $set: { recommendInitVersion: HISTORY_INIT_VERSION },
+        },
+      },
+    });
+    if (batch.length >= BATCH) await flush();
+  }
+  await flush();
+  await markers.updateOne({ _id: MARKER_ID }, { $set: { completedAt: new Date() }, $inc: { initialised } });
+  return { version: HISTORY_INIT_VERSION, initialised, previouslyCompletedAt: existing?.completedAt };
+}
