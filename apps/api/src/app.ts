@@ -46,6 +46,8 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
 
   const app = express();
   app.disable('x-powered-by');
+  // Every feed response is new (the offset moved): an ETag would only cost a SHA-1 per response.
+  app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestId);
   app.use((req, res, next) => {

@@ -6,6 +6,7 @@
  */
 import { EJSON, ObjectId, type Document } from 'bson';
 import { Aggregator, Query, find, update as applyModifier } from 'mingo';
+import * as updateOperators from 'mingo/operators/update';
 import { CommandError, duplicateKeyError } from './errors';
 
 export interface IndexSpec {
@@ -94,6 +95,27 @@ function typeName(value: unknown): string {
 
 export type UpdateSpec = Document | Document[];
 
+type UpdateOperator = (expr: unknown, arrayFilters?: Document[], options?: unknown) => (doc: Document) => string[];
+const UPDATE_OPERATORS = updateOperators as unknown as Record<string, UpdateOperator>;
+
+/**
+ * Applies update operators in place; true when the document changed. Without arrayFilters the
+ * operators run directly: mingo's `update()` rebuilds its operator registry on every call,
+ * which made bulk updates ~50x slower.
+ */
+function applyOperators(doc: Document, modifier: Document, arrayFilters?: Document[]): boolean {
+  const unknown = Object.keys(modifier).find((op) => !UPDATE_OPERATORS[op]);
+  if (unknown) throw new CommandError(9, 'FailedToParse', `Unknown modifier: ${unknown}. Expected a valid update modifier or pipeline-style update specified as an array`);
+  if (arrayFilters && arrayFilters.length > 0) {
+    return applyModifier(doc, modifier as never, arrayFilters, undefined, { cloneMode: 'deep' }).length > 0;
+  }
+  let changed = false;
+  for (const [op, expr] of Object.entries(modifier)) {
+    if (UPDATE_OPERATORS[op](cloneDocument(expr))(doc).length > 0) changed = true;
+  }
+  return changed;
+}
+
 export interface UpdateOutcome {
   matched: number;
   modified: number;
@@ -176,11 +198,13 @@ export class Collection {
    * Documents that may match `filter`: a map lookup when the filter pins `_id` or all fields of
    * a unique index by equality (or `_id` by `$in`), otherwise every document.
    */
-  private candidates(filter: Document): Document[] {
+  private candidates(filter: Document): { docs: Document[]; exact: boolean } {
+    // `exact`: the lookup alone decides the match (the filter has no other condition).
+    const onlyKeys = (fields: string[]) => Object.keys(filter).length === fields.length;
     const id = equalityValue(filter, '_id');
     if (id.found) {
       const doc = this.byId.get(keyOf(id.value));
-      return doc ? [doc] : [];
+      return { docs: doc ? [doc] : [], exact: onlyKeys(['_id']) };
     }
     const idCondition = filter._id;
     if (isOperatorObject(idCondition) && Object.keys(idCondition).length === 1 && Array.isArray(idCondition.$in)) {
@@ -189,25 +213,25 @@ export class Collection {
         const doc = this.byId.get(keyOf(value));
         if (doc) docs.add(doc);
       }
-      return [...docs];
+      return { docs: [...docs], exact: onlyKeys(['_id']) };
     }
     for (const index of this.uniqueIndexes()) {
       const values = Object.keys(index.key).map((field) => equalityValue(filter, field));
       if (values.every((v) => v.found)) {
         const doc = this.uniqueMaps.get(index.name)!.get(keyOf(values.map((v) => v.value ?? null)));
-        return doc ? [doc] : [];
+        return { docs: doc ? [doc] : [], exact: false };
       }
     }
-    return this.all();
+    return { docs: this.all(), exact: Object.keys(filter).length === 0 };
   }
 
   /** Matching documents (live references: callers must not mutate them). */
   match(filter: Document = {}, sort?: Document): Document[] {
-    const docs = this.candidates(filter);
+    const { docs, exact } = this.candidates(filter);
     if (sort && Object.keys(sort).length > 0) {
-      return find(docs, filter).sort(sort as Record<string, 1 | -1>).all() as Document[];
+      return find(docs, exact ? {} : filter).sort(sort as Record<string, 1 | -1>).all() as Document[];
     }
-    if (Object.keys(filter).length === 0) return docs;
+    if (exact) return docs;
     const query = new Query(filter);
     return docs.filter((d) => query.test(d));
   }
@@ -249,9 +273,7 @@ export class Collection {
       if (!isNumeric(amount)) throw new CommandError(14, 'TypeMismatch', `Cannot increment with non-numeric argument: {${path}: ${keyOf(amount)}}`);
     }
     let changed = false;
-    if (Object.keys(modifier).length > 0) {
-      changed = applyModifier(next, modifier as never, arrayFilters, undefined, { cloneMode: 'deep' }).length > 0;
-    }
+    if (Object.keys(modifier).length > 0) changed = applyOperators(next, modifier, arrayFilters);
     if (inserting && $setOnInsert) {
       for (const [path, value] of Object.entries($setOnInsert as Document)) setPath(next, path, cloneDocument(value));
       changed = true;

@@ -1,0 +1,19 @@
+/** `pnpm bench <name> [options]`: benchmark scripts that print numbers (never timed tests). */
+import { runApiBench } from './bench/api-bench';
+import { runBuildBench } from './bench/build-bench';
+import { runMemoryBench } from './bench/memory-bench';
+
+const benches: Record<string, () => Promise<void>> = { build: runBuildBench, api: runApiBench, memory: runMemoryBench };
+
+const name = process.argv[2];
+if (!name || !benches[name]) {
+  process.stderr.write(`usage: pnpm bench <${Object.keys(benches).join('|')}> [options]\n`);
+  process.exit(2);
+}
+benches[name]().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

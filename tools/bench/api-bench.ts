@@ -1,0 +1,86 @@
+/**
+ * `pnpm bench api [--seconds S] [--connections C] [--users U]`: req/s and p50/p99 of an Express
+ * hello-world route, the legacy random feed and the ring feed, served by one process with the
+ * same data and Redis, with many distinct users. Last line: `ring/legacy=<x> ring/hello=<y>`.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import jwt from 'jsonwebtoken';
+import mongoose from 'mongoose';
+import { createLogger } from '@feed/logger';
+import { seedVideos, videoModel } from '@feed/storage';
+import { runDailyBuild } from '../../apps/worker/src/build/daily-build';
+import { argValue, benchMongo, benchRedis, ROOT } from './support';
+
+const SECRET = 'bench-jwt-secret-0123456789';
+
+interface Result {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+}
+
+async function load(name: string, url: string, tokens: string[], seconds: number, connections: number): Promise<Result> {
+  let next = 0;
+  const result = await autocannon({
+    url,
+    connections,
+    duration: seconds,
+    requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[next++ % tokens.length]}` } }) }],
+  });
+  return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors };
+}
+
+export async function runApiBench(): Promise<void> {
+  const seconds = Number(argValue('seconds', '10'));
+  const connections = Number(argValue('connections', '50'));
+  const users = Number(argValue('users', '10000'));
+  const mongo = await benchMongo();
+  const { redis, prefix, keys, cleanup } = await benchRedis();
+  const connection = await mongoose.createConnection(mongo.uri).asPromise();
+  const server = { kill: () => undefined as unknown };
+  try {
+    const videos = videoModel(connection);
+    await videos.init();
+    await seedVideos(videos, { videos: 5000, fresh: 100 });
+    await runDailyBuild({ redis, keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 1, lockTtlMs: 60_000 });
+
+    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(ROOT, 'tools/bench/api-server.ts')], {
+      cwd: ROOT,
+      env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'error', MONGO_URL: mongo.uri, REDIS_KEY_PREFIX: prefix, AUTH_JWT_SECRET: SECRET, ADMIN_PASSWORD: 'bench-admin-pass' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    server.kill = () => child.kill('SIGTERM');
+    const port = await new Promise<number>((resolve, reject) => {
+      child.stdout!.on('data', (chunk: Buffer) => {
+        const match = /listening (\d+)/.exec(chunk.toString());
+        if (match) resolve(Number(match[1]));
+      });
+      child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+    });
+    const tokens = Array.from({ length: users }, (_, i) => jwt.sign({ sub: `bench-user-${i}` }, SECRET, { algorithm: 'HS256' }));
+    const base = `http://127.0.0.1:${port}`;
+    // Warm-up: script cache, video cache, JIT.
+    await load('warmup', `${base}/api/app/recommend/vid/list`, tokens, 2, connections);
+
+    const results = [
+      await load('hello', `${base}/hello`, tokens, seconds, connections),
+      await load('legacy', `${base}/legacy/api/app/recommend/vid/list`, tokens, seconds, connections),
+      await load('ring', `${base}/api/app/recommend/vid/list`, tokens, seconds, connections),
+    ];
+    console.log(`${seconds} s each, ${connections} connections, ${users} distinct users, 20 videos per page`);
+    console.log('route    req/s     p50 ms  p99 ms  non-2xx');
+    for (const r of results) console.log(`${r.name.padEnd(8)} ${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${r.non2xx}`);
+    const [hello, legacy, ring] = results;
+    console.log(`ring/legacy=${(ring.rps / legacy.rps).toFixed(2)} ring/hello=${(ring.rps / hello.rps).toFixed(2)}`);
+  } finally {
+    server.kill();
+    await connection.close();
+    await cleanup();
+    mongo.stop();
+  }
+}
