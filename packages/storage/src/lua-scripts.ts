@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Redis } from './redis-client';
 
-export const LUA_DIR = path.resolve(__dirname, '../../../lua');
+/** The repository's `lua/` folder; images that lay files out differently set LUA_DIR. */
+export const LUA_DIR = process.env.LUA_DIR ?? path.resolve(__dirname, '../../../lua');
 
 export type ScriptName = 'ring-read' | 'release-lock' | 'switch-current' | 'record-fingerprint' | 'remove-fingerprint';
 

