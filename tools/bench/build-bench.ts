@@ -20,12 +20,11 @@ export async function runBuildBench(): Promise<void> {
     const model = videoModel(connection);
     await model.init();
     const seedStart = Date.now();
-    await seedVideos(model, { videos, fresh, now: new Date() });
+    const allIds = await seedVideos(model, { videos, fresh, now: new Date() });
     console.log(`seeded ${videos + fresh} videos in ${seconds(Date.now() - seedStart)} s (not part of the build)`);
 
     // The limit: the seeded ids pushed with the build's batching and pipelining, nothing else.
     // Measured before the build so neither run benefits from memory the other freed in Redis.
-    const allIds = (await model.find({}, { _id: 1 }).lean()).map((d) => d._id.toHexString());
     const limitKey = keys.queue('limit');
     const limitStart = Date.now();
     const writes: Promise<unknown>[] = [];

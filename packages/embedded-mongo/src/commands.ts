@@ -2,12 +2,26 @@
  * The MongoDB commands the official driver and mongoose send, answered from the in-memory store.
  * Replies follow the server's documented shapes (cursor batches, writeErrors, lastErrorObject).
  */
-import { Long, type Document } from 'bson';
+import { Long, calculateObjectSize, type Document } from 'bson';
 import { Query } from 'mingo';
 import { CommandError } from './errors';
 import { type Collection, type Store } from './store';
 
 const DEFAULT_BATCH_SIZE = 101;
+/** A batch never exceeds this many BSON bytes, as in MongoDB (replies must fit in one message). */
+const MAX_BATCH_BYTES = 16 * 1024 * 1024 - 16 * 1024;
+
+/** Up to `count` documents from `start`, stopping before the batch would pass MAX_BATCH_BYTES. */
+function takeBatch(docs: Document[], start: number, count: number): Document[] {
+  const batch: Document[] = [];
+  let bytes = 0;
+  for (let i = start; i < docs.length && batch.length < count; i++) {
+    bytes += calculateObjectSize(docs[i]);
+    if (bytes > MAX_BATCH_BYTES && batch.length > 0) break;
+    batch.push(docs[i]);
+  }
+  return batch;
+}
 const CURSOR_IDLE_TIMEOUT_MS = 10 * 60_000;
 
 interface OpenCursor {
@@ -35,11 +49,11 @@ export class CursorRegistry {
   /** The first batch; registers the remainder as a cursor when there is more. */
   open(ns: string, docs: Document[], batchSize: number | undefined, singleBatch = false): Document {
     const size = batchSize && batchSize > 0 ? batchSize : DEFAULT_BATCH_SIZE;
-    const firstBatch = docs.slice(0, size);
+    const firstBatch = takeBatch(docs, 0, size);
     let id = 0;
-    if (!singleBatch && docs.length > size) {
+    if (!singleBatch && docs.length > firstBatch.length) {
       id = this.nextId++;
-      this.cursors.set(id, { ns, docs, position: size, lastUsed: Date.now() });
+      this.cursors.set(id, { ns, docs, position: firstBatch.length, lastUsed: Date.now() });
     }
     return { cursor: { firstBatch, id: Long.fromNumber(id), ns }, ok: 1 };
   }
@@ -48,7 +62,7 @@ export class CursorRegistry {
     const cursor = this.cursors.get(id);
     if (!cursor) throw new CommandError(43, 'CursorNotFound', `cursor id ${id} not found`);
     const size = batchSize && batchSize > 0 ? batchSize : cursor.docs.length;
-    const nextBatch = cursor.docs.slice(cursor.position, cursor.position + size);
+    const nextBatch = takeBatch(cursor.docs, cursor.position, size);
     cursor.position += nextBatch.length;
     cursor.lastUsed = Date.now();
     const exhausted = cursor.position >= cursor.docs.length;

@@ -162,3 +162,14 @@ describe('embedded MongoDB server with the real mongoose stack', () => {
     expect(indexes.find((i) => i.name === 'name_1')?.unique).toBe(true);
   });
 });
+
+describe('embedded MongoDB server batches', () => {
+  it('when a query returns more than 16 MiB without a batch size, then getMore splits it into batches that fit a message', async () => {
+    const raw = conn.collection(`big_${Date.now()}`);
+    const padding = 'x'.repeat(10_000);
+    await raw.insertMany(Array.from({ length: 3000 }, (_, i) => ({ i, padding })));
+    const docs = await raw.find({}).toArray();
+    expect(docs).toHaveLength(3000);
+    expect(docs[2999].i).toBe(2999);
+  });
+});
