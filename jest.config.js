@@ -1,7 +1,7 @@
 /** One Jest run over every workspace; TypeScript is compiled by SWC (no type-check: `pnpm lint` does that). */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/apps', '<rootDir>/packages', '<rootDir>/tools', '<rootDir>/infra'],
+  roots: ['<rootDir>/apps', '<rootDir>/packages', '<rootDir>/tools', '<rootDir>/infra', '<rootDir>/test'],
   testMatch: ['**/test/**/*.test.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }] },
   globalSetup: '<rootDir>/test/global-setup.ts',

@@ -4,7 +4,7 @@ import { loadConfig, type Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, reconcileRecommendCounters, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
-import { startBuildQueue } from './jobs/build-queue';
+import { bullConnectionFactory, startBuildQueue } from './jobs/build-queue';
 import { createWorkerMetrics } from './metrics';
 
 const RECONCILE_EVERY_MS = 60_000;
@@ -17,7 +17,7 @@ export async function startWorker(config: Config = loadConfig()): Promise<{ serv
   await videos.init(); // R19 indexes
   const metrics = createWorkerMetrics({ defaultMetrics: true });
   const jobs = await startBuildQueue({
-    redis,
+    connection: bullConnectionFactory(config),
     prefix: keys.bullPrefix,
     cron: config.shortRecommendCron,
     timeZone: config.businessTimeZone,

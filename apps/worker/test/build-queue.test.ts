@@ -1,16 +1,16 @@
 import { QueueEvents } from 'bullmq';
 import request from 'supertest';
 import { createLogger } from '@feed/logger';
-import { seedVideos, videoModel, type Redis } from '@feed/storage';
+import { seedVideos, videoModel } from '@feed/storage';
 import { createWorkerApp, DASHBOARD_PATH } from '../src/app';
-import { BUILD_QUEUE, SCHEDULER_ID, startBuildQueue } from '../src/jobs/build-queue';
+import { BUILD_QUEUE, SCHEDULER_ID, bullConnectionFactory, startBuildQueue, type BullConnection } from '../src/jobs/build-queue';
 import { createWorkerMetrics } from '../src/metrics';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 
 let s: TestServices;
 let jobs: Awaited<ReturnType<typeof startBuildQueue>>;
 let events: QueueEvents;
-let eventsConnection: Redis;
+let eventsConnection: BullConnection;
 const metrics = createWorkerMetrics();
 
 beforeAll(async () => {
@@ -19,7 +19,7 @@ beforeAll(async () => {
   await seedVideos(videos, { videos: 57, fresh: 3, now: new Date('2026-07-24T01:00:00+08:00') });
   const logger = createLogger({ silent: true });
   jobs = await startBuildQueue({
-    redis: s.redis,
+    connection: bullConnectionFactory(s.config),
     prefix: s.keys.bullPrefix,
     cron: '30 4 * * *',
     timeZone: 'Asia/Shanghai',
@@ -27,14 +27,14 @@ beforeAll(async () => {
     metrics,
     deps: { redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 },
   });
-  eventsConnection = s.redis.duplicate();
+  eventsConnection = bullConnectionFactory(s.config)();
   events = new QueueEvents(BUILD_QUEUE, { connection: eventsConnection, prefix: s.keys.bullPrefix });
   await events.waitUntilReady();
 });
 
 afterAll(async () => {
   await events.close();
-  if (eventsConnection.isOpen) await eventsConnection.close();
+  await eventsConnection.quit();
   await jobs.close();
   await s.cleanup();
 });

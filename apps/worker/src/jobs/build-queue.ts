@@ -3,9 +3,10 @@
  * time zone, and a Worker that runs the build with progress, retries and backoff.
  */
 import { Queue, Worker, type Job } from 'bullmq';
+import IORedis, { Cluster } from 'ioredis';
+import type { Config } from '@feed/config';
 import type { Logger } from '@feed/logger';
 import { withLogContext } from '@feed/logger';
-import type { Redis } from '@feed/storage';
 import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../build/daily-build';
 import { recordBuildMeta, type WorkerMetrics } from '../metrics';
 
@@ -26,8 +27,27 @@ export const BUILD_JOB_OPTIONS = {
   removeOnFail: 100,
 } as const;
 
+export type BullConnection = IORedis | Cluster;
+
+/**
+ * BullMQ's own connections use ioredis, its primary client: its node-redis adapter does not
+ * drive a node-redis cluster client (jobs never ran on a Redis Cluster in our test).
+ */
+export function bullConnectionFactory(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>): () => BullConnection {
+  const options = { maxRetriesPerRequest: null };
+  if (config.redisClusterNodes) {
+    const nodes = config.redisClusterNodes.map((node) => {
+      const [host, port] = node.split(':');
+      return { host, port: Number(port) };
+    });
+    return () => new Cluster(nodes, { redisOptions: options });
+  }
+  return () => new IORedis(config.redisUrl, options);
+}
+
 export interface BuildQueueOptions {
-  redis: Redis;
+  /** Makes a new connection for BullMQ (see bullConnectionFactory). */
+  connection: () => BullConnection;
   prefix: string;
   cron: string;
   timeZone: string;
@@ -47,9 +67,9 @@ export function toBuildOptions(data: BuildJobData = {}): BuildOptions {
 export async function startBuildQueue(options: BuildQueueOptions): Promise<{ queue: Queue; worker?: Worker; close(): Promise<void> }> {
   const { logger, metrics } = options;
   // BullMQ gets clients of its own (the worker's blocks on BZPOPMIN) and we close them after it.
-  const connections: Redis[] = [];
+  const connections: BullConnection[] = [];
   const connection = () => {
-    const client = options.redis.duplicate();
+    const client = options.connection();
     connections.push(client);
     return client;
   };
@@ -93,7 +113,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<{ que
     async close() {
       await worker?.close();
       await queue.close();
-      await Promise.all(connections.map((c) => (c.isOpen ? c.close().catch(() => c.destroy()) : undefined)));
+      await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));
     },
   };
 }

@@ -1,0 +1,111 @@
+/**
+ * The service unchanged on a real 3-master Redis Cluster: the build writes and switches a version,
+ * the API reads the ring, records views and watches. Skipped, with a message, without redis-server.
+ */
+import { randomBytes } from 'node:crypto';
+import mongoose, { type Connection } from 'mongoose';
+import request from 'supertest';
+import { loadConfig, type Config } from '@feed/config';
+import { createLogger } from '@feed/logger';
+import { connectRedis, createRedisKeys, seedVideos, videoModel, type Redis } from '@feed/storage';
+import { createApp } from '../../apps/api/src/app';
+import { runDailyBuild } from '../../apps/worker/src/build/daily-build';
+import { startBuildQueue, BUILD_QUEUE, bullConnectionFactory } from '../../apps/worker/src/jobs/build-queue';
+import { createWorkerMetrics } from '../../apps/worker/src/metrics';
+import { QueueEvents } from 'bullmq';
+import { bearer } from '../support/feed-fixtures';
+import { hasRedisServer, startLocalCluster, type LocalCluster } from '../support/redis-cluster';
+
+const BASE_PORT = 7100 + (process.pid % 50) * 3;
+
+let available = false;
+let cluster: LocalCluster;
+let redis: Redis;
+let mongo: Connection;
+let config: Config;
+
+beforeAll(async () => {
+  available = await hasRedisServer();
+  if (!available) {
+    console.warn('redis-server/redis-cli not installed: skipping the Redis Cluster tests');
+    return;
+  }
+  cluster = await startLocalCluster(BASE_PORT);
+  config = loadConfig({
+    NODE_ENV: 'test',
+    REDIS_CLUSTER_NODES: cluster.nodes.join(','),
+    MONGO_URL: `${process.env.TEST_MONGO_URI}/t_cluster_${randomBytes(3).toString('hex')}`,
+    CURRENT_CACHE_MS: '0',
+  });
+  redis = await connectRedis(config);
+  mongo = await mongoose.createConnection(config.mongoUrl!).asPromise();
+}, 60_000);
+
+afterAll(async () => {
+  if (!available) return;
+  await redis.close();
+  await mongo.dropDatabase();
+  await mongo.close();
+  await cluster.stop();
+});
+
+const onCluster = (name: string, fn: () => Promise<void>) => it(name, async () => (available ? fn() : undefined));
+
+describe('on a Redis Cluster', () => {
+  onCluster('when the build runs and users read, then the version switches and the ring serves across slots', async () => {
+    const keys = createRedisKeys(config.redisKeyPrefix);
+    const videos = videoModel(mongo);
+    await seedVideos(videos, { videos: 57, fresh: 3, now: new Date('2026-07-24T01:00:00+08:00') });
+    const result = await runDailyBuild(
+      { redis, keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 },
+      { at: new Date('2026-07-24T01:00:00+08:00') },
+    );
+    expect(result.status).toBe('built');
+    expect(await redis.get(keys.current)).toBe('20260724');
+    expect(await redis.lLen(keys.queue('20260724'))).toBe(60);
+    expect(await redis.sCard(keys.legacyIds)).toBe(60);
+
+    const { app } = createApp({ config, redis, mongo });
+    const first = await request(app).get('/api/app/recommend/vid/list').set(bearer('cluster-user')).expect(200);
+    expect(first.body.queueVersion).toBe('20260724');
+    expect(first.body.vInfos).toHaveLength(20);
+    const queue = await redis.lRange(keys.queue('20260724'), 0, -1);
+    expect(first.body.vInfos.map((v: { vid: string }) => v.vid)).toEqual(queue.slice(0, 20));
+
+    await request(app).post('/api/app/vid/view').set(bearer('cluster-user')).send({ vid: queue[20] }).expect(200);
+    const second = await request(app).get('/api/app/recommend/vid/list').set(bearer('cluster-user')).expect(200);
+    expect(second.body.vInfos.map((v: { vid: string }) => v.vid)).toEqual(queue.slice(21, 41));
+    await request(app).get(`/api/app/vid/user/count?vid=${queue[0]}`).set(bearer('cluster-user')).expect(200, { watchCount: 9, totalWatchCount: 10 });
+
+    const concurrent = await Promise.all(Array.from({ length: 30 }, () => request(app).get('/api/app/recommend/vid/list?pageSize=2').set(bearer('cluster-many'))));
+    const served = concurrent.flatMap((r) => r.body.vInfos.map((v: { vid: string }) => v.vid));
+    expect(new Set(served).size).toBe(60);
+  });
+
+  onCluster('when a build job is added through BullMQ with the hash-tag prefix, then the worker runs it', async () => {
+    const keys = createRedisKeys(config.redisKeyPrefix);
+    const videos = videoModel(mongo);
+    const logger = createLogger({ silent: true });
+    const jobs = await startBuildQueue({
+      connection: bullConnectionFactory(config),
+      prefix: keys.bullPrefix,
+      cron: '30 4 * * *',
+      timeZone: 'Asia/Shanghai',
+      logger,
+      metrics: createWorkerMetrics(),
+      deps: { redis, keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 },
+    });
+    const eventsConnection = bullConnectionFactory(config)();
+    const events = new QueueEvents(BUILD_QUEUE, { connection: eventsConnection, prefix: keys.bullPrefix });
+    try {
+      await events.waitUntilReady();
+      const job = await jobs.queue.add('cluster-build', { at: '2026-07-25T01:00:00+08:00' });
+      expect(await job.waitUntilFinished(events, 30_000)).toMatchObject({ version: '20260725', status: 'built' });
+      expect(await redis.get(keys.current)).toBe('20260725');
+    } finally {
+      await events.close();
+      await jobs.close();
+      await eventsConnection.quit();
+    }
+  });
+});
