@@ -36,6 +36,17 @@ export async function benchMongo(): Promise<{ uri: string; stop(): void }> {
   return { uri: `mongodb://127.0.0.1:${port}/bench`, stop: () => child.kill('SIGTERM') };
 }
 
+/** `pnpm cli seed` in a child process against `mongoUri`. */
+export async function seedInChild(mongoUri: string, videos: number, fresh: number): Promise<void> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'tools/cli.ts'), 'seed', '--videos', String(videos), '--fresh', String(fresh)], {
+    cwd: ROOT,
+    env: { ...process.env, MONGO_URL: mongoUri, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) throw new Error(`seeding failed with exit code ${code}`);
+}
+
 export async function benchRedis(): Promise<{ redis: Redis; prefix: string; keys: ReturnType<typeof createRedisKeys>; cleanup(): Promise<void> }> {
   const prefix = `bench:${randomBytes(3).toString('hex')}:`;
   const redis = await connectRedis({ redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });

@@ -3,6 +3,7 @@ import { Types } from 'mongoose';
 import type { VideoDoc, VideoModel } from './models/video';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+const SEED_BATCH = 5000;
 
 export interface SeedOptions {
   /** Videos approved more than a day before `now` (the high pool). */
@@ -46,33 +47,34 @@ export function demoVideo(overrides: Partial<VideoDoc> = {}): Partial<VideoDoc> 
 export async function seedVideos(model: VideoModel, options: SeedOptions): Promise<string[]> {
   const now = (options.now ?? new Date()).getTime();
   const random = mulberry32(options.seed ?? 42);
-  const docs: Partial<VideoDoc>[] = [];
-  for (let i = 0; i < options.videos + (options.fresh ?? 0); i++) {
-    const isFresh = i >= options.videos;
-    const likes = Math.floor(random() * 500);
-    docs.push(
-      demoVideo({
-        authorId: `author-${Math.floor(random() * 50)}`,
-        durationSec: 5 + Math.floor(random() * 55),
-        reviewAt: new Date(isFresh ? now - Math.floor(random() * (DAY_MS - 60_000)) : now - DAY_MS - 60_000 - Math.floor(random() * 30 * DAY_MS)),
-        likeCount: likes,
-        collectCount: Math.floor(likes / 4),
-        commentCount: Math.floor(likes / 10),
-        shareCount: Math.floor(likes / 20),
-        recommendLikeCount: likes,
-        recommendCollectCount: Math.floor(likes / 4),
-        recommendCommentCount: Math.floor(likes / 10),
-        recommendShareCount: Math.floor(likes / 20),
-        fakeLikeCount: Math.floor(random() * 1000),
-        vip: random() < 0.05,
-        coin: random() < 0.05,
-        special: random() < 0.02,
-      }),
-    );
-  }
+  const total = options.videos + (options.fresh ?? 0);
   const ids: string[] = [];
-  for (let i = 0; i < docs.length; i += 5000) {
-    const batch = docs.slice(i, i + 5000);
+  // Generated and inserted a batch at a time: a million demo videos never sit in memory at once.
+  for (let start = 0; start < total; start += SEED_BATCH) {
+    const batch: Partial<VideoDoc>[] = [];
+    for (let i = start; i < Math.min(total, start + SEED_BATCH); i++) {
+      const isFresh = i >= options.videos;
+      const likes = Math.floor(random() * 500);
+      batch.push(
+        demoVideo({
+          authorId: `author-${Math.floor(random() * 50)}`,
+          durationSec: 5 + Math.floor(random() * 55),
+          reviewAt: new Date(isFresh ? now - Math.floor(random() * (DAY_MS - 60_000)) : now - DAY_MS - 60_000 - Math.floor(random() * 30 * DAY_MS)),
+          likeCount: likes,
+          collectCount: Math.floor(likes / 4),
+          commentCount: Math.floor(likes / 10),
+          shareCount: Math.floor(likes / 20),
+          recommendLikeCount: likes,
+          recommendCollectCount: Math.floor(likes / 4),
+          recommendCommentCount: Math.floor(likes / 10),
+          recommendShareCount: Math.floor(likes / 20),
+          fakeLikeCount: Math.floor(random() * 1000),
+          vip: random() < 0.05,
+          coin: random() < 0.05,
+          special: random() < 0.02,
+        }),
+      );
+    }
     await model.insertMany(batch, { lean: true });
     for (const d of batch) ids.push((d._id as Types.ObjectId).toHexString());
   }
