@@ -6,6 +6,9 @@ import { loadConfig } from '@feed/config';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { createLogger } from '@feed/logger';
 import { closeRedis, connectMongo, connectRedis, createRedisKeys, initRecommendHistory, seedVideos, videoModel } from '@feed/storage';
+import { explainNextPage } from '../apps/api/src/feed/explain';
+import { VideoCatalog } from '../apps/api/src/feed/video-catalog';
+import { UserHistory } from '../apps/api/src/users/user-history';
 import { runDailyBuild } from '../apps/worker/src/build/daily-build';
 import { diffVersions, listVersions, reportVersion, versionPointers } from '../apps/worker/src/inspect/inspect-versions';
 
@@ -14,6 +17,8 @@ const USAGE = `usage: pnpm cli <command> [options]
   seed --videos N [--fresh M]              insert demo videos (N older than a day, M approved in the last 24 h)
   build [--at ISO-8601] [--force] [--shadow]  run one build now
   inspect [--version V]                    versions, meta, block composition, shadow diff
+  explain (--user U | --device D) [--version V] [--page-size N]
+                                           the user's offset and next page, with block, pool, score and skip reasons
   init-history                             one-time, idempotent recommend* counter initialisation (R5)
 `;
 
@@ -86,6 +91,32 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
       );
       print({ version: result.version, status: result.status, length: result.meta?.length, high: result.meta?.highCount, new: result.meta?.newCount, timings: result.timings });
       if (result.status === 'locked') throw new Error(`another build of ${result.version} holds the lock; try again when it finishes`);
+    });
+  },
+
+  async explain(args) {
+    const { values } = parseArgs({ args, options: { user: { type: 'string' }, device: { type: 'string' }, version: { type: 'string' }, 'page-size': { type: 'string' } } });
+    if (Boolean(values.user) === Boolean(values.device)) throw new UsageError('give exactly one of --user U or --device D');
+    if (values.version !== undefined && !/^\d{8}$/.test(values.version)) throw new UsageError(`--version must be YYYYMMDD, got "${values.version}"`);
+    const pageSize = intOption(values['page-size'], 'page-size', 20);
+    await withStores(async ({ config, redis, mongo }) => {
+      const keys = createRedisKeys(config.redisKeyPrefix);
+      const videos = videoModel(mongo.connection);
+      const identity = values.user ? { key: `u:${values.user}`, userId: values.user } : { key: `g:${values.device}`, deviceId: values.device };
+      const version = values.version ?? (await redis.get(keys.current));
+      if (!version) throw new Error('no current version: run pnpm cli build first');
+      const explanation = await explainNextPage(
+        { redis, keys, videos, catalog: new VideoCatalog(videos, 0), history: new UserHistory(redis, keys, config) },
+        identity,
+        version,
+        pageSize,
+      );
+      if (!explanation) throw new Error(`version ${version} has no queue in Redis (expired or never built)`);
+      print(`user ${explanation.user}  version ${explanation.version}  offset ${explanation.offset}/${explanation.queueLength}  generatedAt ${explanation.generatedAt}`);
+      print('position  block  pool  score  verdict       vid');
+      for (const c of explanation.candidates) {
+        print(`${String(c.position).padStart(8)}  ${String(c.block).padStart(5)}  ${c.pool.padEnd(4)}  ${String(c.score ?? '-').padStart(5)}  ${c.verdict.padEnd(12)}  ${c.vid}`);
+      }
     });
   },
 

@@ -9,6 +9,7 @@ import { requestId } from './http/request-id';
 import { createApiMetrics, type ApiMetrics } from './metrics';
 import { FeedService } from './feed/feed-service';
 import { VideoCatalog } from './feed/video-catalog';
+import { adminRoutes } from './routes/admin-routes';
 import { feedRoutes } from './routes/feed-routes';
 import { interactionRoutes } from './routes/interaction-routes';
 import { InteractionService } from './interactions/interaction-service';
@@ -63,6 +64,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.use(healthRoutes({ redis, keys, mongo, metrics }));
   app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret }));
   app.use(interactionRoutes(interactions, config.authJwtSecret));
+  app.use(adminRoutes({ redis, keys, catalog, videos, history, adminUser: config.adminUser, adminPassword: config.adminPassword }));
   app.use(notFoundRoute);
   app.use(errorHandler);
   return { app, feed, metrics };

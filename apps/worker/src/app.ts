@@ -7,7 +7,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
-import { basicAuth } from './http/basic-auth';
+import { basicAuth } from '@feed/admin-auth';
 import type { WorkerMetrics } from './metrics';
 
 export const DASHBOARD_PATH = '/admin/queues';

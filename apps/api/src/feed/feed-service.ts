@@ -14,6 +14,7 @@ import { AppError, unavailable } from '../http/errors';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
 import { CurrentVersionCache } from './current-version';
+import { judgeCandidate } from './candidate-verdict';
 import { toVideoInfo, type CatalogVideo, type VideoCatalog, type VideoInfo } from './video-catalog';
 import type { UserFilter, UserHistory } from '../users/user-history';
 
@@ -167,14 +168,11 @@ export class FeedService {
       const [videos, filter] = await Promise.all([this.catalog.load(slice.ids), filterPromise]);
       for (const id of slice.ids) {
         const video = videos.get(id);
-        if (inPage.has(id)) skip('duplicate');
-        else if (!video || !isEligible(video)) skip('invalid');
-        else if (filter.notInterested(id)) skip('not_interested');
-        else if (filter.viewed(id)) skip('seen');
-        else if (identity.userId !== undefined && video.authorId === identity.userId) skip('own');
+        const verdict = judgeCandidate(id, video, filter, identity, inPage);
+        if (verdict !== 'serve') skip(verdict);
         else {
           inPage.add(id);
-          served.push(toVideoInfo(video));
+          served.push(toVideoInfo(video!));
         }
       }
     }
