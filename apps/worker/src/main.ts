@@ -43,7 +43,7 @@ export async function startWorker(config: Config = loadConfig()): Promise<{ serv
   }, RECONCILE_EVERY_MS);
   reconciler.unref();
 
-  const app = createWorkerApp({ queue: jobs.queue, metrics, adminUser: config.adminUser, adminPassword: config.adminPassword });
+  const app = createWorkerApp({ queue: jobs.queue, metrics, adminUser: config.adminUser, adminPassword: config.adminPassword, redis, keys, videos });
   const server = app.listen(config.workerPort, () => logger.info('worker listening', { port: config.workerPort }));
   let stopping: Promise<void> | undefined;
   const stop = () =>
