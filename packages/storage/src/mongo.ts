@@ -37,7 +37,8 @@ export async function connectMongo(config: Pick<Config, 'mongoUrl' | 'embeddedMo
     uri = `${started.uri}/${EMBEDDED_DATABASE}`;
     embedded = started.embedded;
   }
-  const connection = await mongoose.createConnection(uri, { serverSelectionTimeoutMS: 5000 }).asPromise();
+  // Fail a read within ~2 s when MongoDB is gone (the API answers 503) instead of hanging.
+  const connection = await mongoose.createConnection(uri, { serverSelectionTimeoutMS: 2000 }).asPromise();
   return {
     connection,
     embedded,

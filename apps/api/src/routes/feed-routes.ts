@@ -15,13 +15,14 @@ import type { WatchCounter } from '../users/watch-counter';
 export const MAX_PAGE_SIZE = 50;
 const AD_POOL_TTL_MS = 30_000;
 
+// Unknown query parameters (cache busters, tracking) are ignored, as the old service did.
 const pageQuery = Joi.object({
   pageNumber: Joi.number().integer().min(1).max(1_000_000).default(1),
   pageSize: Joi.number().integer().min(1).max(MAX_PAGE_SIZE).default(20),
-});
+}).unknown(true);
 const vidBody = Joi.object({ vid: objectId.required() });
-const countQuery = Joi.object({ vid: objectId });
-const adQuery = Joi.object({ pageSize: Joi.number().integer().min(1).max(10).default(3) });
+const countQuery = Joi.object({ vid: objectId }).unknown(true);
+const adQuery = Joi.object({ pageSize: Joi.number().integer().min(1).max(10).default(3) }).unknown(true);
 
 export interface FeedRouteDeps {
   feed: FeedService;

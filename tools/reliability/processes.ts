@@ -1,0 +1,68 @@
+/** The processes the reliability suite runs and breaks: a Redis of its own, the embedded MongoDB, the API, the worker, CLI builds. */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+export const ROOT = path.resolve(__dirname, '../..');
+const run = promisify(execFile);
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+/** Polls `probe` until it returns true, at most `timeoutMs`. */
+export async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await probe().catch(() => false)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+export interface Managed {
+  child: ChildProcess;
+  output: string[];
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export function startProcess(args: string[], env: Record<string, string>, command = process.execPath): Managed {
+  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  child.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  return {
+    child,
+    output,
+    stop: (signal = 'SIGTERM') =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill(signal);
+      }),
+  };
+}
+
+export const tsx = (file: string, ...args: string[]) => ['--import', 'tsx', path.join(ROOT, file), ...args];
+
+/** A Redis server of the suite's own (with an append-only file, so a restart keeps data). */
+export async function startRedis(port: number, dir: string): Promise<Managed> {
+  const redis = startProcess(['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--dir', dir], {}, 'redis-server');
+  await waitUntil(`redis on ${port}`, async () => (await run('redis-cli', ['-p', String(port), 'ping'])).stdout.trim() === 'PONG');
+  return redis;
+}
+
+/** Runs a CLI command to completion; returns exit code and output. */
+export async function cli(env: Record<string, string>, ...args: string[]): Promise<{ code: number | null; output: string }> {
+  const p = startProcess(tsx('tools/cli.ts', ...args), env);
+  const code = await new Promise<number | null>((resolve) => p.child.once('exit', resolve));
+  return { code, output: p.output.join('') };
+}

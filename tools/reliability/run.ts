@@ -1,0 +1,321 @@
+/**
+ * `pnpm test:reliability [--quick]`: the running API and worker exercised as a client would,
+ * on 127.0.0.1 only, against a Redis of the suite's own and the embedded MongoDB, each in its
+ * own process so they can be broken. Bounded in time and count; stops by itself. Prints a
+ * summary table and exits non-zero when any check fails.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import jwt from 'jsonwebtoken';
+import { createClient } from 'redis';
+import mongoose from 'mongoose';
+import { createRedisKeys, interactionModels, videoModel } from '@feed/storage';
+import { cli, freePort, startProcess, startRedis, tsx, waitUntil, type Managed } from './processes';
+import { badInputCases } from './bad-input';
+
+const QUICK = process.argv.includes('--quick');
+const LOAD_SECONDS = QUICK ? 8 : 60;
+const LOAD_USERS = QUICK ? 60 : 300;
+const SECRET = 'reliability-jwt-secret-4f1c9a';
+const ADMIN_PASSWORD = 'reliability-admin-pass-77';
+const VIDEOS = QUICK ? 30_000 : 100_000;
+
+interface CheckResult {
+  group: string;
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+const results: CheckResult[] = [];
+const summary: Record<string, string> = {};
+
+async function check(group: string, name: string, fn: () => Promise<string | void>): Promise<void> {
+  const started = Date.now();
+  try {
+    const detail = (await fn()) ?? '';
+    results.push({ group, name, ok: true, detail: `${detail} (${((Date.now() - started) / 1000).toFixed(1)} s)`.trim() });
+    console.log(`ok    ${group}: ${name} ${detail}`);
+  } catch (err) {
+    results.push({ group, name, ok: false, detail: err instanceof Error ? err.message : String(err) });
+    console.log(`FAIL  ${group}: ${name}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+function expect(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new Error(message);
+}
+
+const token = (sub: string, options: jwt.SignOptions = {}) => jwt.sign({ sub }, SECRET, { algorithm: 'HS256', expiresIn: '1h', ...options });
+
+function percentile(sorted: number[], p: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : 0;
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'feed-reliability-'));
+  const [redisPort, mongoPort, apiPort, workerPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  const env: Record<string, string> = {
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'info',
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    MONGO_URL: `mongodb://127.0.0.1:${mongoPort}/reliability`,
+    PORT: String(apiPort),
+    WORKER_PORT: String(workerPort),
+    AUTH_JWT_SECRET: SECRET,
+    ADMIN_PASSWORD,
+    CURRENT_CACHE_MS: '500',
+    VIDEO_CACHE_MS: '500',
+    BUILD_LOCK_TTL_MS: '4000',
+  };
+  const api = `http://127.0.0.1:${apiPort}`;
+  const worker = `http://127.0.0.1:${workerPort}`;
+  const keys = createRedisKeys('');
+  const processes: Managed[] = [];
+  let redis = await startRedis(redisPort, dir);
+  const mongoServer = startProcess(tsx('tools/cli.ts', 'mongo', '--port', String(mongoPort)), {});
+  processes.push(mongoServer);
+  const redisClient = createClient({ url: env.REDIS_URL, socket: { reconnectStrategy: () => 100 } });
+  redisClient.on('error', () => undefined);
+  let apiProcess: Managed | undefined;
+  let workerProcess: Managed | undefined;
+  const deadline = setTimeout(() => {
+    console.error('reliability suite exceeded its time budget; stopping');
+    process.exit(2);
+  }, (QUICK ? 6 : 15) * 60_000);
+  deadline.unref();
+
+  try {
+    await waitUntil('embedded mongo', async () => mongoServer.output.join('').includes('listening'));
+    await redisClient.connect();
+    const seeded = await cli(env, 'seed', '--videos', String(VIDEOS), '--fresh', String(Math.round(VIDEOS / 50)));
+    expect(seeded.code === 0, `seed failed: ${seeded.output}`);
+    const firstBuild = await cli(env, 'build');
+    expect(firstBuild.code === 0, `first build failed: ${firstBuild.output}`);
+    const current = (await redisClient.get(keys.current))!;
+    const queue = await redisClient.lRange(keys.queue(current), 0, -1);
+
+    apiProcess = startProcess(tsx('apps/api/src/main.ts'), env);
+    workerProcess = startProcess(tsx('apps/worker/src/main.ts'), env);
+    processes.push(apiProcess, workerProcess);
+    await waitUntil('api ready', async () => (await fetch(`${api}/readyz`)).ok, 30_000);
+    await waitUntil('worker up', async () => (await fetch(`${worker}/healthz`)).ok, 30_000);
+
+    // ---------------------------------------------------------------- load
+    await check('load', `${LOAD_USERS} users swiping for ${LOAD_SECONDS} s`, async () => {
+      const latencies: number[] = [];
+      let requests = 0;
+      let serverErrors = 0;
+      let duplicates = 0;
+      let misordered = 0;
+      const stopAt = Date.now() + LOAD_SECONDS * 1000;
+      await Promise.all(
+        Array.from({ length: LOAD_USERS }, async (_, u) => {
+          const auth = { Authorization: `Bearer ${token(`load-user-${u}`)}` };
+          let position = 0;
+          while (Date.now() < stopAt) {
+            const started = performance.now();
+            const res = await fetch(`${api}/api/app/recommend/vid/list?pageSize=20`, { headers: auth });
+            latencies.push(performance.now() - started);
+            requests++;
+            if (res.status >= 500) {
+              serverErrors++;
+              continue;
+            }
+            const body = (await res.json()) as { vInfos: Array<{ vid: string }> };
+            const ids = body.vInfos.map((v) => v.vid);
+            if (new Set(ids).size !== ids.length) duplicates++;
+            // Successive pages of one user tile the ring in order, wrapping at the tail.
+            ids.forEach((id, i) => {
+              if (id !== queue[(position + i) % queue.length]) misordered++;
+            });
+            position += ids.length;
+          }
+        }),
+      );
+      latencies.sort((a, b) => a - b);
+      const rps = requests / LOAD_SECONDS;
+      summary.load = `${requests} requests, ${rps.toFixed(0)} req/s, p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms`;
+      expect(serverErrors === 0, `${serverErrors} responses were 5xx`);
+      expect(duplicates === 0, `${duplicates} responses held a duplicate`);
+      expect(misordered === 0, `${misordered} ids were out of ring order`);
+      return summary.load;
+    });
+
+    // ---------------------------------------------------------------- bad input
+    await check('bad input', 'malformed queries, bodies, headers and tokens against every endpoint', async () => {
+      const conn = await mongoose.createConnection(env.MONGO_URL).asPromise();
+      const records = interactionModels(conn);
+      const snapshot = async () =>
+        JSON.stringify({
+          likes: await records.likes.countDocuments(),
+          collects: await records.collects.countDocuments(),
+          comments: await records.comments.countDocuments(),
+          shares: await records.shares.countDocuments(),
+          counters: await videoModel(conn).aggregate([{ $group: { _id: null, l: { $sum: '$likeCount' }, r: { $sum: '$recommendLikeCount' }, s: { $sum: '$recommendShareCount' } } }]),
+          redisKeys: await redisClient.dbSize(),
+        });
+      const before = await snapshot();
+      const cases = badInputCases({ api, validVideo: queue[0], secret: SECRET, token });
+      const wrong: string[] = [];
+      for (const c of cases) {
+        const res = await fetch(c.url, { method: c.method, headers: c.headers, body: c.body });
+        if (res.status >= 500 || !c.expect.includes(res.status)) wrong.push(`${c.name}: ${res.status} (want ${c.expect.join('/')})`);
+        else if (res.status >= 400) {
+          const body = (await res.json().catch(() => null)) as { error?: { message?: string } } | null;
+          if (!body?.error?.message) wrong.push(`${c.name}: ${res.status} without a JSON error`);
+        }
+      }
+      const after = await snapshot();
+      await conn.close();
+      summary.badInput = `${cases.length} tried, ${wrong.length} wrong, writes ${before === after ? 'none' : 'SOME'}`;
+      expect(wrong.length === 0, wrong.slice(0, 5).join('; '));
+      expect(before === after, `state changed: ${before} -> ${after}`);
+      return summary.badInput;
+    });
+
+    // ---------------------------------------------------------------- security
+    await check('security', 'admin surfaces answer 401 without credentials', async () => {
+      const urls = [`${api}/api/admin/explain?user=x`, `${worker}/admin/queues/`, `${worker}/admin/queues/api/queues`, `${worker}/admin/inspector/`, `${worker}/admin/inspector/api/summary`];
+      for (const url of urls) {
+        const res = await fetch(url);
+        expect(res.status === 401, `${url} answered ${res.status}`);
+        const withUserToken = await fetch(url, { headers: { Authorization: `Bearer ${token('someone')}` } });
+        expect(withUserToken.status === 401, `${url} with a user token answered ${withUserToken.status}`);
+      }
+      return `${urls.length} surfaces`;
+    });
+
+    await check('security', 'a user can never read or move another user\'s offset or history', async () => {
+      const victim = 'victim-user';
+      await fetch(`${api}/api/app/recommend/vid/list`, { headers: { Authorization: `Bearer ${token(victim)}` } });
+      const offsetBefore = await redisClient.hGet(keys.offset(current), `u:${victim}`);
+      const historyBefore = await redisClient.exists(keys.views(`u:${victim}`));
+      const forged = jwt.sign({ sub: victim }, 'not-the-secret', { algorithm: 'HS256' });
+      const [, payload] = token('attacker').split('.');
+      const tampered = token('attacker').replace(payload, Buffer.from(JSON.stringify({ sub: victim })).toString('base64url'));
+      const none = `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${Buffer.from(JSON.stringify({ sub: victim })).toString('base64url')}.`;
+      for (const bad of [forged, tampered, none, token(victim, { expiresIn: -10 })]) {
+        for (const [method, url, body] of [
+          ['GET', `${api}/api/app/recommend/vid/list`, undefined],
+          ['POST', `${api}/api/app/vid/view`, JSON.stringify({ vid: queue[5] })],
+        ] as const) {
+          const res = await fetch(url, { method, headers: { Authorization: `Bearer ${bad}`, 'X-Device-Id': 'victim-device', 'Content-Type': 'application/json' }, body });
+          expect(res.status === 401, `${method} ${url} with a bad token answered ${res.status}`);
+        }
+      }
+      // An attacker's own token with the victim's id in headers or query moves only the attacker.
+      await fetch(`${api}/api/app/recommend/vid/list?user=${victim}&uid=${victim}`, { headers: { Authorization: `Bearer ${token('attacker')}`, 'X-User-Id': victim } });
+      expect((await redisClient.hGet(keys.offset(current), `u:${victim}`)) === offsetBefore, 'victim offset moved');
+      expect((await redisClient.exists(keys.views(`u:${victim}`))) === historyBefore, 'victim history changed');
+      return 'forged, tampered, alg=none and expired tokens refused';
+    });
+
+    // ---------------------------------------------------------------- faults
+    await check('faults', 'Redis unavailable during reads: the degradation chain answers and is counted', async () => {
+      await redis.stop();
+      const res = await fetch(`${api}/api/app/recommend/vid/list`, { headers: { Authorization: `Bearer ${token('during-outage')}` } });
+      expect(res.status === 200, `feed answered ${res.status} with Redis down`);
+      const body = (await res.json()) as { queueVersion: string; vInfos: unknown[] };
+      expect(body.queueVersion === 'fallback' && body.vInfos.length === 20, `unexpected degraded page ${JSON.stringify(body).slice(0, 120)}`);
+      const metrics = await (await fetch(`${api}/metrics`)).text();
+      expect(/feed_degradations_total\{kind="mongo-fallback"\} [1-9]/.test(metrics), 'mongo-fallback degradation not counted');
+      expect((await fetch(`${api}/readyz`)).status === 503, '/readyz did not report Redis down');
+      redis = await startRedis(redisPort, dir);
+      await waitUntil('ring serving again', async () => {
+        const again = (await (await fetch(`${api}/api/app/recommend/vid/list`, { headers: { Authorization: `Bearer ${token('after-outage')}` } })).json()) as { queueVersion: string };
+        return again.queueVersion === current;
+      });
+      return 'fallback page served; ring back after restart';
+    });
+
+    let dataLost = 0;
+    await check('faults', 'Redis restarted in the middle of a build: old version serves, next attempt succeeds, nothing lost', async () => {
+      const offsetsBefore = await redisClient.hGetAll(keys.offset(current));
+      const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
+      const build = startProcess(tsx('tools/cli.ts', 'build', '--at', tomorrow), env);
+      await waitUntil('build reading', async () => build.output.join('').includes('read'));
+      await redis.stop();
+      // While Redis is down and the build is stuck, the API still answers (degraded).
+      const during = await fetch(`${api}/api/app/recommend/vid/list`, { headers: { Authorization: `Bearer ${token('mid-build')}` } });
+      expect(during.status === 200, `feed answered ${during.status} while Redis restarted`);
+      redis = await startRedis(redisPort, dir);
+      const code = await new Promise<number | null>((resolve) => build.child.once('exit', resolve));
+      const now = await redisClient.get(keys.current);
+      expect(now === current || code === 0, `current moved to ${now} although the build failed`);
+      if (now) expect((await redisClient.lLen(keys.queue(now))) === Number(await redisClient.hGet(keys.meta(now), 'length')), 'current version is half-written');
+      const retry = await cli(env, 'build', '--at', tomorrow);
+      expect(retry.code === 0 && /"status": "(built|already-current)"/.test(retry.output), `retry failed: ${retry.output.slice(-300)}`);
+      const offsetsAfter = await redisClient.hGetAll(keys.offset(current));
+      dataLost += Object.entries(offsetsBefore).filter(([user, offset]) => offsetsAfter[user] !== offset).length;
+      expect(dataLost === 0, `${dataLost} offsets lost across the Redis restart`);
+      return `first attempt exit ${code}; retry built; ${Object.keys(offsetsBefore).length} offsets kept`;
+    });
+
+    await check('faults', 'worker killed mid-build: the lock expires, no half-written version becomes current, the next build succeeds', async () => {
+      const before = await redisClient.get(keys.current);
+      const day = new Date(Date.now() + 2 * 86_400_000).toISOString();
+      const build = startProcess(tsx('tools/cli.ts', 'build', '--at', day), env);
+      await waitUntil('build writing', async () => /assemble|write/.test(build.output.join('')));
+      await build.stop('SIGKILL');
+      expect((await redisClient.get(keys.current)) === before, 'current moved after the kill');
+      const lockKeys = await redisClient.keys('recommend:short:build-lock:*');
+      await waitUntil('lock expiry', async () => (await redisClient.exists(lockKeys.length ? lockKeys : ['none'])) === 0, 10_000);
+      const next = await cli(env, 'build', '--at', day);
+      expect(next.code === 0 && next.output.includes('"status": "built"'), `next build failed: ${next.output.slice(-300)}`);
+      const now = (await redisClient.get(keys.current))!;
+      expect((await redisClient.lLen(keys.queue(now))) === Number(await redisClient.hGet(keys.meta(now), 'length')), 'new current is half-written');
+      return `lock ${lockKeys.length ? 'expired' : 'was not taken yet'}; rebuilt ${now}`;
+    });
+
+    await check('faults', 'two workers started together: exactly one builds', async () => {
+      const day = new Date(Date.now() + 3 * 86_400_000).toISOString();
+      const [a, b] = await Promise.all([cli(env, 'build', '--at', day), cli(env, 'build', '--at', day)]);
+      const built = [a, b].filter((r) => r.output.includes('"status": "built"')).length;
+      const refused = [a, b].filter((r) => r.code !== 0 && r.output.includes('holds the lock')).length;
+      expect(built === 1 && refused === 1, `built ${built}, refused ${refused}: ${a.output.slice(-200)} | ${b.output.slice(-200)}`);
+      return 'one built, one refused by the lock';
+    });
+
+    await check('security', 'secrets never appear in logs', async () => {
+      const logs = [...processes.flatMap((p) => p.output)].join('');
+      for (const secret of [SECRET, ADMIN_PASSWORD, token('load-user-0').split('.')[2]]) expect(!logs.includes(secret), 'a secret or token was logged');
+      return `${(logs.length / 1024).toFixed(0)} KB of logs scanned`;
+    });
+
+    await check('faults', 'MongoDB unavailable during reads: a clear 503', async () => {
+      await mongoServer.stop();
+      // Past the video cache, a read needs MongoDB.
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      const res = await fetch(`${api}/api/app/recommend/vid/list`, { headers: { Authorization: `Bearer ${token('no-mongo')}` } });
+      const body = (await res.json()) as { error?: { code: string } };
+      expect(res.status === 503 && body.error?.code === 'unavailable', `answered ${res.status} ${JSON.stringify(body)}`);
+      expect((await fetch(`${api}/readyz`)).status === 503, '/readyz did not report MongoDB down');
+      return '503 unavailable; /readyz 503';
+    });
+    summary.dataLost = String(dataLost);
+  } finally {
+    clearTimeout(deadline);
+    await Promise.all(processes.map((p) => p.stop()));
+    await redisClient.quit().catch(() => undefined);
+    await redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  const failed = results.filter((r) => !r.ok);
+  console.log('\n| group | check | result |');
+  console.log('|---|---|---|');
+  for (const r of results) console.log(`| ${r.group} | ${r.name} | ${r.ok ? 'ok' : 'FAILED'}: ${r.detail} |`);
+  console.log(`\nload held: ${summary.load ?? 'n/a'}`);
+  console.log(`faults survived: ${results.filter((r) => r.group === 'faults' && r.ok).length}/${results.filter((r) => r.group === 'faults').length}`);
+  console.log(`bad inputs: ${summary.badInput ?? 'n/a'}`);
+  console.log(`data lost: ${summary.dataLost ?? 'n/a'}`);
+  console.log(`reliability: ${results.length - failed.length} passed, ${failed.length} failed`);
+  process.exit(failed.length ? 1 : 0);
+}
+
+main().catch((err: unknown) => {
+  console.error('reliability suite crashed:', err);
+  process.exit(1);
+});
