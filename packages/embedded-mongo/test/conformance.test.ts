@@ -173,3 +173,16 @@ describe('embedded MongoDB server batches', () => {
     expect(docs[2999].i).toBe(2999);
   });
 });
+
+// Only a real MongoDB has a query planner: R19's indexes are checked there.
+(process.env.MONGO_URL_CONFORMANCE ? describe : describe.skip)('R19 indexes on a real MongoDB', () => {
+  it('when the build and new-pool queries are explained, then they use the status+newsType indexes', async () => {
+    const { videoModel } = await import('@feed/storage');
+    const videos = videoModel(conn);
+    await videos.init();
+    const plan = JSON.stringify(await videos.find({ status: 'approved', newsType: 'short' }).sort({ recommendScore: -1, reviewAt: -1 }).explain());
+    expect(plan).toContain('status_1_newsType_1_recommendScore_-1_reviewAt_-1');
+    const newPool = JSON.stringify(await videos.find({ status: 'approved', newsType: 'short', reviewAt: { $gte: new Date(Date.now() - 86_400_000) } }).explain());
+    expect(newPool).toContain('IXSCAN');
+  });
+});
