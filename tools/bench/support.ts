@@ -1,22 +1,11 @@
 /** Shared pieces of the benchmarks: an embedded MongoDB in a child process, Redis, cleanup. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { connectRedis, createRedisKeys, type Redis } from '@feed/storage';
+import { freePort, ROOT } from '../support/processes';
 
-export const ROOT = path.resolve(__dirname, '../..');
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
+export { ROOT };
 
 /**
  * The embedded server in its own process, so the benchmark's RSS and CPU are the build's

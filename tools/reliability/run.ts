@@ -11,7 +11,7 @@ import jwt from 'jsonwebtoken';
 import { createClient } from 'redis';
 import mongoose from 'mongoose';
 import { createRedisKeys, interactionModels, videoModel } from '@feed/storage';
-import { cli, freePort, startProcess, startRedis, tsx, waitUntil, type Managed } from './processes';
+import { cli, freePort, startProcess, startRedis, tsx, waitUntil, type Managed } from '../support/processes';
 import { badInputCases } from './bad-input';
 
 const QUICK = process.argv.includes('--quick');

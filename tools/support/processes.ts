@@ -1,4 +1,4 @@
-/** The processes the reliability suite runs and breaks: a Redis of its own, the embedded MongoDB, the API, the worker, CLI builds. */
+/** Local child processes for the benchmarks and the reliability suite: a Redis of their own, the embedded MongoDB, the API, the worker, CLI runs. */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
