@@ -1,7 +1,7 @@
 /**
  * `pnpm bench api [--seconds S] [--connections C] [--users U]`: req/s and p50/p99 of an Express
  * hello-world route, the legacy random feed and the ring feed, served by one process with the
- * same data and Redis, with many distinct users. Last line: `ring/legacy=<x> ring/hello=<y>`.
+ * same data and Redis, with many distinct users (plus hello-world sending a feed-sized body). Last line: `ring/legacy=<x> ring/hello=<y>`.
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -69,13 +69,15 @@ export async function runApiBench(): Promise<void> {
 
     const results = [
       await load('hello', `${base}/hello`, tokens, seconds, connections),
+      await load('hello-page', `${base}/hello-page`, tokens, seconds, connections),
       await load('legacy', `${base}/legacy/api/app/recommend/vid/list`, tokens, seconds, connections),
       await load('ring', `${base}/api/app/recommend/vid/list`, tokens, seconds, connections),
     ];
     console.log(`${seconds} s each, ${connections} connections, ${users} distinct users, 20 videos per page`);
-    console.log('route    req/s     p50 ms  p99 ms  non-2xx');
-    for (const r of results) console.log(`${r.name.padEnd(8)} ${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${r.non2xx}`);
-    const [hello, legacy, ring] = results;
+    console.log('route        req/s   p50 ms  p99 ms  non-2xx');
+    for (const r of results) console.log(`${r.name.padEnd(10)} ${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${r.non2xx}`);
+    const [hello, helloPage, legacy, ring] = results;
+    console.log(`ring/hello-page=${(ring.rps / helloPage.rps).toFixed(2)} (hello-page: the hello route sending a feed-sized body)`);
     console.log(`ring/legacy=${(ring.rps / legacy.rps).toFixed(2)} ring/hello=${(ring.rps / hello.rps).toFixed(2)}`);
   } finally {
     server.kill();

@@ -16,8 +16,16 @@ async function main(): Promise<void> {
   const legacy = createApp({ config: { ...config, shortRecommendV2Enabled: false }, redis, mongo });
   const outer = express();
   outer.disable('x-powered-by');
+  outer.set('etag', false);
   outer.get('/hello', (_req, res) => {
     res.json({ hello: 'world' });
+  });
+  // The same route answering a feed-sized body (one real page, captured once): separates the cost
+  // of writing ~7 KB per response from the cost of the ring read itself.
+  let page: unknown;
+  outer.get('/hello-page', async (_req, res) => {
+    page ??= await ring.feed.nextPage({ key: 'u:bench-page-template', userId: 'bench-page-template' }, 20);
+    res.json(page);
   });
   outer.use('/legacy', legacy.app);
   outer.use(ring.app);

@@ -15,7 +15,7 @@ import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
 import { CurrentVersionCache } from './current-version';
 import { judgeCandidate } from './candidate-verdict';
-import { toVideoInfo, type CatalogVideo, type VideoCatalog, type VideoInfo } from './video-catalog';
+import type { CatalogVideo, VideoCatalog, VideoInfo } from './video-catalog';
 import type { UserFilter, UserHistory } from '../users/user-history';
 
 export interface FeedPage {
@@ -31,7 +31,7 @@ export interface FeedOptions {
   enabled: boolean;
   percent: number;
   currentCacheMs: number;
-  /** Upper bound for one Redis call on the read path before falling back. */
+  /** Upper bound for the ring read (or the legacy read) before falling back. */
   redisTimeoutMs?: number;
 }
 
@@ -94,7 +94,8 @@ export class FeedService {
       } else {
         try {
           strategy = 'ring';
-          page = await this.ringPage(identity, pageSize);
+          // One deadline for all of the ring read's Redis calls: node-redis v5 has no per-command timeout.
+          page = await timeout(this.ringPage(identity, pageSize), this.redisTimeoutMs, 'ring read');
         } catch (err) {
           if (err instanceof AppError) throw err;
           this.degrade('legacy-set', err);
@@ -121,11 +122,7 @@ export class FeedService {
 
   /** One Lua call: claims `count` positions of the ring for this user (R11). */
   private async claim(version: string, userKey: string, count: number): Promise<RingSlice> {
-    const reply = await timeout(
-      runScript<Array<number | string>>(this.redis, 'ring-read', [this.keys.queue(version), this.keys.offset(version)], [userKey, String(count)]),
-      this.redisTimeoutMs,
-      'ring-read',
-    );
+    const reply = await runScript<Array<number | string>>(this.redis, 'ring-read', [this.keys.queue(version), this.keys.offset(version)], [userKey, String(count)]);
     const length = Number(reply[0]);
     if (length === 0) throw new VersionGoneError(`queue of version ${version} is gone`);
     return { length, oldOffset: Number(reply[1]), ids: reply.slice(2).map(String) };
@@ -133,10 +130,10 @@ export class FeedService {
 
   /** The version to read: current, or the previous one when current's keys are gone. */
   private async ringPage(identity: Identity, pageSize: number): Promise<FeedPage> {
-    const pointers = await timeout(this.versions.get(), this.redisTimeoutMs, 'current version');
+    const pointers = await this.versions.get();
     if (!pointers.current) throw new VersionGoneError('no current version');
     this.metrics.currentVersion.set(Number(pointers.current) || 0);
-    const filterPromise = timeout(this.history.load(identity.key), this.redisTimeoutMs, 'user history');
+    const filterPromise = this.history.load(identity.key);
     // Settle it now so an early failure of the ring read does not leave it unhandled.
     filterPromise.catch(() => undefined);
     try {
@@ -172,7 +169,7 @@ export class FeedService {
         if (verdict !== 'serve') skip(verdict);
         else {
           inPage.add(id);
-          served.push(toVideoInfo(video!));
+          served.push(this.catalog.infoOf(video!));
         }
       }
     }
@@ -196,7 +193,7 @@ export class FeedService {
     if (ids.length === 0) throw new Error('legacy set is empty');
     const videos = await this.catalog.load(ids);
     const vInfos = ids.map((id) => videos.get(id)).filter((v): v is CatalogVideo => v !== undefined && isEligible(v) && v.authorId !== identity.userId);
-    return { vInfos: vInfos.map(toVideoInfo), totalPages: Math.ceil(size / BLOCK_SIZE), hasNext: size > 0, queueVersion: 'legacy' };
+    return { vInfos: vInfos.map((v) => this.catalog.infoOf(v)), totalPages: Math.ceil(size / BLOCK_SIZE), hasNext: size > 0, queueVersion: 'legacy' };
   }
 
   /** Last resort without Redis: a random page of the most recent approved short videos. */
@@ -218,6 +215,6 @@ export class FeedService {
     const ids = pool.slice(0, pageSize);
     const videos = await this.catalog.load(ids);
     const vInfos = ids.map((id) => videos.get(id)).filter((v): v is CatalogVideo => v !== undefined && isEligible(v));
-    return { vInfos: vInfos.map(toVideoInfo), totalPages: Math.ceil(recent.length / BLOCK_SIZE), hasNext: recent.length > 0, queueVersion: 'fallback' };
+    return { vInfos: vInfos.map((v) => this.catalog.infoOf(v)), totalPages: Math.ceil(recent.length / BLOCK_SIZE), hasNext: recent.length > 0, queueVersion: 'fallback' };
   }
 }

@@ -58,6 +58,8 @@ export function toVideoInfo(video: CatalogVideo): VideoInfo {
 
 export class VideoCatalog {
   private readonly cache = new Map<string, { video: CatalogVideo | null; expiresAt: number }>();
+  /** The item shape of each cached document, built once per document rather than per response. */
+  private readonly infos = new WeakMap<CatalogVideo, VideoInfo>();
   private static readonly MAX_ENTRIES = 100_000;
 
   constructor(
@@ -94,6 +96,15 @@ export class VideoCatalog {
       }
     }
     return found;
+  }
+
+  infoOf(video: CatalogVideo): VideoInfo {
+    let info = this.infos.get(video);
+    if (!info) {
+      info = toVideoInfo(video);
+      this.infos.set(video, info);
+    }
+    return info;
   }
 
   async get(id: string): Promise<CatalogVideo | undefined> {

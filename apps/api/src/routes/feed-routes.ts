@@ -7,7 +7,7 @@ import { notFound } from '../http/errors';
 import { identify } from '../http/identity';
 import { objectId, validateBody, validateQuery } from '../http/validate';
 import type { FeedService } from '../feed/feed-service';
-import { toVideoInfo, type VideoCatalog } from '../feed/video-catalog';
+import type { VideoCatalog } from '../feed/video-catalog';
 import type { UserHistory } from '../users/user-history';
 import type { WatchCounter } from '../users/watch-counter';
 
@@ -64,7 +64,7 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret }: FeedR
     const videos = await catalog.load(picked);
     const vInfos = picked.flatMap((id) => {
       const video = videos.get(id);
-      return video && isEligible(video) ? [toVideoInfo(video)] : [];
+      return video && isEligible(video) ? [catalog.infoOf(video)] : [];
     });
     res.json({ vInfos });
   });
