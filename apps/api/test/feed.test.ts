@@ -1,6 +1,7 @@
 import request from 'supertest';
 import type { Express } from 'express';
-import { demoVideo, videoModel, type VideoModel } from '@feed/storage';
+import { createClient } from 'redis';
+import { demoVideo, videoModel, type Redis, type VideoModel } from '@feed/storage';
 import { createApp, type Api } from '../src/app';
 import { rolloutBucket } from '../src/feed/feed-service';
 import { startTestServices, type TestServices } from '../../../test/support/services';
@@ -152,11 +153,12 @@ describe('degradation (R17)', () => {
   });
 
   it('when Redis is unreachable, then a bounded MongoDB query serves and the degradation is counted', async () => {
-    const { connectRedis } = await import('@feed/storage');
-    // A real client pointed at a port where nothing listens fails every command.
-    const dead = await connectRedis({ redisUrl: s.config.redisUrl }, { failFast: true });
-    await dead.close();
-    const broken = createApp({ config: s.config, redis: dead, mongo: s.mongo });
+    // A real client pointed at a port where nothing listens: with the offline queue disabled
+    // (as the API runs), every command fails at once.
+    const dead = createClient({ url: 'redis://127.0.0.1:1', disableOfflineQueue: true, socket: { reconnectStrategy: false } });
+    dead.on('error', () => undefined);
+    await dead.connect().catch(() => undefined);
+    const broken = createApp({ config: s.config, redis: dead as unknown as Redis, mongo: s.mongo });
     const res = await request(broken.app).get('/api/app/recommend/vid/list').set(bearer('no-redis')).expect(200);
     expect(res.body.queueVersion).toBe('fallback');
     expect(vids(res)).toHaveLength(20);
@@ -164,6 +166,18 @@ describe('degradation (R17)', () => {
     const degradations = await broken.metrics.registry.getSingleMetricAsString('feed_degradations_total');
     expect(degradations).toMatch(/kind="legacy-set"} 1/);
     expect(degradations).toMatch(/kind="mongo-fallback"} 1/);
+  });
+});
+
+describe('GET /api/app/recommend/vid/ad (R14)', () => {
+  it('when ads are requested, then only approved short ad videos come back, outside the ring', async () => {
+    const ads = [demoVideo({ isAd: true }), demoVideo({ isAd: true }), demoVideo({ isAd: true, status: 'offline' })];
+    await videos.insertMany(ads);
+    const adApp = createApp({ config: s.config, redis: s.redis, mongo: s.mongo });
+    const res = await request(adApp.app).get('/api/app/recommend/vid/ad').query({ pageSize: 5 }).set(bearer('ad-viewer')).expect(200);
+    expect(new Set(vids(res))).toEqual(new Set(ads.slice(0, 2).map((a) => a._id!.toHexString())));
+    expect(await s.redis.hGet(s.keys.offset(V1), 'u:ad-viewer')).toBeNull();
+    await request(adApp.app).get('/api/app/recommend/vid/ad').query({ pageSize: 11 }).set(bearer('ad-viewer')).expect(400);
   });
 });
 

@@ -209,6 +209,28 @@ describe('daily build', () => {
     expect((await runDailyBuild(deps, { at: AT })).status).toBe('built');
   });
 
+  it('when a build outlasts the lock TTL, then the heartbeat keeps the lock and the build switches', async () => {
+    await seed(30, 0);
+    const slow = {
+      ...deps,
+      lockTtlMs: 300,
+      // Stay in the build until the heartbeat has renewed the lock twice (observed, not slept).
+      beforeSwitch: async () => {
+        let renewals = 0;
+        let last = await s.redis.pTTL(s.keys.buildLock(VERSION));
+        const started = Date.now();
+        while (renewals < 2 && Date.now() - started < 5000) {
+          const ttl = await s.redis.pTTL(s.keys.buildLock(VERSION));
+          if (ttl > last) renewals++;
+          last = ttl;
+        }
+        expect(renewals).toBe(2);
+      },
+    };
+    expect((await runDailyBuild(slow, { at: AT })).status).toBe('built');
+    expect(await s.redis.exists(s.keys.buildLock(VERSION))).toBe(0);
+  });
+
   it('when the lock is held by another owner, then release never deletes it', async () => {
     await seed(30, 0);
     const stealing = {

@@ -11,7 +11,7 @@ import type { Redis } from './redis-client';
 /** The repository's `lua/` folder; images that lay files out differently set LUA_DIR. */
 export const LUA_DIR = process.env.LUA_DIR ?? path.resolve(__dirname, '../../../lua');
 
-export type ScriptName = 'ring-read' | 'release-lock' | 'switch-current' | 'record-fingerprint' | 'remove-fingerprint';
+export type ScriptName = 'ring-read' | 'release-lock' | 'extend-lock' | 'record-fingerprint' | 'remove-fingerprint';
 
 interface LoadedScript {
   source: string;

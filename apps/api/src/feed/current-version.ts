@@ -20,6 +20,11 @@ export class CurrentVersionCache {
     private readonly ttlMs: number,
   ) {}
 
+  /** The cached pointers while fresh, without waiting. */
+  peek(now = Date.now()): VersionPointers | undefined {
+    return this.cached && this.cached.expiresAt > now ? this.cached.value : undefined;
+  }
+
   async get(now = Date.now()): Promise<VersionPointers> {
     if (this.cached && this.cached.expiresAt > now) return this.cached.value;
     // One Redis read per instance per expiry, however many requests arrive meanwhile.

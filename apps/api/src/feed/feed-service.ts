@@ -94,8 +94,7 @@ export class FeedService {
       } else {
         try {
           strategy = 'ring';
-          // One deadline for all of the ring read's Redis calls: node-redis v5 has no per-command timeout.
-          page = await timeout(this.ringPage(identity, pageSize), this.redisTimeoutMs, 'ring read');
+          page = await this.ringPage(identity, pageSize);
         } catch (err) {
           if (err instanceof AppError) throw err;
           this.degrade('legacy-set', err);
@@ -130,7 +129,10 @@ export class FeedService {
 
   /** The version to read: current, or the previous one when current's keys are gone. */
   private async ringPage(identity: Identity, pageSize: number): Promise<FeedPage> {
-    const pointers = await this.versions.get();
+    // node-redis v5 has no per-command timeout. A disconnected Redis fails at once (the API's
+    // client has no offline queue); a connected but hung one is caught here, when the cached
+    // pointers expire. The ring claim itself is never abandoned midway: its positions are served.
+    const pointers = this.versions.peek() ?? (await timeout(this.versions.get(), this.redisTimeoutMs, 'current version'));
     if (!pointers.current) throw new VersionGoneError('no current version');
     this.metrics.currentVersion.set(Number(pointers.current) || 0);
     const filterPromise = this.history.load(identity.key);

@@ -1,6 +1,7 @@
 /**
  * The build lock (SPEC R10): SET NX PX with a random owner token, released only by its owner
- * (Lua compare-and-delete). The expiry frees the version when a worker dies mid-build.
+ * (Lua compare-and-delete). While the build runs, a heartbeat renews the expiry every third of
+ * it, so a long build keeps its lock and a crashed worker frees the version within one TTL.
  */
 import { randomUUID } from 'node:crypto';
 import { runScript, type Redis } from '@feed/storage';
@@ -9,7 +10,7 @@ export interface BuildLock {
   token: string;
   /** True while the lock still holds our token (it may have expired). */
   stillOwned(): Promise<boolean>;
-  /** Deletes the lock if we still own it; returns whether it did. */
+  /** Stops the heartbeat and deletes the lock if we still own it; returns whether it did. */
   release(): Promise<boolean>;
 }
 
@@ -17,9 +18,17 @@ export async function acquireBuildLock(redis: Redis, key: string, ttlMs: number)
   const token = randomUUID();
   const acquired = await redis.set(key, token, { NX: true, PX: ttlMs });
   if (acquired !== 'OK') return null;
+  const heartbeat = setInterval(() => {
+    // A failed renewal is noticed by stillOwned() before the switch.
+    runScript(redis, 'extend-lock', [key], [token, String(ttlMs)]).catch(() => undefined);
+  }, Math.max(100, Math.floor(ttlMs / 3)));
+  heartbeat.unref();
   return {
     token,
     stillOwned: async () => (await redis.get(key)) === token,
-    release: async () => (await runScript<number>(redis, 'release-lock', [key], [token])) === 1,
+    release: async () => {
+      clearInterval(heartbeat);
+      return (await runScript<number>(redis, 'release-lock', [key], [token])) === 1;
+    },
   };
 }

@@ -73,7 +73,8 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<{ que
     connections.push(client);
     return client;
   };
-  const queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connection(), prefix: options.prefix });
+  // Jobs added by hand in the dashboard get the same retries and backoff as scheduled ones.
+  const queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connection(), prefix: options.prefix, defaultJobOptions: BUILD_JOB_OPTIONS });
   await queue.upsertJobScheduler(
     SCHEDULER_ID,
     { pattern: options.cron, tz: options.timeZone },
