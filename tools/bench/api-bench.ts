@@ -67,12 +67,20 @@ export async function runApiBench(): Promise<void> {
     // Warm-up: script cache, video cache, JIT.
     await load('warmup', `${base}/api/app/recommend/vid/list`, tokens, 2, connections);
 
-    const results = [
-      await load('hello', `${base}/hello`, tokens, seconds, connections),
-      await load('hello-page', `${base}/hello-page`, tokens, seconds, connections),
-      await load('legacy', `${base}/legacy/api/app/recommend/vid/list`, tokens, seconds, connections),
-      await load('ring', `${base}/api/app/recommend/vid/list`, tokens, seconds, connections),
+    const routes: Array<[string, string]> = [
+      ['hello', '/hello'],
+      ['hello-page', '/hello-page'],
+      ['legacy', '/legacy/api/app/recommend/vid/list'],
+      ['ring', '/api/app/recommend/vid/list'],
     ];
+    // --only ring (for profiling one route) runs just that one.
+    const only = argValue('only');
+    const results: Result[] = [];
+    for (const [name, route] of routes) if (!only || only === name) results.push(await load(name, `${base}${route}`, tokens, seconds, connections));
+    if (only) {
+      for (const r of results) console.log(`${r.name} ${r.rps.toFixed(0)} req/s p50 ${r.p50} ms p99 ${r.p99} ms`);
+      return;
+    }
     console.log(`${seconds} s each, ${connections} connections, ${users} distinct users, 20 videos per page`);
     console.log('route        req/s   p50 ms  p99 ms  non-2xx');
     for (const r of results) console.log(`${r.name.padEnd(10)} ${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${r.non2xx}`);

@@ -51,12 +51,16 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestId);
+  // Latency per route; the access log line only when LOG_LEVEL enables 'http' (winston would
+  // otherwise build and discard the line on every request).
+  const accessLog = logger.isLevelEnabled('http');
   app.use((req, res, next) => {
-    const end = metrics.httpDuration.startTimer({ method: req.method });
-    res.on('finish', () => {
-      const seconds = end({ route: req.route?.path ?? 'unmatched', status: String(res.statusCode) });
+    const started = process.hrtime.bigint();
+    res.once('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      metrics.httpDuration.observe({ method: req.method, route: req.route?.path ?? 'unmatched', status: res.statusCode }, seconds);
       // 'finish' runs outside the request's log context: name the request id explicitly.
-      logger.http('request', { requestId: res.getHeader('X-Request-Id'), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) });
+      if (accessLog) logger.http('request', { requestId: res.getHeader('X-Request-Id'), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) });
     });
     next();
   });
