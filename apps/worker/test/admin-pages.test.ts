@@ -1,6 +1,7 @@
 /**
- * The queue inspector in a real headless Chromium (Debian's, driven by playwright-core): it
- * renders versions, the block chart, the score chart and the shadow diff, behind credentials.
+ * The worker's admin pages in a real headless Chromium (Debian's, driven by playwright-core):
+ * the queue inspector renders versions, the block chart, the score chart and the shadow diff;
+ * the README's clicks in the job dashboard add a rebuild job. Both behind credentials.
  */
 import { existsSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -9,7 +10,7 @@ import { PNG } from 'pngjs';
 import request from 'supertest';
 import { createLogger } from '@feed/logger';
 import { demoVideo, seedVideos, videoModel } from '@feed/storage';
-import { createWorkerApp, INSPECTOR_PATH } from '../src/app';
+import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
 import { runDailyBuild } from '../src/build/daily-build';
 import { bullConnectionFactory, startBuildQueue } from '../src/jobs/build-queue';
 import { createWorkerMetrics } from '../src/metrics';
@@ -88,6 +89,36 @@ describe('queue inspector', () => {
       for (let i = 0; i < png.data.length; i += 4) if (png.data[i] < 200 || png.data[i + 1] < 200 || png.data[i + 2] < 200) coloured++;
       expect(coloured / (png.width * png.height)).toBeGreaterThan(0.2);
       await page.screenshot({ path: `${require('node:os').tmpdir()}/feed-inspector.png`, fullPage: true });
+    } finally {
+      await context.close();
+    }
+  });
+
+  (hasBrowser ? it : it.skip)('when on-call follows the README in the dashboard, then "Add job" queues a forced rebuild with retries', async () => {
+    const context = await browser!.newContext({ httpCredentials: { username: 'oncall', password: 'inspect-pass' } });
+    const page = await context.newPage();
+    try {
+      await page.goto(`${base}${DASHBOARD_PATH}/`);
+      await page.getByText('short-recommend-build').first().click();
+      // The queue's actions menu: the ⋮ at the right end of the status tabs.
+      await page.locator('button[class*="trigger"]').click();
+      await page.getByText('Add job').click();
+      await page.fill('#job-name', 'manual-rebuild');
+      const editors = page.locator('.cm-content');
+      await editors.nth(0).click();
+      await page.keyboard.press('Control+A');
+      await page.keyboard.insertText('{"force": true}');
+      await editors.nth(1).click();
+      await page.keyboard.press('Control+A');
+      await page.keyboard.insertText('{"jobId": "manual-20260724"}');
+      await page.getByRole('button', { name: 'Add', exact: true }).click();
+      let job = await jobs.queue.getJob('manual-20260724');
+      for (const started = Date.now(); !job && Date.now() - started < 10_000; ) job = await jobs.queue.getJob('manual-20260724');
+      expect(job).toBeDefined();
+      expect(job!.name).toBe('manual-rebuild');
+      expect(job!.data).toEqual({ force: true });
+      expect(job!.opts.attempts).toBe(3);
+      await job!.remove();
     } finally {
       await context.close();
     }
