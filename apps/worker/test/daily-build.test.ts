@@ -172,6 +172,17 @@ describe('daily build', () => {
     expect(await s.redis.hGet(s.keys.offset(VERSION), 'u:alice')).toBe('7');
   });
 
+  it('when a build switched but failed before finishing, then the next run completes it instead of skipping', async () => {
+    await seed(30, 0);
+    await runDailyBuild(deps, { at: AT });
+    // The state a failure after the switch leaves: current switched, completedAt never written.
+    await s.redis.hDel(s.keys.meta(VERSION), 'completedAt');
+    await videos.updateMany({}, { $unset: { recommendScoreAt: 1 } });
+    expect((await runDailyBuild(deps, { at: AT })).status).toBe('built');
+    expect(await videos.countDocuments({ recommendScoreAt: AT })).toBe(30);
+    expect((await runDailyBuild(deps, { at: AT })).status).toBe('already-current');
+  });
+
   it('when two workers build the same version at once, then exactly one builds', async () => {
     await seed(100, 10);
     const results = await Promise.all([runDailyBuild(deps, { at: AT }), runDailyBuild(deps, { at: AT })]);

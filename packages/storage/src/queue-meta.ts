@@ -18,6 +18,8 @@ export interface QueueMeta {
   builtAt: string;
   /** Set when the version became current; absent for shadow builds. */
   switchedAt?: string;
+  /** Set when every step after the switch (legacy refill, score write-back) finished. */
+  completedAt?: string;
   shadow: boolean;
 }
 
@@ -55,6 +57,7 @@ export function decodeMeta(fields: Record<string, string>): QueueMeta | null {
     blocks: JSON.parse(fields.blocks ?? '[]') as BlockRun[],
     builtAt: fields.builtAt,
     switchedAt: fields.switchedAt,
+    completedAt: fields.completedAt,
     shadow: fields.shadow === '1',
   };
 }

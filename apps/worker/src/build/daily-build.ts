@@ -111,7 +111,9 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
     phaseStarted = Date.now();
   };
 
-  if (!options.force && !options.shadow && (await redis.get(keys.current)) === version) {
+  // "Already current" means switched *and* finished: a build that failed after its switch (legacy
+  // refill, score write-back) is run again by BullMQ's retry rather than skipped.
+  if (!options.force && !options.shadow && (await redis.get(keys.current)) === version && (await redis.hExists(keys.meta(version), 'completedAt'))) {
     logger.info('daily build skipped: version already current', { version });
     return { version, status: 'already-current', timings };
   }
@@ -201,6 +203,7 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
 
     await phase('scores', 90);
     await writeBackScores(deps.videos, candidates, generatedAt);
+    await redis.hSet(keys.meta(version), 'completedAt', new Date().toISOString());
     finishPhase('scores');
     logger.info('daily build done', { version, length: ids.length, high: pools.high.length, fresh: pools.fresh.length, timings });
     await phase('done', 100);
