@@ -5,7 +5,7 @@ import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
 import { errorHandler, notFoundRoute } from './http/errors';
-import { requestId } from './http/request-id';
+import { requestId, requestIdOf } from './http/request-id';
 import { createApiMetrics, type ApiMetrics } from './metrics';
 import { FeedService } from './feed/feed-service';
 import { VideoCatalog } from './feed/video-catalog';
@@ -59,14 +59,16 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     res.once('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.httpDuration.observe({ method: req.method, route: req.route?.path ?? 'unmatched', status: res.statusCode }, seconds);
-      // 'finish' runs outside the request's log context: name the request id explicitly.
-      if (accessLog) logger.http('request', { requestId: res.getHeader('X-Request-Id'), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) });
+      if (accessLog) logger.http('request', { requestId: requestIdOf(res), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) });
     });
     next();
   });
-  app.use(express.json({ limit: '16kb' }));
-  app.use(healthRoutes({ redis, keys, mongo, metrics }));
+  // Bodies are parsed only where there can be one: the feed's GETs skip the parser entirely.
+  const json = express.json({ limit: '16kb' });
+  app.use((req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? next() : json(req, res, next)));
+  // The feed routes first: they take nearly all the traffic.
   app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret }));
+  app.use(healthRoutes({ redis, keys, mongo, metrics }));
   app.use(interactionRoutes(interactions, config.authJwtSecret));
   app.use(adminRoutes({ redis, keys, catalog, videos, history, adminUser: config.adminUser, adminPassword: config.adminPassword }));
   app.use(notFoundRoute);

@@ -84,7 +84,7 @@ export class FeedService {
   }
 
   /** The next page for this user, from the best strategy that works. */
-  async nextPage(identity: Identity, pageSize: number): Promise<FeedPage> {
+  async nextPage(identity: Identity, pageSize: number, requestId?: string): Promise<FeedPage> {
     let page: FeedPage;
     let strategy: string;
     try {
@@ -94,17 +94,17 @@ export class FeedService {
       } else {
         try {
           strategy = 'ring';
-          page = await this.ringPage(identity, pageSize);
+          page = await this.ringPage(identity, pageSize, requestId);
         } catch (err) {
           if (err instanceof AppError) throw err;
-          this.degrade('legacy-set', err);
+          this.degrade('legacy-set', err, requestId);
           strategy = 'legacy';
           page = await this.legacyPage(identity, pageSize);
         }
       }
     } catch (err) {
       if (err instanceof AppError) throw err;
-      this.degrade('mongo-fallback', err);
+      this.degrade('mongo-fallback', err, requestId);
       strategy = 'mongo';
       page = await this.mongoPage(identity, pageSize);
     }
@@ -113,10 +113,10 @@ export class FeedService {
     return page;
   }
 
-  private degrade(kind: 'previous-version' | 'legacy-set' | 'mongo-fallback', reason: unknown): void {
+  private degrade(kind: 'previous-version' | 'legacy-set' | 'mongo-fallback', reason: unknown, requestId?: string): void {
     this.metrics.degradations.inc({ kind });
     if (reason instanceof Error && !(reason instanceof VersionGoneError)) this.metrics.redisFailures.inc({ operation: kind });
-    logger.warn('feed degraded', { kind, reason: reason instanceof Error ? reason.message : String(reason) });
+    logger.warn('feed degraded', { requestId, kind, reason: reason instanceof Error ? reason.message : String(reason) });
   }
 
   /** One Lua call: claims `count` positions of the ring for this user (R11). */
@@ -128,7 +128,7 @@ export class FeedService {
   }
 
   /** The version to read: current, or the previous one when current's keys are gone. */
-  private async ringPage(identity: Identity, pageSize: number): Promise<FeedPage> {
+  private async ringPage(identity: Identity, pageSize: number, requestId?: string): Promise<FeedPage> {
     // node-redis v5 has no per-command timeout. A disconnected Redis fails at once (the API's
     // client has no offline queue); a connected but hung one is caught here, when the cached
     // pointers expire. The ring claim itself is never abandoned midway: its positions are served.
@@ -143,7 +143,7 @@ export class FeedService {
     } catch (err) {
       if (!(err instanceof VersionGoneError) || !pointers.previous || pointers.previous === pointers.current) throw err;
       this.versions.invalidate();
-      this.degrade('previous-version', err);
+      this.degrade('previous-version', err, requestId);
       return this.scanRing(pointers.previous, identity, pageSize, filterPromise);
     }
   }

@@ -60,6 +60,8 @@ export class VideoCatalog {
   private readonly cache = new Map<string, { video: CatalogVideo | null; expiresAt: number }>();
   /** The item shape of each cached document, built once per document rather than per response. */
   private readonly infos = new WeakMap<CatalogVideo, VideoInfo>();
+  /** Each item's JSON, serialised once: a page is then joined, not stringified field by field. */
+  private readonly infoJson = new WeakMap<VideoInfo, string>();
   private static readonly MAX_ENTRIES = 100_000;
 
   constructor(
@@ -105,6 +107,15 @@ export class VideoCatalog {
       this.infos.set(video, info);
     }
     return info;
+  }
+
+  jsonOf(info: VideoInfo): string {
+    let json = this.infoJson.get(info);
+    if (json === undefined) {
+      json = JSON.stringify(info);
+      this.infoJson.set(info, json);
+    }
+    return json;
   }
 
   async get(id: string): Promise<CatalogVideo | undefined> {

@@ -38,7 +38,8 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   else if (((err as HttpishError).status ?? 500) < 500) error = new AppError((err as HttpishError).status!, 'bad_request', String((err as Error).message));
   else error = new AppError(500, 'internal', 'internal server error', false);
 
-  if (error.isOperational) logger.info('request rejected', { status: error.status, code: error.code, reason: error.message, path: req.path });
-  else logger.error('request failed', { path: req.path, err });
+  const requestId = res.locals.requestId as string | undefined;
+  if (error.isOperational) logger.info('request rejected', { requestId, status: error.status, code: error.code, reason: error.message, path: req.path });
+  else logger.error('request failed', { requestId, path: req.path, err });
   res.status(error.status).json({ error: { code: error.code, message: error.message } });
 };

@@ -32,20 +32,40 @@ function secretKey(secret: string): KeyObject {
   return key;
 }
 
-function userFromToken(req: Request, secret: string): Identity | undefined {
-  const header = req.header('authorization');
-  if (header === undefined) return undefined;
-  const match = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(header);
-  if (!match) throw unauthorized('Authorization must be "Bearer <token>"');
+/**
+ * Verified tokens, by their exact text: a client sends the same token on every swipe, and a
+ * token string that verified once verifies again until it expires. Bounded; entries never
+ * outlive the token's `exp` (or a minute when it has none).
+ */
+const verifiedTokens = new Map<string, { identity: Identity; expiresAt: number }>();
+const VERIFIED_TOKENS_MAX = 50_000;
+const VERIFIED_TOKEN_TTL_MS = 60_000;
+
+function verifyToken(token: string, secret: string): Identity {
+  const now = Date.now();
+  const cached = verifiedTokens.get(`${secret}\n${token}`);
+  if (cached && cached.expiresAt > now) return cached.identity;
   let payload: string | jwt.JwtPayload;
   try {
-    payload = jwt.verify(match[1], secretKey(secret), { algorithms: ['HS256'] });
+    payload = jwt.verify(token, secretKey(secret), { algorithms: ['HS256'] });
   } catch (err) {
     throw unauthorized(err instanceof jwt.TokenExpiredError ? 'token expired' : 'invalid token');
   }
   const sub = typeof payload === 'object' ? payload.sub : undefined;
   if (typeof sub !== 'string' || !USER_ID.test(sub)) throw unauthorized('token has no valid sub');
-  return { key: `u:${sub}`, userId: sub };
+  const identity = { key: `u:${sub}`, userId: sub };
+  const exp = typeof payload === 'object' && typeof payload.exp === 'number' ? payload.exp * 1000 : Infinity;
+  if (verifiedTokens.size >= VERIFIED_TOKENS_MAX) verifiedTokens.clear();
+  verifiedTokens.set(`${secret}\n${token}`, { identity, expiresAt: Math.min(exp, now + VERIFIED_TOKEN_TTL_MS) });
+  return identity;
+}
+
+function userFromToken(req: Request, secret: string): Identity | undefined {
+  const header = req.header('authorization');
+  if (header === undefined) return undefined;
+  const match = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(header);
+  if (!match) throw unauthorized('Authorization must be "Bearer <token>"');
+  return verifyToken(match[1], secret);
 }
 
 /** The caller, user or guest; 401 when neither is present or the token is bad. */
