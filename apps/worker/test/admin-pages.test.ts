@@ -101,7 +101,7 @@ describe('queue inspector', () => {
       await page.goto(`${base}${DASHBOARD_PATH}/`);
       await page.getByText('short-recommend-build').first().click();
       // The queue's actions menu: the ⋮ at the right end of the status tabs.
-      await page.locator('button[class*="trigger"]').click();
+      await page.locator('button[aria-haspopup="menu"][class*="trigger"]').click();
       await page.getByText('Add job').click();
       await page.fill('#job-name', 'manual-rebuild');
       const editors = page.locator('.cm-content');
