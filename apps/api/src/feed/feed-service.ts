@@ -124,7 +124,7 @@ export class FeedService {
     const reply = await runScript<Array<number | string>>(this.redis, 'ring-read', [this.keys.queue(version), this.keys.offset(version)], [userKey, String(count)]);
     const length = Number(reply[0]);
     if (length === 0) throw new VersionGoneError(`queue of version ${version} is gone`);
-    return { length, oldOffset: Number(reply[1]), ids: reply.slice(2).map(String) };
+    return { length, oldOffset: Number(reply[1]), ids: reply.slice(2) as string[] };
   }
 
   /** The version to read: current, or the previous one when current's keys are gone. */

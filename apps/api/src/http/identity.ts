@@ -37,14 +37,14 @@ function secretKey(secret: string): KeyObject {
  * token string that verified once verifies again until it expires. Bounded; entries never
  * outlive the token's `exp` (or a minute when it has none).
  */
-const verifiedTokens = new Map<string, { identity: Identity; expiresAt: number }>();
+const verifiedTokens = new Map<string, { identity: Identity; expiresAt: number; secret: string }>();
 const VERIFIED_TOKENS_MAX = 50_000;
 const VERIFIED_TOKEN_TTL_MS = 60_000;
 
 function verifyToken(token: string, secret: string): Identity {
   const now = Date.now();
-  const cached = verifiedTokens.get(`${secret}\n${token}`);
-  if (cached && cached.expiresAt > now) return cached.identity;
+  const cached = verifiedTokens.get(token);
+  if (cached && cached.expiresAt > now && cached.secret === secret) return cached.identity;
   let payload: string | jwt.JwtPayload;
   try {
     payload = jwt.verify(token, secretKey(secret), { algorithms: ['HS256'] });
@@ -56,7 +56,7 @@ function verifyToken(token: string, secret: string): Identity {
   const identity = { key: `u:${sub}`, userId: sub };
   const exp = typeof payload === 'object' && typeof payload.exp === 'number' ? payload.exp * 1000 : Infinity;
   if (verifiedTokens.size >= VERIFIED_TOKENS_MAX) verifiedTokens.clear();
-  verifiedTokens.set(`${secret}\n${token}`, { identity, expiresAt: Math.min(exp, now + VERIFIED_TOKEN_TTL_MS) });
+  verifiedTokens.set(token, { identity, expiresAt: Math.min(exp, now + VERIFIED_TOKEN_TTL_MS), secret });
   return identity;
 }
 

@@ -53,10 +53,8 @@ export class UserHistory {
   }
 
   async load(userKey: string): Promise<UserFilter> {
-    const [views, marks] = (await Promise.all([
-      this.binary.get(this.keys.views(userKey)),
-      this.binary.get(this.keys.notInterested(userKey)),
-    ])) as unknown as [Buffer | null, Buffer | null];
+    // One MGET: both keys carry the user's hash tag, so this works on Redis Cluster too.
+    const [views, marks] = (await this.binary.mGet([this.keys.views(userKey), this.keys.notInterested(userKey)])) as unknown as [Buffer | null, Buffer | null];
     const viewed = decodeFingerprints(views);
     const notInterested = decodeFingerprints(marks);
     return {
