@@ -4,3 +4,4 @@ export * from './pools';
 export * from './shuffle';
 export * from './assemble';
 export * from './version';
+export * from './hash';

@@ -10,14 +10,15 @@ export interface RecommendCounters {
   recommendShareCount?: number | null;
 }
 
-const count = (value: number | null | undefined): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
+/** A counter as a count: missing, negative or non-finite values count as 0. */
+export const nonNegativeCount = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
 
 /** like x1 + collect x2 + comment x3 + share x5. Missing or negative counters count as 0. */
 export function recommendScore(video: RecommendCounters): number {
   return (
-    SCORE_WEIGHTS.like * count(video.recommendLikeCount) +
-    SCORE_WEIGHTS.collect * count(video.recommendCollectCount) +
-    SCORE_WEIGHTS.comment * count(video.recommendCommentCount) +
-    SCORE_WEIGHTS.share * count(video.recommendShareCount)
+    SCORE_WEIGHTS.like * nonNegativeCount(video.recommendLikeCount) +
+    SCORE_WEIGHTS.collect * nonNegativeCount(video.recommendCollectCount) +
+    SCORE_WEIGHTS.comment * nonNegativeCount(video.recommendCommentCount) +
+    SCORE_WEIGHTS.share * nonNegativeCount(video.recommendShareCount)
   );
 }

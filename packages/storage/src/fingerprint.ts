@@ -4,18 +4,19 @@
  * (an unseen video skipped because it shares a fingerprint with one of 200 seen ones) has a
  * probability of about 200 / 2^32 ≈ 5e-8 per candidate.
  */
+import { fnv1a32 } from '@feed/domain';
+
 export const FINGERPRINT_BYTES = 4;
 
-/** FNV-1a (32 bit) over the id's hex characters, big-endian. */
+/** The fingerprint as a number: FNV-1a (32 bit) over the id's lower-case hex characters. */
+export function fingerprintNumber(videoId: string): number {
+  return fnv1a32(videoId.toLowerCase());
+}
+
+/** The fingerprint as stored: 4 bytes, big-endian. */
 export function fingerprint(videoId: string): Buffer {
-  let hash = 0x811c9dc5;
-  const id = videoId.toLowerCase();
-  for (let i = 0; i < id.length; i++) {
-    hash ^= id.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
   const out = Buffer.alloc(FINGERPRINT_BYTES);
-  out.writeUInt32BE(hash >>> 0);
+  out.writeUInt32BE(fingerprintNumber(videoId));
   return out;
 }
 
@@ -25,8 +26,4 @@ export function decodeFingerprints(blob: Buffer | null | undefined): Set<number>
   if (!blob) return set;
   for (let i = 0; i + FINGERPRINT_BYTES <= blob.length; i += FINGERPRINT_BYTES) set.add(blob.readUInt32BE(i));
   return set;
-}
-
-export function fingerprintNumber(videoId: string): number {
-  return fingerprint(videoId).readUInt32BE(0);
 }

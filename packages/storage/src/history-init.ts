@@ -5,6 +5,7 @@
  * means a counter that live events already raised is never lowered.
  */
 import type { Connection } from 'mongoose';
+import { nonNegativeCount } from '@feed/domain';
 import type { VideoModel } from './models/video';
 
 export const HISTORY_INIT_VERSION = 1;
@@ -18,7 +19,6 @@ export interface HistoryInitResult {
   previouslyCompletedAt?: Date;
 }
 
-const nonNegative = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
 
 export async function initRecommendHistory(
   connection: Connection,
@@ -49,10 +49,10 @@ export async function initRecommendHistory(
         filter: { _id: video._id, recommendInitVersion: { $ne: HISTORY_INIT_VERSION } },
         update: {
           $max: {
-            recommendLikeCount: nonNegative(video.likeCount),
-            recommendCollectCount: nonNegative(video.collectCount),
-            recommendCommentCount: nonNegative(video.commentCount),
-            recommendShareCount: nonNegative(video.shareCount),
+            recommendLikeCount: nonNegativeCount(video.likeCount),
+            recommendCollectCount: nonNegativeCount(video.collectCount),
+            recommendCommentCount: nonNegativeCount(video.commentCount),
+            recommendShareCount: nonNegativeCount(video.shareCount),
           },
           $set: { recommendInitVersion: HISTORY_INIT_VERSION },
         },

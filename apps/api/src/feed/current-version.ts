@@ -26,7 +26,8 @@ export class CurrentVersionCache {
   }
 
   async get(now = Date.now()): Promise<VersionPointers> {
-    if (this.cached && this.cached.expiresAt > now) return this.cached.value;
+    const fresh = this.peek(now);
+    if (fresh) return fresh;
     // One Redis read per instance per expiry, however many requests arrive meanwhile.
     this.inflight ??= Promise.all([this.redis.get(this.keys.current), this.redis.get(this.keys.previous)])
       .then(([current, previous]) => {

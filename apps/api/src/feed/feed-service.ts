@@ -7,15 +7,16 @@
  *  - mongo:   a bounded MongoDB query (Redis failing entirely).
  * Every fallback is logged with its reason and counted.
  */
-import { ELIGIBLE_FILTER, isEligible, BLOCK_SIZE } from '@feed/domain';
+import { BLOCK_SIZE, ELIGIBLE_FILTER, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
 import { runScript, type Redis, type RedisKeys } from '@feed/storage';
 import { AppError, unavailable } from '../http/errors';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
+import { withDeadline } from '../with-deadline';
 import { CurrentVersionCache } from './current-version';
 import { judgeCandidate } from './candidate-verdict';
-import type { CatalogVideo, VideoCatalog, VideoInfo } from './video-catalog';
+import type { VideoCatalog, VideoInfo } from './video-catalog';
 import type { UserFilter, UserHistory } from '../users/user-history';
 
 export interface FeedPage {
@@ -42,24 +43,11 @@ class VersionGoneError extends Error {}
 
 /** FNV-1a of the identity key: a user's rollout bucket never changes. */
 export function rolloutBucket(key: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
-  return (hash >>> 0) % 100;
-}
-
-function timeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise,
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
+  return fnv1a32(key) % 100;
 }
 
 interface RingSlice {
   length: number;
-  oldOffset: number;
   ids: string[];
 }
 
@@ -124,7 +112,8 @@ export class FeedService {
     const reply = await runScript<Array<number | string>>(this.redis, 'ring-read', [this.keys.queue(version), this.keys.offset(version)], [userKey, String(count)]);
     const length = Number(reply[0]);
     if (length === 0) throw new VersionGoneError(`queue of version ${version} is gone`);
-    return { length, oldOffset: Number(reply[1]), ids: reply.slice(2) as string[] };
+    // reply[1] is the old offset: the ids already start there.
+    return { length, ids: reply.slice(2) as string[] };
   }
 
   /** The version to read: current, or the previous one when current's keys are gone. */
@@ -132,7 +121,7 @@ export class FeedService {
     // node-redis v5 has no per-command timeout. A disconnected Redis fails at once (the API's
     // client has no offline queue); a connected but hung one is caught here, when the cached
     // pointers expire. The ring claim itself is never abandoned midway: its positions are served.
-    const pointers = this.versions.peek() ?? (await timeout(this.versions.get(), this.redisTimeoutMs, 'current version'));
+    const pointers = this.versions.peek() ?? (await withDeadline(this.versions.get(), this.redisTimeoutMs, 'current version'));
     if (!pointers.current) throw new VersionGoneError('no current version');
     this.metrics.currentVersion.set(Number(pointers.current) || 0);
     const filterPromise = this.history.load(identity.key);
@@ -187,15 +176,14 @@ export class FeedService {
 
   /** The old behaviour: random ids from the legacy set (SRANDMEMBER), re-checked against R1. */
   private async legacyPage(identity: Identity, pageSize: number): Promise<FeedPage> {
-    const [ids, size] = await timeout(
+    const [ids, size] = await withDeadline(
       Promise.all([this.redis.sRandMemberCount(this.keys.legacyIds, pageSize), this.redis.sCard(this.keys.legacyIds)]),
       this.redisTimeoutMs,
       'legacy set',
     );
     if (ids.length === 0) throw new Error('legacy set is empty');
-    const videos = await this.catalog.load(ids);
-    const vInfos = ids.map((id) => videos.get(id)).filter((v): v is CatalogVideo => v !== undefined && isEligible(v) && v.authorId !== identity.userId);
-    return { vInfos: vInfos.map((v) => this.catalog.infoOf(v)), totalPages: Math.ceil(size / BLOCK_SIZE), hasNext: size > 0, queueVersion: 'legacy' };
+    const vInfos = await this.catalog.servable(ids, identity.userId);
+    return { vInfos, totalPages: Math.ceil(size / BLOCK_SIZE), hasNext: size > 0, queueVersion: 'legacy' };
   }
 
   /** Last resort without Redis: a random page of the most recent approved short videos. */
@@ -210,13 +198,7 @@ export class FeedService {
         throw unavailable(`feed unavailable: Redis and MongoDB both failing (${err.message})`);
       });
     const pool = recent.filter((v) => v.authorId !== identity.userId).map((v) => v._id.toHexString());
-    for (let i = pool.length - 1; i > 0; i--) {
-      const j = Math.floor(Math.random() * (i + 1));
-      [pool[i], pool[j]] = [pool[j], pool[i]];
-    }
-    const ids = pool.slice(0, pageSize);
-    const videos = await this.catalog.load(ids);
-    const vInfos = ids.map((id) => videos.get(id)).filter((v): v is CatalogVideo => v !== undefined && isEligible(v));
-    return { vInfos: vInfos.map((v) => this.catalog.infoOf(v)), totalPages: Math.ceil(recent.length / BLOCK_SIZE), hasNext: recent.length > 0, queueVersion: 'fallback' };
+    const vInfos = await this.catalog.servable(shuffleInPlace(pool, Math.random).slice(0, pageSize));
+    return { vInfos, totalPages: Math.ceil(recent.length / BLOCK_SIZE), hasNext: recent.length > 0, queueVersion: 'fallback' };
   }
 }

@@ -3,6 +3,7 @@
  * (VIDEO_CACHE_MS) is the longest a taken-down video can still be served by one instance.
  */
 import { Types } from 'mongoose';
+import { isEligible } from '@feed/domain';
 import { unavailable } from '../http/errors';
 import type { VideoDoc, VideoModel } from '@feed/storage';
 
@@ -116,6 +117,15 @@ export class VideoCatalog {
       this.infoJson.set(info, json);
     }
     return json;
+  }
+
+  /** The items for `ids` that may be served (R1 re-checked), in `ids` order, skipping `exceptAuthorId`'s own. */
+  async servable(ids: readonly string[], exceptAuthorId?: string): Promise<VideoInfo[]> {
+    const videos = await this.load(ids);
+    return ids.flatMap((id) => {
+      const video = videos.get(id);
+      return video && isEligible(video) && (exceptAuthorId === undefined || video.authorId !== exceptAuthorId) ? [this.infoOf(video)] : [];
+    });
   }
 
   async get(id: string): Promise<CatalogVideo | undefined> {

@@ -14,8 +14,12 @@ export interface Identity {
   deviceId?: string;
 }
 
-const DEVICE_ID = /^[A-Za-z0-9_-]{8,64}$/;
-const USER_ID = /^[A-Za-z0-9_:.@-]{1,64}$/;
+export const DEVICE_ID = /^[A-Za-z0-9_-]{8,64}$/;
+export const USER_ID = /^[A-Za-z0-9_:.@-]{1,64}$/;
+
+/** The one place that names a user's or a guest's Redis state. */
+export const userIdentity = (userId: string): Identity => ({ key: `u:${userId}`, userId });
+export const guestIdentity = (deviceId: string): Identity => ({ key: `g:${deviceId}`, deviceId });
 
 const secretKeys = new Map<string, KeyObject>();
 
@@ -53,7 +57,7 @@ function verifyToken(token: string, secret: string): Identity {
   }
   const sub = typeof payload === 'object' ? payload.sub : undefined;
   if (typeof sub !== 'string' || !USER_ID.test(sub)) throw unauthorized('token has no valid sub');
-  const identity = { key: `u:${sub}`, userId: sub };
+  const identity = userIdentity(sub);
   const exp = typeof payload === 'object' && typeof payload.exp === 'number' ? payload.exp * 1000 : Infinity;
   if (verifiedTokens.size >= VERIFIED_TOKENS_MAX) verifiedTokens.clear();
   verifiedTokens.set(token, { identity, expiresAt: Math.min(exp, now + VERIFIED_TOKEN_TTL_MS), secret });
@@ -75,7 +79,7 @@ export function identify(req: Request, secret: string): Identity {
   const deviceId = req.header('x-device-id');
   if (deviceId === undefined) throw unauthorized('send a bearer token or an X-Device-Id header');
   if (!DEVICE_ID.test(deviceId)) throw badRequest("'X-Device-Id' must be 8-64 characters of A-Z, a-z, 0-9, _ or -");
-  return { key: `g:${deviceId}`, deviceId };
+  return guestIdentity(deviceId);
 }
 
 /** The caller, who must be a signed-in user. */

@@ -6,6 +6,9 @@ import { badRequest } from './errors';
 /** A 24-hex ObjectId string (lower or upper case). */
 export const objectId = Joi.string().pattern(/^[0-9a-fA-F]{24}$/, 'ObjectId (24 hex characters)');
 
+/** A request body naming one video (SPEC C: bodies name a video `vid`). */
+export const vidBody = Joi.object({ vid: objectId.required() });
+
 export function validate<T>(schema: Joi.Schema<T>, value: unknown): T {
   const result = schema.validate(value ?? {}, { abortEarly: true, convert: true, stripUnknown: false });
   if (result.error) throw badRequest(result.error.details[0].message.replace(/"/g, "'"));

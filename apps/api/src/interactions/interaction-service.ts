@@ -33,10 +33,16 @@ export class InteractionService {
     private readonly hooks: CounterHooks = {},
   ) {}
 
-  /** 404 when the video does not exist; 409 when it is not an approved short video. */
-  private async requireServable(vid: string): Promise<Types.ObjectId> {
+  /** The video's eligibility fields; 404 when it does not exist. */
+  private async existing(vid: string) {
     const video = await this.videos.findById(vid).select({ status: 1, newsType: 1, deleted: 1 }).lean();
     if (!video) throw notFound(`video ${vid} does not exist`);
+    return video;
+  }
+
+  /** 404 when the video does not exist; 409 when it is not an approved short video. */
+  private async requireServable(vid: string): Promise<Types.ObjectId> {
+    const video = await this.existing(vid);
     if (!isEligible(video)) throw new AppError(409, 'video_unavailable', `video ${vid} is not an approved short video`);
     return video._id;
   }
@@ -60,7 +66,8 @@ export class InteractionService {
     const before = await upsert().catch((err: unknown) => (isDuplicateKey(err) ? upsert() : Promise.reject(err)));
     const changed = !before || !before.active;
     if (changed) await this.bumpDisplay(videoId, display, 1);
-    const record = await model.findOne({ userId, videoId }).lean();
+    // An existing record only changed `active`; a new one is read back for its _id and opId.
+    const record = before ?? (await model.findOne({ userId, videoId }).lean());
     if (record && !record.counted) await applyRecommendIncrement(this.videos, model, record, counter, this.hooks);
     return { active: true, changed };
   }
@@ -123,8 +130,7 @@ export class InteractionService {
    */
   async share(vid: string | undefined, userId: string | undefined): Promise<{ counted: boolean }> {
     if (vid === undefined || userId === undefined) return { counted: false };
-    const video = await this.videos.findById(vid).select({ status: 1, newsType: 1, deleted: 1 }).lean();
-    if (!video) throw notFound(`video ${vid} does not exist`);
+    const video = await this.existing(vid);
     if (!isEligible(video)) return { counted: false };
     const { shares } = this.records;
     let record;

@@ -1,12 +1,12 @@
 /** The H5 client's feed endpoints (SPEC R12–R15, V1, V3). */
-import { Router, type RequestHandler } from 'express';
+import { Router, type Request, type RequestHandler } from 'express';
 import Joi from 'joi';
 import { ELIGIBLE_FILTER, isEligible, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
 import { notFound } from '../http/errors';
 import { identify } from '../http/identity';
 import { requestIdOf } from '../http/request-id';
-import { objectId, validateBody, validateQuery } from '../http/validate';
+import { objectId, validateBody, validateQuery, vidBody } from '../http/validate';
 import type { FeedPage, FeedService } from '../feed/feed-service';
 import type { VideoCatalog } from '../feed/video-catalog';
 import type { UserHistory } from '../users/user-history';
@@ -21,7 +21,6 @@ const pageQuery = Joi.object({
   pageNumber: Joi.number().integer().min(1).max(1_000_000).default(1),
   pageSize: Joi.number().integer().min(1).max(MAX_PAGE_SIZE).default(20),
 }).unknown(true);
-const vidBody = Joi.object({ vid: objectId.required() });
 const countQuery = Joi.object({ vid: objectId }).unknown(true);
 const adQuery = Joi.object({ pageSize: Joi.number().integer().min(1).max(10).default(3) }).unknown(true);
 
@@ -47,6 +46,14 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret }: FeedR
     const video = await catalog.get(vid);
     if (!video) throw notFound(`video ${vid} does not exist`);
     return video;
+  };
+
+  /** The caller and the existing video named by the body's `vid`. */
+  const callerAndVideo = async (req: Request) => {
+    const identity = identify(req, jwtSecret);
+    const { vid } = validateBody(vidBody, req) as { vid: string };
+    await existingVideo(vid);
+    return { identity, vid };
   };
 
   const servePage: RequestHandler = async (req, res) => {
@@ -89,26 +96,20 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret }: FeedR
   });
 
   router.post('/api/app/vid/view', async (req, res) => {
-    const identity = identify(req, jwtSecret);
-    const { vid } = validateBody(vidBody, req) as { vid: string };
-    await existingVideo(vid);
+    const { identity, vid } = await callerAndVideo(req);
     await history.recordView(identity.key, vid);
     res.json({ ok: true });
   });
 
   router.post('/api/app/recommend/vid/not-interested', async (req, res) => {
-    const identity = identify(req, jwtSecret);
-    const { vid } = validateBody(vidBody, req) as { vid: string };
-    await existingVideo(vid);
+    const { identity, vid } = await callerAndVideo(req);
     await history.markNotInterested(identity.key, vid);
     logger.info('video marked not interested', { requestId: requestIdOf(res), vid });
     res.json({ ok: true });
   });
 
   router.post('/api/app/recommend/vid/not-interested/undo', async (req, res) => {
-    const identity = identify(req, jwtSecret);
-    const { vid } = validateBody(vidBody, req) as { vid: string };
-    await existingVideo(vid);
+    const { identity, vid } = await callerAndVideo(req);
     const removed = await history.undoNotInterested(identity.key, vid);
     res.json({ ok: true, removed: removed > 0 });
   });

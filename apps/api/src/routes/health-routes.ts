@@ -4,6 +4,7 @@ import type { Connection } from 'mongoose';
 import type { Redis, RedisKeys } from '@feed/storage';
 import type { ApiMetrics } from '../metrics';
 import { openApiDocument } from '../openapi';
+import { withDeadline } from '../with-deadline';
 
 export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Connection; metrics: ApiMetrics }): Router {
   const router = Router();
@@ -13,7 +14,7 @@ export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Conne
   router.get('/readyz', async (_req, res) => {
     const check = async (probe: () => Promise<unknown>) => {
       try {
-        await Promise.race([probe(), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 1000).unref())]);
+        await withDeadline(probe(), 1000, 'readiness probe');
         return 'ok';
       } catch {
         return 'down';

@@ -1,14 +1,12 @@
 /** Interactions of a signed-in user (SPEC R3, R4); shares also accept guests (counted for users only). */
 import { Router } from 'express';
 import Joi from 'joi';
-import { badRequest } from '../http/errors';
 import { identify, requireUser } from '../http/identity';
-import { objectId, validate, validateBody } from '../http/validate';
+import { objectId, validate, validateBody, vidBody } from '../http/validate';
 import type { InteractionService } from '../interactions/interaction-service';
 
 export const MAX_COMMENT_LENGTH = 500;
 
-const vidBody = Joi.object({ vid: objectId.required() });
 const commentBody = Joi.object({ vid: objectId.required(), content: Joi.string().trim().min(1).max(MAX_COMMENT_LENGTH).required() });
 const shareBody = Joi.object({ videoID: objectId }).unknown(true);
 const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, 'Idempotency-Key (8-128 characters of A-Z, a-z, 0-9, _ . : -)');
@@ -37,8 +35,8 @@ export function interactionRoutes(service: InteractionService, jwtSecret: string
 
   router.delete('/api/app/vid/comment/:id', async (req, res) => {
     const { userId } = requireUser(req, jwtSecret);
-    if (!/^[0-9a-fA-F]{24}$/.test(req.params.id)) throw badRequest("'id' must be an ObjectId (24 hex characters)");
-    res.json(await service.deleteComment(req.params.id, userId));
+    const id = validate(objectId.label('id'), req.params.id) as string;
+    res.json(await service.deleteComment(id, userId));
   });
 
   router.post('/api/app/share/output', async (req, res) => {

@@ -32,20 +32,17 @@ export class UserHistory {
     this.binary = redis.withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer }) as unknown as Redis;
   }
 
+  /** Appends to one of the user's bounded lists (newest last, oldest dropped past `max`). */
+  private append(key: string, videoId: string, max: number, ttlMs: number): Promise<number> {
+    return runScript<number>(this.redis, 'record-fingerprint', [key], [fingerprint(videoId), String(max), String(ttlMs)]);
+  }
+
   recordView(userKey: string, videoId: string): Promise<number> {
-    return runScript<number>(this.redis, 'record-fingerprint', [this.keys.views(userKey)], [
-      fingerprint(videoId),
-      String(this.options.viewHistorySize),
-      String(Math.round(this.options.viewHistoryTtlDays * DAY_MS)),
-    ]);
+    return this.append(this.keys.views(userKey), videoId, this.options.viewHistorySize, Math.round(this.options.viewHistoryTtlDays * DAY_MS));
   }
 
   markNotInterested(userKey: string, videoId: string): Promise<number> {
-    return runScript<number>(this.redis, 'record-fingerprint', [this.keys.notInterested(userKey)], [
-      fingerprint(videoId),
-      String(this.options.notInterestedMax),
-      String(NOT_INTERESTED_TTL_MS),
-    ]);
+    return this.append(this.keys.notInterested(userKey), videoId, this.options.notInterestedMax, NOT_INTERESTED_TTL_MS);
   }
 
   undoNotInterested(userKey: string, videoId: string): Promise<number> {
