@@ -5,11 +5,12 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '@feed/config';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { createLogger } from '@feed/logger';
-import { closeRedis, connectMongo, connectRedis, createRedisKeys, initRecommendHistory, seedVideos, videoModel } from '@feed/storage';
+import { closeRedis, connectMongo, connectRedis, createRedisKeys, initRecommendHistory, seedVideos, VERSION_PATTERN, videoModel } from '@feed/storage';
 import { explainNextPage } from '../apps/api/src/feed/explain';
+import { guestIdentity, userIdentity } from '../apps/api/src/http/identity';
 import { VideoCatalog } from '../apps/api/src/feed/video-catalog';
 import { UserHistory } from '../apps/api/src/users/user-history';
-import { runDailyBuild } from '../apps/worker/src/build/daily-build';
+import { buildDepsFrom, runDailyBuild } from '../apps/worker/src/build/daily-build';
 import { diffVersions, listVersions, reportVersion, versionPointers } from '../apps/worker/src/inspect/inspect-versions';
 
 const USAGE = `usage: pnpm cli <command> [options]
@@ -23,6 +24,11 @@ const USAGE = `usage: pnpm cli <command> [options]
 `;
 
 class UsageError extends Error {}
+
+function versionOption(value: string | undefined): string | undefined {
+  if (value !== undefined && !VERSION_PATTERN.test(value)) throw new UsageError(`--version must be YYYYMMDD, got "${value}"`);
+  return value;
+}
 
 function intOption(value: string | undefined, name: string, fallback?: number): number {
   if (value === undefined) {
@@ -78,15 +84,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
     await withStores(async ({ config, redis, mongo }) => {
       const logger = createLogger({ silent: false, level: 'warn' });
       const result = await runDailyBuild(
-        {
-          redis,
-          keys: createRedisKeys(config.redisKeyPrefix),
-          videos: videoModel(mongo.connection),
-          logger,
-          businessTimeZone: config.businessTimeZone,
-          keyTtlHours: config.shortRecommendKeyTTLHours,
-          lockTtlMs: config.buildLockTtlMs,
-        },
+        buildDepsFrom(config, { redis, keys: createRedisKeys(config.redisKeyPrefix), videos: videoModel(mongo.connection), logger }),
         { at, force: values.force, shadow: values.shadow, onProgress: (phase, percent) => void process.stderr.write(`[${String(percent).padStart(3)}%] ${phase}\n`) },
       );
       print({ version: result.version, status: result.status, length: result.meta?.length, high: result.meta?.highCount, new: result.meta?.newCount, timings: result.timings });
@@ -97,13 +95,13 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   async explain(args) {
     const { values } = parseArgs({ args, options: { user: { type: 'string' }, device: { type: 'string' }, version: { type: 'string' }, 'page-size': { type: 'string' } } });
     if (Boolean(values.user) === Boolean(values.device)) throw new UsageError('give exactly one of --user U or --device D');
-    if (values.version !== undefined && !/^\d{8}$/.test(values.version)) throw new UsageError(`--version must be YYYYMMDD, got "${values.version}"`);
+    const requested = versionOption(values.version);
     const pageSize = intOption(values['page-size'], 'page-size', 20);
     await withStores(async ({ config, redis, mongo }) => {
       const keys = createRedisKeys(config.redisKeyPrefix);
       const videos = videoModel(mongo.connection);
-      const identity = values.user ? { key: `u:${values.user}`, userId: values.user } : { key: `g:${values.device}`, deviceId: values.device };
-      const version = values.version ?? (await redis.get(keys.current));
+      const identity = values.user ? userIdentity(values.user) : guestIdentity(values.device!);
+      const version = requested ?? (await redis.get(keys.current));
       if (!version) throw new Error('no current version: run pnpm cli build first');
       const explanation = await explainNextPage(
         { redis, keys, videos, catalog: new VideoCatalog(videos, 0), history: new UserHistory(redis, keys, config) },
@@ -131,13 +129,13 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
 
   async inspect(args) {
     const { values } = parseArgs({ args, options: { version: { type: 'string' } } });
-    if (values.version !== undefined && !/^\d{8}$/.test(values.version)) throw new UsageError(`--version must be YYYYMMDD, got "${values.version}"`);
+    const requested = versionOption(values.version);
     await withStores(async ({ config, redis }) => {
       const keys = createRedisKeys(config.redisKeyPrefix);
       const pointers = await versionPointers(redis, keys);
-      const versions = values.version ? [values.version] : await listVersions(redis, keys);
-      const reports = await Promise.all(versions.map((v) => reportVersion(redis, keys, v)));
-      if (values.version && !reports[0].meta) throw new Error(`version ${values.version} has no meta in Redis (expired or never built)`);
+      const versions = requested ? [requested] : await listVersions(redis, keys);
+      const reports = await Promise.all(versions.map((v) => reportVersion(redis, keys, v, pointers)));
+      if (requested && !reports[0].meta) throw new Error(`version ${requested} has no meta in Redis (expired or never built)`);
       const shadowDiff = pointers.shadow && pointers.current && pointers.shadow !== pointers.current ? await diffVersions(redis, keys, pointers.current, pointers.shadow) : undefined;
       print({ pointers, versions: reports, ...(shadowDiff ? { shadowDiff } : {}) });
     });

@@ -7,7 +7,7 @@ import { loadConfig } from '@feed/config';
 import { logger } from '@feed/logger';
 import { closeRedis, connectMongo, connectRedis, createRedisKeys, seedVideos, videoModel } from '@feed/storage';
 import { startApi } from '../apps/api/src/main';
-import { runDailyBuild } from '../apps/worker/src/build/daily-build';
+import { buildDepsFrom, runDailyBuild } from '../apps/worker/src/build/daily-build';
 import { startWorker } from '../apps/worker/src/main';
 
 const DEMO_VIDEOS = 2000;
@@ -26,10 +26,7 @@ async function prepareDemo(config: ReturnType<typeof loadConfig>): Promise<void>
     const keys = createRedisKeys(config.redisKeyPrefix);
     if (!(await redis.get(keys.current)) || !config.mongoUrl) {
       // The embedded database starts empty each run, so the queue is rebuilt from it.
-      await runDailyBuild(
-        { redis, keys, videos, logger, businessTimeZone: config.businessTimeZone, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs },
-        { force: true },
-      );
+      await runDailyBuild(buildDepsFrom(config, { redis, keys, videos, logger }), { force: true });
     }
   } finally {
     await closeRedis(redis);

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import mongoose, { type Connection } from 'mongoose';
 import { loadConfig, type Config } from '@feed/config';
-import { connectRedis, createRedisKeys, type Redis, type RedisKeys } from '@feed/storage';
+import { connectRedis, createRedisKeys, deleteKeysWithPrefix, type Redis, type RedisKeys } from '@feed/storage';
 
 export interface TestServices {
   prefix: string;
@@ -14,15 +14,6 @@ export interface TestServices {
   mongo: Connection;
   config: Config;
   cleanup(): Promise<void>;
-}
-
-export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<void> {
-  // Legacy staging keys wrap the prefix in a hash tag, so they start with "{prefix".
-  for (const pattern of [`${prefix}*`, `{${prefix}*`]) {
-    const batch: string[] = [];
-    for await (const keys of redis.scanIterator({ MATCH: pattern, COUNT: 1000 })) batch.push(...keys);
-    if (batch.length) await redis.del(batch);
-  }
 }
 
 export async function startTestServices(name: string, env: Record<string, string> = {}): Promise<TestServices> {

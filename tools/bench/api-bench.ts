@@ -3,15 +3,14 @@
  * hello-world route, the legacy random feed and the ring feed, served by one process with the
  * same data and Redis, with many distinct users (plus hello-world sending a feed-sized body). Last line: `ring/legacy=<x> ring/hello=<y>`.
  */
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import autocannon from 'autocannon';
 import jwt from 'jsonwebtoken';
 import mongoose from 'mongoose';
 import { createLogger } from '@feed/logger';
 import { seedVideos, videoModel } from '@feed/storage';
 import { runDailyBuild } from '../../apps/worker/src/build/daily-build';
-import { argValue, benchMongo, benchRedis, ROOT } from './support';
+import { startProcess, tsx, waitUntil, type Managed } from '../support/processes';
+import { argValue, benchMongo, benchRedis } from './support';
 
 const SECRET = 'bench-jwt-secret-0123456789';
 
@@ -41,7 +40,7 @@ export async function runApiBench(): Promise<void> {
   const mongo = await benchMongo();
   const { redis, prefix, keys, cleanup } = await benchRedis();
   const connection = await mongoose.createConnection(mongo.uri).asPromise();
-  const server = { kill: () => undefined as unknown };
+  let server: Managed | undefined;
   try {
     const videos = videoModel(connection);
     await videos.init();
@@ -49,19 +48,17 @@ export async function runApiBench(): Promise<void> {
     await runDailyBuild({ redis, keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 1, lockTtlMs: 60_000 });
 
     const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-    const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(ROOT, 'tools/bench/api-server.ts')], {
-      cwd: ROOT,
-      env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'error', MONGO_URL: mongo.uri, REDIS_KEY_PREFIX: prefix, AUTH_JWT_SECRET: SECRET, ADMIN_PASSWORD: 'bench-admin-pass' },
-      stdio: ['ignore', 'pipe', 'inherit'],
+    server = startProcess([...profile, ...tsx('tools/bench/api-server.ts')], {
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'error',
+      MONGO_URL: mongo.uri,
+      REDIS_KEY_PREFIX: prefix,
+      AUTH_JWT_SECRET: SECRET,
+      ADMIN_PASSWORD: 'bench-admin-pass',
     });
-    server.kill = () => child.kill('SIGTERM');
-    const port = await new Promise<number>((resolve, reject) => {
-      child.stdout!.on('data', (chunk: Buffer) => {
-        const match = /listening (\d+)/.exec(chunk.toString());
-        if (match) resolve(Number(match[1]));
-      });
-      child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-    });
+    const output = () => server!.output.join('');
+    await waitUntil('bench server', async () => /listening \d+/.test(output()), 30_000);
+    const port = Number(/listening (\d+)/.exec(output())![1]);
     const tokens = Array.from({ length: users }, (_, i) => jwt.sign({ sub: `bench-user-${i}` }, SECRET, { algorithm: 'HS256' }));
     const base = `http://127.0.0.1:${port}`;
     // Warm-up: script cache, video cache, JIT.
@@ -88,7 +85,7 @@ export async function runApiBench(): Promise<void> {
     console.log(`ring/hello-page=${(ring.rps / helloPage.rps).toFixed(2)} (hello-page: the hello route sending a feed-sized body)`);
     console.log(`ring/legacy=${(ring.rps / legacy.rps).toFixed(2)} ring/hello=${(ring.rps / hello.rps).toFixed(2)}`);
   } finally {
-    server.kill();
+    await server?.stop();
     await connection.close();
     await cleanup();
     mongo.stop();

@@ -1,11 +1,7 @@
 /** Shared pieces of the benchmarks: an embedded MongoDB in a child process, Redis, cleanup. */
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { connectRedis, createRedisKeys, type Redis } from '@feed/storage';
-import { freePort, ROOT } from '../support/processes';
-
-export { ROOT };
+import { connectRedis, createRedisKeys, deleteKeysWithPrefix, type Redis } from '@feed/storage';
+import { cli, freePort, startMongoProcess } from '../support/processes';
 
 /**
  * The embedded server in its own process, so the benchmark's RSS and CPU are the build's
@@ -14,26 +10,14 @@ export { ROOT };
 export async function benchMongo(): Promise<{ uri: string; stop(): void }> {
   if (process.env.MONGO_URL) return { uri: process.env.MONGO_URL, stop: () => undefined };
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'tools/cli.ts'), 'mongo', '--port', String(port)], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('listening') && resolve());
-    child.once('exit', (code) => reject(new Error(`embedded mongo exited with ${code}`)));
-  });
-  return { uri: `mongodb://127.0.0.1:${port}/bench`, stop: () => child.kill('SIGTERM') };
+  const mongo = await startMongoProcess(port);
+  return { uri: `mongodb://127.0.0.1:${port}/bench`, stop: () => void mongo.stop() };
 }
 
 /** `pnpm cli seed` in a child process against `mongoUri`. */
 export async function seedInChild(mongoUri: string, videos: number, fresh: number): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'tools/cli.ts'), 'seed', '--videos', String(videos), '--fresh', String(fresh)], {
-    cwd: ROOT,
-    env: { ...process.env, MONGO_URL: mongoUri, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  if (code !== 0) throw new Error(`seeding failed with exit code ${code}`);
+  const { code, output } = await cli({ MONGO_URL: mongoUri, LOG_LEVEL: 'warn' }, 'seed', '--videos', String(videos), '--fresh', String(fresh));
+  if (code !== 0) throw new Error(`seeding failed with exit code ${code}: ${output}`);
 }
 
 export async function benchRedis(): Promise<{ redis: Redis; prefix: string; keys: ReturnType<typeof createRedisKeys>; cleanup(): Promise<void> }> {
@@ -44,9 +28,7 @@ export async function benchRedis(): Promise<{ redis: Redis; prefix: string; keys
     prefix,
     keys: createRedisKeys(prefix),
     async cleanup() {
-      for (const pattern of [`${prefix}*`, `{${prefix}*`]) {
-        for await (const batch of redis.scanIterator({ MATCH: pattern, COUNT: 1000 })) if (batch.length) await redis.del(batch);
-      }
+      await deleteKeysWithPrefix(redis, prefix);
       await redis.close();
     },
   };

@@ -11,7 +11,7 @@ import jwt from 'jsonwebtoken';
 import { createClient } from 'redis';
 import mongoose from 'mongoose';
 import { createRedisKeys, interactionModels, videoModel } from '@feed/storage';
-import { cli, freePort, startProcess, startRedis, tsx, waitUntil, type Managed } from '../support/processes';
+import { cli, freePort, startMongoProcess, startProcess, startRedis, tsx, waitUntil, type Managed } from '../support/processes';
 import { badInputCases } from './bad-input';
 
 const QUICK = process.argv.includes('--quick');
@@ -74,7 +74,7 @@ async function main(): Promise<void> {
   const keys = createRedisKeys('');
   const processes: Managed[] = [];
   let redis = await startRedis(redisPort, dir);
-  const mongoServer = startProcess(tsx('tools/cli.ts', 'mongo', '--port', String(mongoPort)), {});
+  const mongoServer = await startMongoProcess(mongoPort);
   processes.push(mongoServer);
   const redisClient = createClient({ url: env.REDIS_URL, socket: { reconnectStrategy: () => 100 } });
   redisClient.on('error', () => undefined);
@@ -87,7 +87,6 @@ async function main(): Promise<void> {
   deadline.unref();
 
   try {
-    await waitUntil('embedded mongo', async () => mongoServer.output.join('').includes('listening'));
     await redisClient.connect();
     const seeded = await cli(env, 'seed', '--videos', String(VIDEOS), '--fresh', String(Math.round(VIDEOS / 50)));
     expect(seeded.code === 0, `seed failed: ${seeded.output}`);

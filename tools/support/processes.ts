@@ -60,6 +60,13 @@ export async function startRedis(port: number, dir: string): Promise<Managed> {
   return redis;
 }
 
+/** The embedded MongoDB-protocol server (`pnpm cli mongo`) in a child process, once listening. */
+export async function startMongoProcess(port: number): Promise<Managed> {
+  const mongo = startProcess(tsx('tools/cli.ts', 'mongo', '--port', String(port)), {});
+  await waitUntil('embedded mongo', async () => mongo.output.join('').includes('listening'));
+  return mongo;
+}
+
 /** Runs a CLI command to completion; returns exit code and output. */
 export async function cli(env: Record<string, string>, ...args: string[]): Promise<{ code: number | null; output: string }> {
   const p = startProcess(tsx('tools/cli.ts', ...args), env);

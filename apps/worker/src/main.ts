@@ -4,6 +4,7 @@ import { loadConfig, type Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, reconcileRecommendCounters, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
+import { buildDepsFrom } from './build/daily-build';
 import { bullConnectionFactory, startBuildQueue } from './jobs/build-queue';
 import { createWorkerMetrics } from './metrics';
 
@@ -23,15 +24,7 @@ export async function startWorker(config: Config = loadConfig()): Promise<{ serv
     timeZone: config.businessTimeZone,
     logger,
     metrics,
-    deps: {
-      redis,
-      keys,
-      videos,
-      logger,
-      businessTimeZone: config.businessTimeZone,
-      keyTtlHours: config.shortRecommendKeyTTLHours,
-      lockTtlMs: config.buildLockTtlMs,
-    },
+    deps: buildDepsFrom(config, { redis, keys, videos, logger }),
   });
   // Completes recommend* increments that a crashed API process left pending (R3).
   const records = interactionModels(mongo.connection);

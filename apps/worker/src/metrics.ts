@@ -1,6 +1,6 @@
 /** Build-side metrics of SPEC R18. */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { BLOCK_SIZE, NEW_PER_BLOCK, expandBlocks } from '@feed/domain';
+import { expandBlocks, fullBlockRatio } from '@feed/domain';
 import type { QueueMeta } from '@feed/storage';
 
 export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}) {
@@ -29,19 +29,12 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}) 
 
 export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
 
-/** Share of blocks that are exactly 17 + 3. */
-export function fullBlockRatio(meta: QueueMeta): number {
-  const blocks = expandBlocks(meta.blocks);
-  if (blocks.length === 0) return 0;
-  return blocks.filter((b) => b.fresh === NEW_PER_BLOCK && b.high === BLOCK_SIZE - NEW_PER_BLOCK).length / blocks.length;
-}
-
 export function recordBuildMeta(metrics: WorkerMetrics, meta: QueueMeta): void {
   metrics.candidates.set(meta.candidateCount);
   metrics.high.set(meta.highCount);
   metrics.fresh.set(meta.newCount);
   metrics.final.set(meta.finalCount);
-  metrics.ratio.set(fullBlockRatio(meta));
+  metrics.ratio.set(fullBlockRatio(expandBlocks(meta.blocks)));
   metrics.duplicates.set(meta.length ? meta.duplicateCount / meta.length : 0);
   if (meta.switchedAt) metrics.switchTime.set(Date.parse(meta.switchedAt) / 1000);
 }

@@ -63,6 +63,12 @@ export function expandBlocks(runs: readonly BlockRun[]): BlockComposition[] {
   return runs.flatMap((run) => Array.from({ length: run.count }, () => ({ high: run.high, fresh: run.fresh })));
 }
 
+/** Share of blocks that are exactly 17 high + 3 new (0 for an empty queue). */
+export function fullBlockRatio(blocks: readonly BlockComposition[]): number {
+  if (blocks.length === 0) return 0;
+  return blocks.filter((b) => b.fresh === NEW_PER_BLOCK && b.high === BLOCK_SIZE - NEW_PER_BLOCK).length / blocks.length;
+}
+
 /** Number of ids that occur more than once (0 for every valid queue). */
 export function countDuplicates(ids: readonly string[]): number {
   return ids.length - new Set(ids).size;

@@ -5,7 +5,7 @@
 import { Long, calculateObjectSize, type Document } from 'bson';
 import { Query } from 'mingo';
 import { CommandError } from './errors';
-import { type Collection, type Store } from './store';
+import { getPath, type Collection, type Store } from './store';
 
 const DEFAULT_BATCH_SIZE = 101;
 /** A batch never exceeds this many BSON bytes, as in MongoDB (replies must fit in one message). */
@@ -258,7 +258,7 @@ const handlers: Record<string, Handler> = {
     const key = String(command.key);
     const seen = new Map<string, unknown>();
     for (const doc of collection ? collection.match((command.query as Document) ?? {}) : []) {
-      const raw = key.split('.').reduce<unknown>((v, part) => (v && typeof v === 'object' ? (v as Document)[part] : undefined), doc);
+      const raw = getPath(doc, key);
       for (const value of Array.isArray(raw) ? raw : [raw]) {
         if (value !== undefined) seen.set(JSON.stringify(value), value);
       }

@@ -146,6 +146,13 @@ export class Collection {
     return this.indexes.map((i) => ({ ...i }));
   }
 
+  /** The duplicate-key error for `doc` on `index`, naming the colliding values as MongoDB does. */
+  private duplicateOn(index: IndexSpec, doc: Document): CommandError {
+    const keyValue: Document = {};
+    for (const field of Object.keys(index.key)) keyValue[field] = getPath(doc, field) ?? null;
+    return duplicateKeyError(this.ns, index.name, index.key, keyValue);
+  }
+
   private uniqueKey(index: IndexSpec, doc: Document): string {
     return keyOf(Object.keys(index.key).map((field) => getPath(doc, field) ?? null));
   }
@@ -163,9 +170,7 @@ export class Collection {
     for (const index of this.uniqueIndexes()) {
       const holder = this.uniqueMaps.get(index.name)!.get(this.uniqueKey(index, doc));
       if (holder && holder !== self) {
-        const keyValue: Document = {};
-        for (const field of Object.keys(index.key)) keyValue[field] = getPath(doc, field) ?? null;
-        throw duplicateKeyError(this.ns, index.name, index.key, keyValue);
+        throw this.duplicateOn(index, doc);
       }
     }
   }
@@ -345,9 +350,7 @@ export class Collection {
       for (const doc of this.byId.values()) {
         const key = this.uniqueKey(spec, doc);
         if (map.has(key)) {
-          const keyValue: Document = {};
-          for (const field of Object.keys(spec.key)) keyValue[field] = getPath(doc, field) ?? null;
-          throw duplicateKeyError(this.ns, spec.name, spec.key, keyValue);
+          throw this.duplicateOn(spec, doc);
         }
         map.set(key, doc);
       }

@@ -65,12 +65,3 @@ export function decodeMeta(fields: Record<string, string>): QueueMeta | null {
 export async function readMeta(redis: Redis, keys: RedisKeys, version: string): Promise<QueueMeta | null> {
   return decodeMeta((await redis.hGetAll(keys.meta(version))) as Record<string, string>);
 }
-
-/**
- * A version is usable when its queue exists and holds exactly meta.length ids
- * (the same check the build runs before switching).
- */
-export async function isVersionUsable(redis: Redis, keys: RedisKeys, version: string): Promise<boolean> {
-  const [length, metaLength] = await Promise.all([redis.lLen(keys.queue(version)), redis.hGet(keys.meta(version), 'length')]);
-  return length > 0 && String(length) === metaLength;
-}

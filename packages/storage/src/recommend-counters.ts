@@ -41,11 +41,11 @@ export async function applyRecommendIncrement(
   return result.modifiedCount === 1;
 }
 
-const COUNTERS: Array<[keyof InteractionModels, RecommendCounter, Record<string, unknown>]> = [
-  ['likes', 'recommendLikeCount', {}],
-  ['collects', 'recommendCollectCount', {}],
-  ['comments', 'recommendCommentCount', {}],
-  ['shares', 'recommendShareCount', {}],
+const COUNTERS: Array<[keyof InteractionModels, RecommendCounter]> = [
+  ['likes', 'recommendLikeCount'],
+  ['collects', 'recommendCollectCount'],
+  ['comments', 'recommendCommentCount'],
+  ['shares', 'recommendShareCount'],
 ];
 
 /**
@@ -55,9 +55,9 @@ const COUNTERS: Array<[keyof InteractionModels, RecommendCounter, Record<string,
 export async function reconcileRecommendCounters(videos: VideoModel, models: InteractionModels, minAgeMs = 30_000): Promise<number> {
   let applied = 0;
   const before = new Date(Date.now() - minAgeMs);
-  for (const [name, counter, extra] of COUNTERS) {
+  for (const [name, counter] of COUNTERS) {
     const records = models[name] as Model<CountedRecord>;
-    const pending = await records.find({ counted: false, createdAt: { $lte: before }, ...extra }).limit(10_000).lean<CountedRecord[]>();
+    const pending = await records.find({ counted: false, createdAt: { $lte: before } }).limit(10_000).lean<CountedRecord[]>();
     for (const record of pending) if (await applyRecommendIncrement(videos, records, record, counter)) applied++;
   }
   return applied;

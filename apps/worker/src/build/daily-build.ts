@@ -6,6 +6,7 @@
  * verification, so readers never see a half-written queue, even on a forced rebuild of the
  * version they are reading.
  */
+import type { Config } from '@feed/config';
 import type { Logger } from '@feed/logger';
 import {
   assembleQueue,
@@ -49,6 +50,14 @@ export interface BuildDeps {
   lockTtlMs: number;
   /** Test hook: runs between the queue write and the switch, to inject failures. */
   beforeSwitch?: () => Promise<void>;
+}
+
+/** The build's dependencies for a process configured by `config`. */
+export function buildDepsFrom(
+  config: Pick<Config, 'businessTimeZone' | 'shortRecommendKeyTTLHours' | 'buildLockTtlMs'>,
+  stores: Pick<BuildDeps, 'redis' | 'keys' | 'videos' | 'logger'>,
+): BuildDeps {
+  return { ...stores, businessTimeZone: config.businessTimeZone, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs };
 }
 
 export type BuildStatus = 'built' | 'shadow' | 'already-current' | 'locked';

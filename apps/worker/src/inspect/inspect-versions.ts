@@ -2,7 +2,7 @@
  * What `pnpm cli inspect` and the inspector page show: the versions in Redis, their meta and
  * block composition, and how a shadow (or any) version differs from current (R20).
  */
-import { NEW_PER_BLOCK, BLOCK_SIZE, expandBlocks, countDuplicates } from '@feed/domain';
+import { countDuplicates, expandBlocks, fullBlockRatio } from '@feed/domain';
 import { readMeta, type QueueMeta, type Redis, type RedisKeys } from '@feed/storage';
 
 export interface VersionReport {
@@ -30,13 +30,19 @@ export interface VersionDiff {
   duplicatesInOther: number;
 }
 
-export async function versionPointers(redis: Redis, keys: RedisKeys) {
+export interface Pointers {
+  current: string | null;
+  previous: string | null;
+  shadow: string | null;
+}
+
+export async function versionPointers(redis: Redis, keys: RedisKeys): Promise<Pointers> {
   const [current, previous, shadow] = await Promise.all([redis.get(keys.current), redis.get(keys.previous), redis.get(keys.shadow)]);
   return { current, previous, shadow };
 }
 
-export async function reportVersion(redis: Redis, keys: RedisKeys, version: string): Promise<VersionReport> {
-  const pointers = await versionPointers(redis, keys);
+/** One version's report; `pointers` (read once by the caller) give its roles. */
+export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers): Promise<VersionReport> {
   const [meta, queueLength, ttlSeconds, usersWithOffset] = await Promise.all([
     readMeta(redis, keys, version),
     redis.lLen(keys.queue(version)),
@@ -46,9 +52,8 @@ export async function reportVersion(redis: Redis, keys: RedisKeys, version: stri
   const blocks = meta ? expandBlocks(meta.blocks) : [];
   const compositions: Record<string, number> = {};
   for (const b of blocks) compositions[`${b.high}+${b.fresh}`] = (compositions[`${b.high}+${b.fresh}`] ?? 0) + 1;
-  const full = blocks.filter((b) => b.fresh === NEW_PER_BLOCK && b.high === BLOCK_SIZE - NEW_PER_BLOCK).length;
   const role = (['current', 'previous', 'shadow'] as const).filter((r) => pointers[r] === version);
-  return { version, role: [...role], meta, queueLength, ttlSeconds, usersWithOffset, fullBlockRatio: blocks.length ? full / blocks.length : 0, compositions };
+  return { version, role: [...role], meta, queueLength, ttlSeconds, usersWithOffset, fullBlockRatio: fullBlockRatio(blocks), compositions };
 }
 
 export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string): Promise<VersionDiff> {

@@ -42,7 +42,7 @@ export function inspectorRoutes(deps: { redis: Redis; keys: RedisKeys; videos: V
     const { redis, keys } = deps;
     const pointers = await versionPointers(redis, keys);
     const versions = (await listVersions(redis, keys)).slice(0, 7);
-    const reports = await Promise.all(versions.map((v) => reportVersion(redis, keys, v)));
+    const reports = await Promise.all(versions.map((v) => reportVersion(redis, keys, v, pointers)));
     const focus = pointers.current ?? versions[0];
     const [scores, shadowDiff] = await Promise.all([
       focus ? scoreHistogram(redis, keys, deps.videos, focus) : undefined,
