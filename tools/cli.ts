@@ -5,13 +5,23 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '@feed/config';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { createLogger } from '@feed/logger';
-import { closeRedis, connectMongo, connectRedis, createRedisKeys, initRecommendHistory, seedVideos, VERSION_PATTERN, videoModel } from '@feed/storage';
-import { explainNextPage } from '../apps/api/src/feed/explain';
-import { guestIdentity, userIdentity } from '../apps/api/src/http/identity';
-import { VideoCatalog } from '../apps/api/src/feed/video-catalog';
-import { UserHistory } from '../apps/api/src/users/user-history';
-import { buildDepsFrom, runDailyBuild } from '../apps/worker/src/build/daily-build';
-import { diffVersions, listVersions, reportVersion, versionPointers } from '../apps/worker/src/inspect/inspect-versions';
+import {
+  clearRolloutOverride,
+  closeRedis,
+  connectMongo,
+  connectRedis,
+  createRedisKeys,
+  initRecommendHistory,
+  readRolloutOverride,
+  resolveRollout,
+  seedVideos,
+  VERSION_PATTERN,
+  videoModel,
+  writeRolloutOverride,
+} from '@feed/storage';
+import { explainNextPage, guestIdentity, userIdentity, UserHistory, VideoCatalog } from '@feed/api';
+import { buildDepsFrom, diffVersions, listVersions, reportVersion, runDailyBuild, versionPointers } from '@feed/worker';
+import { useLocalMongo } from './support/local-mongo';
 
 const USAGE = `usage: pnpm cli <command> [options]
   mongo [--port P]                         run the embedded MongoDB-protocol server in the foreground
@@ -21,9 +31,14 @@ const USAGE = `usage: pnpm cli <command> [options]
   explain (--user U | --device D) [--version V] [--page-size N]
                                            the user's offset and next page, with block, pool, score and skip reasons
   init-history                             one-time, idempotent recommend* counter initialisation (R5)
+  rollout [--enabled true|false] [--percent N] [--clear]
+                                           the run-time rollout override (R16); no flag: the values in force
 `;
 
 class UsageError extends Error {}
+
+/** A command fails within 10 s, naming the setting, when Redis is unreachable. */
+const REDIS_CONNECT_MS = 5_000;
 
 function versionOption(value: string | undefined): string | undefined {
   if (value !== undefined && !VERSION_PATTERN.test(value)) throw new UsageError(`--version must be YYYYMMDD, got "${value}"`);
@@ -40,14 +55,22 @@ function intOption(value: string | undefined, name: string, fallback?: number): 
 }
 
 async function withStores<T>(fn: (stores: { config: ReturnType<typeof loadConfig>; redis: Awaited<ReturnType<typeof connectRedis>>; mongo: Awaited<ReturnType<typeof connectMongo>> }) => Promise<T>): Promise<T> {
+  const localMongo = await useLocalMongo();
   const config = loadConfig();
-  const redis = await connectRedis(config);
-  const mongo = await connectMongo(config);
   try {
-    return await fn({ config, redis, mongo });
+    const redis = await connectRedis(config, { connectWithinMs: REDIS_CONNECT_MS });
+    try {
+      const mongo = await connectMongo(config);
+      try {
+        return await fn({ config, redis, mongo });
+      } finally {
+        await mongo.close();
+      }
+    } finally {
+      await closeRedis(redis);
+    }
   } finally {
-    await closeRedis(redis);
-    await mongo.close();
+    await localMongo.stop();
   }
 }
 
@@ -125,6 +148,27 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
       if (result.previouslyCompletedAt) print(`version ${result.version} was completed at ${result.previouslyCompletedAt.toISOString()}; this run initialised ${result.initialised} new videos`);
       else print(`initialised ${result.initialised} videos (version ${result.version})`);
     });
+  },
+
+  async rollout(args) {
+    const { values } = parseArgs({ args, options: { enabled: { type: 'string' }, percent: { type: 'string' }, clear: { type: 'boolean' } } });
+    if (values.enabled !== undefined && values.enabled !== 'true' && values.enabled !== 'false') throw new UsageError(`--enabled must be true or false, got "${values.enabled}"`);
+    const percent = values.percent === undefined ? undefined : intOption(values.percent, 'percent');
+    if (percent !== undefined && percent > 100) throw new UsageError(`--percent must be 0-100, got ${percent}`);
+    if (values.clear && (values.enabled !== undefined || percent !== undefined)) throw new UsageError('--clear takes no other option');
+    const config = loadConfig();
+    const redis = await connectRedis(config, { connectWithinMs: REDIS_CONNECT_MS });
+    try {
+      const keys = createRedisKeys(config.redisKeyPrefix);
+      if (values.clear) await clearRolloutOverride(redis, keys);
+      else await writeRolloutOverride(redis, keys, { enabled: values.enabled === undefined ? undefined : values.enabled === 'true', percent });
+      const inForce = resolveRollout({ enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent }, await readRolloutOverride(redis, keys));
+      print(`enabled ${inForce.enabled} (${inForce.source.enabled})`);
+      print(`percent ${inForce.percent} (${inForce.source.percent})`);
+      if (values.clear || values.enabled !== undefined || percent !== undefined) print(`every API instance applies this within CURRENT_CACHE_MS (${config.currentCacheMs} ms)`);
+    } finally {
+      await closeRedis(redis);
+    }
   },
 
   async inspect(args) {

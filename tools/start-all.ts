@@ -1,20 +1,24 @@
 /**
  * `pnpm start`: the whole service on localhost — embedded MongoDB (when MONGO_URL is unset),
- * demo data when the database is empty, a first build when no version is current, then the
- * API and the worker in this one process.
+ * demo data when the database is empty, the worker, a first build through the worker's queue
+ * (so the dashboard's Completed tab shows it) when no version is current, then the API.
+ * Ctrl-C stops everything within 10 s (SPEC D4).
  */
-import { loadConfig } from '@feed/config';
+import { loadConfig, type Config } from '@feed/config';
+import { startApi, type RunningApi } from '@feed/api';
+import { exitOnSignals } from '@feed/lifecycle';
 import { logger } from '@feed/logger';
 import { closeRedis, connectMongo, connectRedis, createRedisKeys, seedVideos, videoModel } from '@feed/storage';
-import { startApi } from '../apps/api/src/main';
-import { buildDepsFrom, runDailyBuild } from '../apps/worker/src/build/daily-build';
-import { startWorker } from '../apps/worker/src/main';
+import { startWorker, type RunningWorker } from '@feed/worker';
+import { useLocalMongo } from './support/local-mongo';
 
 const DEMO_VIDEOS = 2000;
 const DEMO_FRESH = 120;
+const FIRST_BUILD_TIMEOUT_MS = 120_000;
 
-async function prepareDemo(config: ReturnType<typeof loadConfig>): Promise<void> {
-  const redis = await connectRedis(config);
+/** Seeds demo data into an empty database; true when the ring needs a first build. */
+async function prepareDemo(config: Config, embedded: boolean): Promise<boolean> {
+  const redis = await connectRedis(config, { connectWithinMs: 5_000 });
   const mongo = await connectMongo(config);
   try {
     const videos = videoModel(mongo.connection);
@@ -23,35 +27,47 @@ async function prepareDemo(config: ReturnType<typeof loadConfig>): Promise<void>
       await seedVideos(videos, { videos: DEMO_VIDEOS, fresh: DEMO_FRESH });
       logger.info('demo data seeded', { videos: DEMO_VIDEOS, fresh: DEMO_FRESH });
     }
-    const keys = createRedisKeys(config.redisKeyPrefix);
-    if (!(await redis.get(keys.current)) || !config.mongoUrl) {
-      // The embedded database starts empty each run, so the queue is rebuilt from it.
-      await runDailyBuild(buildDepsFrom(config, { redis, keys, videos, logger }), { force: true });
-    }
+    // The embedded database starts empty each run, so its queue is rebuilt from it.
+    return embedded || !(await redis.get(createRedisKeys(config.redisKeyPrefix).current));
   } finally {
     await closeRedis(redis);
-    // Keep the embedded server running: the API and worker connect to it next.
-    await mongo.connection.close();
+    await mongo.close();
+  }
+}
+
+/** The first build as a job of the worker's queue: the dashboard shows it with progress and result. */
+async function firstBuild(worker: RunningWorker): Promise<void> {
+  const job = await worker.jobs.queue.add('first-build', { force: true }, { jobId: `first-build-${Date.now()}` });
+  logger.info('first build queued', { jobId: job.id });
+  const deadline = Date.now() + FIRST_BUILD_TIMEOUT_MS;
+  for (;;) {
+    const state = await job.getState();
+    if (state === 'completed') return;
+    if (state === 'failed') throw new Error(`first build failed: ${(await worker.jobs.queue.getJob(job.id!))?.failedReason ?? 'unknown'}`);
+    if (Date.now() > deadline) throw new Error(`first build did not finish within ${FIRST_BUILD_TIMEOUT_MS / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
 async function main(): Promise<void> {
+  const localMongo = await useLocalMongo();
   const config = loadConfig();
-  await prepareDemo(config);
-  const worker = await startWorker(config);
-  const api = await startApi(config);
+  let worker: RunningWorker | undefined;
+  let api: RunningApi | undefined;
+  const stop = async () => {
+    await Promise.all([api?.stop(), worker?.stop()]);
+    await localMongo.stop();
+  };
+  exitOnSignals('feed service', stop);
+  const needsBuild = await prepareDemo(config, localMongo.embedded !== undefined);
+  worker = await startWorker(config);
+  if (needsBuild) await firstBuild(worker);
+  api = await startApi(config);
   logger.info('feed service running', {
     api: `http://127.0.0.1:${config.port}/api/app/recommend/vid/list`,
     dashboard: `http://127.0.0.1:${config.workerPort}/admin/queues`,
+    inspector: `http://127.0.0.1:${config.workerPort}/admin/inspector`,
   });
-  const shutdown = () => {
-    Promise.all([api.stop(), worker.stop()]).then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGTERM', shutdown);
-  process.once('SIGINT', shutdown);
 }
 
 main().catch((err: unknown) => {

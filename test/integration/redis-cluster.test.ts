@@ -8,10 +8,8 @@ import request from 'supertest';
 import { loadConfig, type Config } from '@feed/config';
 import { createLogger } from '@feed/logger';
 import { connectRedis, createRedisKeys, seedVideos, videoModel, type Redis } from '@feed/storage';
-import { createApp } from '../../apps/api/src/app';
-import { runDailyBuild } from '../../apps/worker/src/build/daily-build';
-import { startBuildQueue, BUILD_QUEUE, bullConnectionFactory } from '../../apps/worker/src/jobs/build-queue';
-import { createWorkerMetrics } from '../../apps/worker/src/metrics';
+import { createApp } from '@feed/api';
+import { BUILD_QUEUE, bullConnectionFactory, createWorkerMetrics, listVersions, reportVersion, runDailyBuild, startBuildQueue, versionPointers } from '@feed/worker';
 import { QueueEvents } from 'bullmq';
 import { bearer } from '../support/feed-fixtures';
 import { hasRedisServer, startLocalCluster, type LocalCluster } from '../support/redis-cluster';
@@ -107,5 +105,17 @@ describe('on a Redis Cluster', () => {
       await jobs.close();
       await eventsConnection.quit();
     }
+  });
+
+  onCluster('when versions are inspected (pnpm cli inspect, the inspector), then every master is scanned', async () => {
+    const keys = createRedisKeys(config.redisKeyPrefix);
+    const pointers = await versionPointers(redis, keys);
+    expect(pointers.current).toBe('20260725');
+    // Each version's keys live in their own slot, on whichever master owns it: every master is scanned.
+    const versions = await listVersions(redis, keys);
+    expect(versions).toEqual(['20260725', '20260724']);
+    const report = await reportVersion(redis, keys, '20260724', pointers);
+    expect(report).toMatchObject({ version: '20260724', role: ['previous'], queueLength: 60 });
+    expect(report.usersWithOffset).toBeGreaterThan(0);
   });
 });

@@ -8,7 +8,7 @@ import jwt from 'jsonwebtoken';
 import mongoose from 'mongoose';
 import { createLogger } from '@feed/logger';
 import { seedVideos, videoModel } from '@feed/storage';
-import { runDailyBuild } from '../../apps/worker/src/build/daily-build';
+import { runDailyBuild } from '@feed/worker';
 import { startProcess, tsx, waitUntil, type Managed } from '../support/processes';
 import { argValue, benchMongo, benchRedis } from './support';
 

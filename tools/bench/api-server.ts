@@ -6,7 +6,7 @@ import express from 'express';
 import mongoose from 'mongoose';
 import { loadConfig } from '@feed/config';
 import { connectRedis } from '@feed/storage';
-import { createApp } from '../../apps/api/src/app';
+import { createApp } from '@feed/api';
 
 async function main(): Promise<void> {
   const config = loadConfig();

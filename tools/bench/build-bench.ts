@@ -6,7 +6,7 @@
 import mongoose from 'mongoose';
 import { createLogger } from '@feed/logger';
 import { videoModel } from '@feed/storage';
-import { runDailyBuild } from '../../apps/worker/src/build/daily-build';
+import { runDailyBuild } from '@feed/worker';
 import { argValue, benchMongo, benchRedis, rssSampler, seconds, seedInChild } from './support';
 
 export async function runBuildBench(): Promise<void> {

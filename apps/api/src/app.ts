@@ -1,4 +1,5 @@
 /** Builds the API's Express app from connected dependencies (supertest imports this). */
+import cors from 'cors';
 import express, { type Express } from 'express';
 import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
@@ -16,6 +17,9 @@ import { InteractionService } from './interactions/interaction-service';
 import { healthRoutes } from './routes/health-routes';
 import { UserHistory } from './users/user-history';
 import { WatchCounter } from './users/watch-counter';
+
+/** The headers the H5 client sends (a preflight must allow each). */
+const CORS_REQUEST_HEADERS = ['Authorization', 'X-Device-Id', 'Idempotency-Key', 'Content-Type'];
 
 export interface ApiDeps {
   config: Config;
@@ -43,6 +47,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     enabled: config.shortRecommendV2Enabled,
     percent: config.shortRecommendV2Percent,
     currentCacheMs: config.currentCacheMs,
+    redisDeadlineMs: config.redisDeadlineMs,
   });
 
   const app = express();
@@ -63,14 +68,16 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     });
     next();
   });
+  // H5 pages on the allowed origins may call the client API; admin and probes never cross-origin.
+  app.use('/api/app', cors({ origin: config.corsAllowedOrigins, methods: ['GET', 'POST', 'DELETE'], allowedHeaders: CORS_REQUEST_HEADERS, exposedHeaders: ['X-Request-Id'], maxAge: 600 }));
   // Bodies are parsed only where there can be one: the feed's GETs skip the parser entirely.
   const json = express.json({ limit: '16kb' });
   app.use((req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? next() : json(req, res, next)));
   // The feed routes first: they take nearly all the traffic.
   app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret }));
-  app.use(healthRoutes({ redis, keys, mongo, metrics }));
+  app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs }));
   app.use(interactionRoutes(interactions, config.authJwtSecret));
-  app.use(adminRoutes({ redis, keys, catalog, videos, history, adminUser: config.adminUser, adminPassword: config.adminPassword }));
+  app.use(adminRoutes({ config, redis, keys, catalog, videos, history, feed }));
   app.use(notFoundRoute);
   app.use(errorHandler);
   return { app, feed, metrics };

@@ -1,7 +1,6 @@
 /** Read-side metrics of SPEC R18, on a registry per app instance (tests build several apps). */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
-export type Degradation = 'previous-version' | 'legacy-set' | 'mongo-fallback';
 export type SkipReason = 'invalid' | 'seen' | 'not_interested' | 'own' | 'duplicate';
 
 export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
@@ -16,11 +15,14 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     }),
-    pages: new Counter({ name: 'feed_pages_total', help: 'Feed pages served, by strategy', labelNames: ['strategy'], registers: [registry] }),
+    pages: new Counter({ name: 'feed_pages_total', help: 'Feed pages served, by strategy (ring, previous-version, legacy-set, mongo-fallback)', labelNames: ['strategy'], registers: [registry] }),
     emptyPages: new Counter({ name: 'feed_empty_pages_total', help: 'Feed pages served with no video', labelNames: ['strategy'], registers: [registry] }),
     skipped: new Counter({ name: 'feed_skipped_videos_total', help: 'Candidates skipped by the ring read, by reason', labelNames: ['reason'], registers: [registry] }),
     redisFailures: new Counter({ name: 'feed_redis_failures_total', help: 'Redis or Lua failures on the read path', labelNames: ['operation'], registers: [registry] }),
-    degradations: new Counter({ name: 'feed_degradations_total', help: 'Reads served by a fallback, by kind', labelNames: ['kind'], registers: [registry] }),
+    degradations: new Counter({ name: 'feed_degradations_total', help: 'Pages served by a fallback strategy, by kind (previous-version, legacy-set, mongo-fallback)', labelNames: ['kind'], registers: [registry] }),
+    rolloutEnabled: new Gauge({ name: 'feed_rollout_enabled', help: 'Whether the ring feed is enabled in this instance (R16, override or environment)', registers: [registry] }),
+    rolloutPercent: new Gauge({ name: 'feed_rollout_percent', help: 'Share of users served by the ring feed in this instance (R16)', registers: [registry] }),
+    dependencyUp: new Gauge({ name: 'feed_dependency_up', help: 'Whether a store answered the last readiness probe (1) or not (0)', labelNames: ['dependency'], registers: [registry] }),
     currentVersion: new Gauge({ name: 'feed_current_version', help: 'The version (YYYYMMDD) this instance last read as current', registers: [registry] }),
   };
 }

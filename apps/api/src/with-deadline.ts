@@ -1,10 +1,43 @@
-/** Rejects when `promise` has not settled within `ms`: node-redis v5 has no per-command timeout. */
+/** Deadlines for Redis calls: node-redis v5 has no per-command timeout (SPEC R17: degradation is bounded in time). */
+
+/** A Redis call failed or missed its deadline. */
+export class RedisCallError extends Error {}
+
+/** A Redis call was not even sent: an earlier call of the request used up its deadline. */
+export class DeadlineSpentError extends RedisCallError {}
+
+/** Rejects when `promise` has not settled within `ms`. */
 export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
   return Promise.race([
     promise,
     new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+      timer = setTimeout(() => reject(new RedisCallError(`${what} timed out after ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * One request's budget for Redis: every call races the time that is left, so a stalled Redis
+ * costs a request at most `ms` in all, however many calls and fallbacks it makes.
+ */
+export class Deadline {
+  private readonly endsAt: number;
+
+  constructor(readonly ms: number) {
+    this.endsAt = Date.now() + ms;
+  }
+
+  async run<T>(promise: Promise<T>, what: string): Promise<T> {
+    const left = this.endsAt - Date.now();
+    if (left <= 0) {
+      promise.catch(() => undefined);
+      throw new DeadlineSpentError(`${what} skipped: Redis deadline of ${this.ms} ms used up`);
+    }
+    try {
+      return await withDeadline(promise, left, what);
+    } catch (err) {
+      throw err instanceof RedisCallError ? err : new RedisCallError(`${what} failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
 }

@@ -1,7 +1,6 @@
 import request from 'supertest';
 import type { Express } from 'express';
-import { createClient } from 'redis';
-import { demoVideo, videoModel, type Redis, type VideoModel } from '@feed/storage';
+import { connectRedis, demoVideo, videoModel, type VideoModel } from '@feed/storage';
 import { createApp, type Api } from '../src/app';
 import { rolloutBucket } from '../src/feed/feed-service';
 import { startTestServices, type TestServices } from '../../../test/support/services';
@@ -155,17 +154,22 @@ describe('degradation (R17)', () => {
   it('when Redis is unreachable, then a bounded MongoDB query serves and the degradation is counted', async () => {
     // A real client pointed at a port where nothing listens: with the offline queue disabled
     // (as the API runs), every command fails at once.
-    const dead = createClient({ url: 'redis://127.0.0.1:1', disableOfflineQueue: true, socket: { reconnectStrategy: false } });
-    dead.on('error', () => undefined);
-    await dead.connect().catch(() => undefined);
-    const broken = createApp({ config: s.config, redis: dead as unknown as Redis, mongo: s.mongo });
+    const dead = await connectRedis({ redisUrl: 'redis://127.0.0.1:1' }, { failFast: true, background: true });
+    const broken = createApp({ config: s.config, redis: dead, mongo: s.mongo });
     const res = await request(broken.app).get('/api/app/recommend/vid/list').set(bearer('no-redis')).expect(200);
     expect(res.body.queueVersion).toBe('fallback');
     expect(vids(res)).toHaveLength(20);
     expect(new Set(vids(res)).size).toBe(20);
     const degradations = await broken.metrics.registry.getSingleMetricAsString('feed_degradations_total');
-    expect(degradations).toMatch(/kind="legacy-set"} 1/);
+    // One page, one degradation: the strategy that served it.
+    expect(degradations).not.toMatch(/kind="legacy-set"/);
     expect(degradations).toMatch(/kind="mongo-fallback"} 1/);
+    const failures = await broken.metrics.registry.getSingleMetricAsString('feed_redis_failures_total');
+    expect(failures).toMatch(/operation="settings"} 1/);
+    expect(failures).toMatch(/operation="legacy-set"} 1/);
+    const ready = await request(broken.app).get('/readyz').expect(200);
+    expect(ready.body).toEqual({ status: 'degraded', redis: 'down', mongo: 'ok' });
+    dead.destroy();
   });
 });
 

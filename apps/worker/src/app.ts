@@ -2,30 +2,56 @@
  * The worker's HTTP surface, admin parts behind credentials: the job dashboard (bull-board),
  * where on-call watches builds and triggers a rebuild, and the queue inspector; `/metrics`; `/healthz`.
  */
-import express, { type Express } from 'express';
+import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import { basicAuth } from '@feed/admin-auth';
+import type { Config } from '@feed/config';
+import { logger } from '@feed/logger';
 import type { Redis, RedisKeys, VideoModel } from '@feed/storage';
 import { inspectorRoutes } from './inspect/inspector-routes';
 import type { WorkerMetrics } from './metrics';
 
 export const DASHBOARD_PATH = '/admin/queues';
 export const INSPECTOR_PATH = '/admin/inspector';
+const REALM = 'feed-worker';
 
 export interface WorkerAppDeps {
+  config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'shortRecommendCron' | 'businessTimeZone'>;
   queue: Queue;
   metrics: WorkerMetrics;
-  adminUser: string;
-  adminPassword: string;
   redis: Redis;
   keys: RedisKeys;
   videos: VideoModel;
 }
 
-export function createWorkerApp({ queue, metrics, adminUser, adminPassword, redis, keys, videos }: WorkerAppDeps): Express {
+/** Longest an admin request may wait on Redis (bull-board's ioredis queues commands while Redis is down). */
+const ADMIN_DEADLINE_MS = 2_000;
+
+/** Answers 503 when the route has not answered within `ms` (a store that hangs rather than fails). */
+function answerWithin(ms: number): RequestHandler {
+  return (req, res, next) => {
+    const timer = setTimeout(() => {
+      if (res.headersSent) return;
+      logger.warn('worker request timed out', { path: req.originalUrl, ms });
+      res.status(503).json({ error: { code: 'unavailable', message: `no answer from the stores within ${ms} ms; try again shortly` } });
+    }, ms);
+    res.once('close', () => clearTimeout(timer));
+    res.once('finish', () => clearTimeout(timer));
+    next();
+  };
+}
+
+/** Admin pages read Redis and MongoDB: a failing store is a 503, never a hung or generic 500. */
+const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
+  logger.warn('worker request failed', { path: req.path, err: err instanceof Error ? err.message : String(err) });
+  if (res.headersSent) return;
+  res.status(503).json({ error: { code: 'unavailable', message: 'a store the page needs is unavailable; try again shortly' } });
+};
+
+export function createWorkerApp({ config, queue, metrics, redis, keys, videos }: WorkerAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.get('/healthz', (_req, res) => {
@@ -38,11 +64,12 @@ export function createWorkerApp({ queue, metrics, adminUser, adminPassword, redi
   const board = new ExpressAdapter();
   board.setBasePath(DASHBOARD_PATH);
   createBullBoard({ queues: [new BullMQAdapter(queue)], serverAdapter: board, options: { uiConfig: { boardTitle: 'Feed builds' } } });
-  const admin = basicAuth(adminUser, adminPassword);
+  const admin = [basicAuth(config.adminUser, config.adminPassword, REALM), answerWithin(ADMIN_DEADLINE_MS)];
   app.use(DASHBOARD_PATH, admin, board.getRouter());
-  app.use(INSPECTOR_PATH, admin, inspectorRoutes({ redis, keys, videos }));
+  app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, redis, keys, videos }));
   app.use((_req, res) => {
     res.status(404).json({ error: { code: 'not_found', message: 'no such route' } });
   });
+  app.use(errorHandler);
   return app;
 }

@@ -1,18 +1,27 @@
-/** Worker entry point: config, connections, the build scheduler and worker, the dashboard. */
+/** Worker entry point: config, connections, the build scheduler and worker, the dashboard (SPEC D4 on signals). */
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '@feed/config';
+import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
 import { logger } from '@feed/logger';
 import { closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, reconcileRecommendCounters, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
-import { buildDepsFrom } from './build/daily-build';
-import { bullConnectionFactory, startBuildQueue } from './jobs/build-queue';
+import { buildDepsFrom } from './daily-build/daily-build';
+import { bullConnectionFactory, startBuildQueue, type BuildQueue } from './jobs/build-queue';
 import { createWorkerMetrics } from './metrics';
 
 const RECONCILE_EVERY_MS = 60_000;
 
-export async function startWorker(config: Config = loadConfig()): Promise<{ server: Server; stop: () => Promise<void> }> {
-  const redis = await connectRedis(config);
+export interface RunningWorker {
+  server: Server;
+  jobs: BuildQueue;
+  stop(): Promise<void>;
+}
+
+export async function startWorker(config: Config = loadConfig()): Promise<RunningWorker> {
   const mongo = await connectMongo(config);
+  // Fail fast while disconnected: an admin page answers 503 and a build fails (BullMQ retries it)
+  // instead of waiting on a queue of commands for a Redis that is gone.
+  const redis = await connectRedis(config, { failFast: true });
   const keys = createRedisKeys(config.redisKeyPrefix);
   const videos = videoModel(mongo.connection);
   await videos.init(); // R19 indexes
@@ -36,32 +45,29 @@ export async function startWorker(config: Config = loadConfig()): Promise<{ serv
   }, RECONCILE_EVERY_MS);
   reconciler.unref();
 
-  const app = createWorkerApp({ queue: jobs.queue, metrics, adminUser: config.adminUser, adminPassword: config.adminPassword, redis, keys, videos });
-  const server = app.listen(config.workerPort, () => logger.info('worker listening', { port: config.workerPort }));
+  const app = createWorkerApp({ config, queue: jobs.queue, metrics, redis, keys, videos });
+  const server = app.listen(config.workerPort);
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  logger.info('worker listening', { port: config.workerPort });
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      logger.info('worker shutting down');
       clearInterval(reconciler);
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      // Lets a running build finish (or hands it back to the queue) before disconnecting.
-      await jobs.close();
+      // The dashboard and the build stop together: an active build finishes within its grace
+      // or is aborted, releasing its lock and leaving `current` untouched.
+      await Promise.all([closeHttpServer(server), jobs.close()]);
       await closeRedis(redis);
       await mongo.close();
-      logger.info('worker stopped');
     })());
-  return { server, stop };
+  return { server, jobs, stop };
 }
 
 if (require.main === module) {
-  startWorker()
-    .then(({ stop }) => {
-      const shutdown = () => stop().then(() => process.exit(0), () => process.exit(1));
-      process.once('SIGTERM', shutdown);
-      process.once('SIGINT', shutdown);
-    })
-    .catch((err: unknown) => {
+  startWorker().then(
+    ({ stop }) => exitOnSignals('worker', stop),
+    (err: unknown) => {
       logger.error('worker failed to start', { err });
       process.exit(1);
-    });
+    },
+  );
 }

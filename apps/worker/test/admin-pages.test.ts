@@ -11,13 +11,15 @@ import request from 'supertest';
 import { createLogger } from '@feed/logger';
 import { demoVideo, seedVideos, videoModel } from '@feed/storage';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
-import { runDailyBuild } from '../src/build/daily-build';
+import { runDailyBuild } from '../src/daily-build/daily-build';
 import { bullConnectionFactory, startBuildQueue } from '../src/jobs/build-queue';
 import { createWorkerMetrics } from '../src/metrics';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const hasBrowser = existsSync(CHROMIUM);
+// CI installs Debian's chromium (.ci/run): there a missing browser is a failure, not a skip.
+if (!hasBrowser && process.env.CI) throw new Error(`${CHROMIUM} not found: apt-get install chromium`);
 if (!hasBrowser) console.warn(`${CHROMIUM} not found (apt-get install chromium): skipping the inspector browser test`);
 
 let s: TestServices;
@@ -37,7 +39,7 @@ beforeAll(async () => {
   await videos.insertMany(Array.from({ length: 10 }, () => demoVideo({ reviewAt: new Date(at.getTime() + 3600_000) })));
   await runDailyBuild(deps, { at: new Date('2026-07-25T01:00:00+08:00'), shadow: true });
   jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', logger, metrics: createWorkerMetrics(), deps, process: false });
-  const app = createWorkerApp({ queue: jobs.queue, metrics: createWorkerMetrics(), adminUser: 'oncall', adminPassword: 'inspect-pass', redis: s.redis, keys: s.keys, videos });
+  const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos });
   server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
@@ -62,21 +64,31 @@ describe('queue inspector', () => {
     await request(base).get(`${INSPECTOR_PATH}/api/summary`).expect(401);
   });
 
+  it('when the README URL without a trailing slash is opened, then it redirects to the page', async () => {
+    const res = await request(base).get(INSPECTOR_PATH).auth('oncall', 'inspect-pass').expect(301);
+    expect(res.headers.location).toBe(`${INSPECTOR_PATH}/`);
+  });
+
   it('when the summary is read, then it has the versions, blocks, scores and the shadow diff', async () => {
     const res = await request(base).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'inspect-pass').expect(200);
     expect(res.body.pointers).toMatchObject({ current: '20260724', shadow: '20260725' });
     expect(res.body.versions.map((v: { version: string }) => v.version)).toEqual(['20260725', '20260724']);
     expect(res.body.scores.sampled).toBe(400);
     expect(res.body.shadowDiff).toMatchObject({ base: '20260724', other: '20260725', baseLength: 400, otherLength: 410, onlyInOther: 10, duplicatesInOther: 0 });
+    expect(res.body.rollout).toEqual({ enabled: true, percent: 100, source: { enabled: 'environment', percent: 'environment' } });
+    // '30 4 * * *' in Asia/Shanghai is 20:30 UTC.
+    expect(res.body.nextBuildAt).toMatch(/T20:30:00\.000Z$/);
   });
 
   (hasBrowser ? it : it.skip)('when opened in Chromium with credentials, then the tables and both charts render', async () => {
     const context = await browser!.newContext({ httpCredentials: { username: 'oncall', password: 'inspect-pass' } });
     const page = await context.newPage();
     try {
-      await page.goto(`${base}${INSPECTOR_PATH}/`);
+      // The README's URL, without the trailing slash.
+      await page.goto(`${base}${INSPECTOR_PATH}`);
       await page.waitForSelector('body[data-ready="true"]', { timeout: 15_000 });
       expect(await page.textContent('#pointers')).toContain('current 20260724');
+      expect(await page.textContent('#settings')).toContain('rollout: enabled (environment) · 100% of users (environment)');
       expect(await page.locator('#versions tbody tr').count()).toBe(2);
       // 400 videos = 20 blocks, each a high bar and a new bar.
       expect(await page.locator('#blocks rect.high').count()).toBe(20);

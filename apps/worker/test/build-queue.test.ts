@@ -68,7 +68,7 @@ describe('BullMQ build job', () => {
 });
 
 describe('worker HTTP surface', () => {
-  const app = () => createWorkerApp({ queue: jobs.queue, metrics, adminUser: 'oncall', adminPassword: 'secret-pass', redis: s.redis, keys: s.keys, videos: videoModel(s.mongo) });
+  const app = () => createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'secret-pass' }, queue: jobs.queue, metrics, redis: s.redis, keys: s.keys, videos: videoModel(s.mongo) });
 
   it('when the dashboard is opened without credentials, then it answers 401 with a challenge', async () => {
     const res = await request(app()).get(`${DASHBOARD_PATH}/`).expect(401);

@@ -2,7 +2,7 @@ import { Types } from 'mongoose';
 import { BLOCK_SIZE, expandBlocks, versionFor } from '@feed/domain';
 import { createLogger } from '@feed/logger';
 import { demoVideo, readMeta, seedVideos, videoModel, type VideoModel } from '@feed/storage';
-import { runDailyBuild, type BuildDeps } from '../src/build/daily-build';
+import { runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 
 const DAY = 24 * 60 * 60 * 1000;

@@ -7,8 +7,11 @@ function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** HTTP Basic auth for admin surfaces (SPEC C): 401 with a challenge without valid credentials. */
-export function basicAuth(user: string, password: string): RequestHandler {
+/**
+ * HTTP Basic auth for admin surfaces (SPEC C): 401 with a challenge without valid credentials.
+ * `realm` names the deployable, so a browser keeps separate credentials for each.
+ */
+export function basicAuth(user: string, password: string, realm: string): RequestHandler {
   return (req, res, next) => {
     const match = /^Basic ([A-Za-z0-9+/=]+)$/.exec(req.header('authorization') ?? '');
     const [givenUser, ...rest] = match ? Buffer.from(match[1], 'base64').toString('utf8').split(':') : [];
@@ -16,7 +19,7 @@ export function basicAuth(user: string, password: string): RequestHandler {
       next();
       return;
     }
-    res.setHeader('WWW-Authenticate', 'Basic realm="feed-worker", charset="UTF-8"');
+    res.setHeader('WWW-Authenticate', `Basic realm="${realm}", charset="UTF-8"`);
     res.status(401).json({ error: { code: 'unauthorized', message: 'admin credentials required' } });
   };
 }

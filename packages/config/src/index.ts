@@ -2,9 +2,22 @@
  * The service's whole configuration: one joi schema over the environment (SPEC D2, R16).
  * A bad value stops start-up with a message naming the variable.
  */
+import { CronExpressionParser } from 'cron-parser';
 import Joi from 'joi';
 
-const cronExpression = Joi.string().pattern(/^(\S+\s+){4,5}\S+$/, 'cron expression (5 or 6 fields)');
+/** Parsed by cron-parser, the parser BullMQ's job scheduler itself uses. */
+const cronExpression = Joi.string().custom((value: string, helpers) => {
+  try {
+    CronExpressionParser.parse(value);
+    return value;
+  } catch {
+    return helpers.error('any.invalid');
+  }
+}, 'cron expression');
+/** Comma list of origins (scheme://host[:port]), as a browser sends them in `Origin`. */
+const originList = Joi.string()
+  .allow('')
+  .pattern(/^(https?:\/\/[^,/\s]+)(,https?:\/\/[^,/\s]+)*$/, 'comma list of http(s)://host[:port] origins');
 const booleanString = Joi.boolean().truthy('true', '1', 'yes').falsy('false', '0', 'no');
 const isProduction = (env: NodeJS.ProcessEnv) => env.NODE_ENV === 'production';
 
@@ -18,6 +31,8 @@ function isValidTimeZone(value: string): boolean {
 }
 
 function schemaFor(env: NodeJS.ProcessEnv) {
+  // Production has no toy fallbacks: a missing value stops the process, naming the variable.
+  const required = (schema: Joi.StringSchema) => (isProduction(env) ? schema.required() : schema);
   const secret = (description: string, devDefault: string) => {
     const base = Joi.string().min(8).description(description);
     return isProduction(env) ? base.required() : base.default(devDefault);
@@ -27,8 +42,10 @@ function schemaFor(env: NodeJS.ProcessEnv) {
     LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'http', 'debug').default('info').description('Lowest log level written'),
     PORT: Joi.number().port().default(3000).description('HTTP port of the API'),
     WORKER_PORT: Joi.number().port().default(3001).description('HTTP port of the worker (job dashboard, /metrics, health)'),
-    MONGO_URL: Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] }).description('MongoDB connection string with database; unset = embedded MongoDB-protocol server'),
-    EMBEDDED_MONGO_PORT: Joi.number().port().default(27018).description('Port of the embedded server when MONGO_URL is unset (shared by api and worker on one machine)'),
+    MONGO_URL: required(
+      Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] }).description('MongoDB connection string with database; required in production; unset in development = the embedded server started by pnpm start'),
+    ),
+    EMBEDDED_MONGO_PORT: Joi.number().port().default(27018).description('Development only: port of the embedded server that pnpm start / start:api / start:worker share when MONGO_URL is unset'),
     REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379').description('Redis URL; a /N database index is honoured'),
     REDIS_CLUSTER_NODES: Joi.string()
       .pattern(/^[^,:\s]+:\d+(,[^,:\s]+:\d+)*$/, 'host:port list')
@@ -48,6 +65,8 @@ function schemaFor(env: NodeJS.ProcessEnv) {
     VIEW_HISTORY_SIZE: Joi.number().integer().min(10).max(5000).default(200).description('Recent views kept per user (skipped by the feed)'),
     VIEW_HISTORY_TTL_DAYS: Joi.number().min(0.0001).max(90).default(7).description('Days the recent-views list lives after the last view'),
     NOT_INTERESTED_MAX: Joi.number().integer().min(10).max(10000).default(500).description('"Not interested" marks kept per user; the oldest are dropped first'),
+    REDIS_DEADLINE_MS: Joi.number().integer().min(10).max(5000).default(250).description('Deadline of each Redis call on the API read path; past it the request degrades (R17)'),
+    CORS_ALLOWED_ORIGINS: originList.default('').description('Comma list of origins an H5 page may call the API from; empty = no cross-origin access'),
     BUILD_LOCK_TTL_MS: Joi.number().integer().min(1000).default(10 * 60_000).description('Expiry of the build lock, so a crashed worker does not block the next build'),
   });
 }
@@ -77,6 +96,8 @@ export interface Config {
   viewHistoryTtlDays: number;
   notInterestedMax: number;
   buildLockTtlMs: number;
+  redisDeadlineMs: number;
+  corsAllowedOrigins: string[];
 }
 
 export class ConfigError extends Error {}
@@ -113,6 +134,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     viewHistoryTtlDays: v.VIEW_HISTORY_TTL_DAYS,
     notInterestedMax: v.NOT_INTERESTED_MAX,
     buildLockTtlMs: v.BUILD_LOCK_TTL_MS,
+    redisDeadlineMs: v.REDIS_DEADLINE_MS,
+    corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS ? (v.CORS_ALLOWED_ORIGINS as string).split(',') : [],
   };
 }
 

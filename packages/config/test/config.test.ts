@@ -1,4 +1,4 @@
-import { ConfigError, describeConfig, loadConfig } from '../src';
+import { ConfigError, describeConfig, loadConfig } from '@feed/config';
 
 describe('configuration (D2)', () => {
   it('when the environment is empty, then the documented defaults apply', () => {
@@ -33,9 +33,19 @@ describe('configuration (D2)', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(name));
   });
 
-  it('when NODE_ENV is production, then the secrets are required', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/AUTH_JWT_SECRET.*ADMIN_PASSWORD|ADMIN_PASSWORD.*AUTH_JWT_SECRET/);
-    expect(loadConfig({ NODE_ENV: 'production', AUTH_JWT_SECRET: 'a-real-secret', ADMIN_PASSWORD: 'a-real-password' }).nodeEnv).toBe('production');
+  it('when NODE_ENV is production, then MONGO_URL and the secrets are required', () => {
+    const error = (() => {
+      try {
+        loadConfig({ NODE_ENV: 'production' });
+      } catch (err) {
+        return err as Error;
+      }
+    })();
+    expect(error).toBeInstanceOf(ConfigError);
+    for (const name of ['MONGO_URL', 'AUTH_JWT_SECRET', 'ADMIN_PASSWORD']) expect(error!.message).toContain(name);
+    const production = { NODE_ENV: 'production', MONGO_URL: 'mongodb://db:27017/feed', AUTH_JWT_SECRET: 'a-real-secret', ADMIN_PASSWORD: 'a-real-password' };
+    expect(loadConfig(production).nodeEnv).toBe('production');
+    expect(() => loadConfig({ ...production, MONGO_URL: undefined })).toThrow(/MONGO_URL/);
   });
 
   it('when values are given, then they are parsed', () => {

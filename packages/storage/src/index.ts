@@ -9,3 +9,4 @@ export * from './fingerprint';
 export * from './models/interactions';
 export * from './recommend-counters';
 export * from './history-init';
+export * from './rollout-override';

@@ -4,12 +4,15 @@
  * (after a restart or failover the script cache is empty).
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Redis } from './redis-client';
 
-/** The repository's `lua/` folder; images that lay files out differently set LUA_DIR. */
-export const LUA_DIR = process.env.LUA_DIR ?? path.resolve(__dirname, '../../../lua');
+/**
+ * Compiled, the scripts sit beside this file (`pnpm build` copies them into `dist/lua`); from
+ * the TypeScript sources they are read from the repository's `lua/` folder. LUA_DIR overrides both.
+ */
+export const LUA_DIR = process.env.LUA_DIR ?? [path.join(__dirname, 'lua'), path.resolve(__dirname, '../../../lua')].find((dir) => existsSync(dir))!;
 
 export type ScriptName = 'ring-read' | 'release-lock' | 'extend-lock' | 'record-fingerprint' | 'remove-fingerprint';
 

@@ -1,53 +1,133 @@
 /**
- * node-redis v5 connection, standalone or cluster (SPEC D2).
+ * node-redis v5 connection, standalone or cluster (SPEC D2), behind one small interface.
  *
  * v5 rather than v6: v6 adds a default 5 s per-command timeout whose timer bookkeeping measured
  * 3.5-6x slower on EVALSHA and HGET here (50 in flight); v5 has no per-command timer and we
  * bound waiting with `socket.connectTimeout`, a fail-fast offline queue and explicit deadlines.
  */
-import { createClient, createCluster } from 'redis';
+import { createClient, createCluster, RESP_TYPES } from 'redis';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 
-export type Redis = ReturnType<typeof createClient>;
+type StandaloneClient = ReturnType<typeof createClient>;
+type ClusterClient = ReturnType<typeof createCluster>;
+
+/**
+ * The commands the service sends. Every one touches keys of a single slot, so the standalone
+ * and the cluster client both satisfy this (the compiler checks it in `connectRedis`): a command
+ * that only one of them has cannot be added here without an adapter below.
+ */
+type RedisCommands = Pick<
+  StandaloneClient,
+  | 'get' | 'set' | 'del' | 'exists' | 'expire' | 'ttl' | 'pTTL' | 'rename' | 'strLen' | 'mGet'
+  | 'hGet' | 'hSet' | 'hGetAll' | 'hLen' | 'hExists' | 'hDel'
+  | 'lRange' | 'lLen' | 'rPush'
+  | 'sAdd' | 'sCard' | 'sMembers' | 'sRandMemberCount'
+  | 'evalSha' | 'eval' | 'memoryUsage'
+>;
+
+export interface Redis extends RedisCommands {
+  readonly isOpen: boolean;
+  connect(): Promise<unknown>;
+  close(): Promise<unknown>;
+  destroy(): void;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+  /** Batches of keys matching `pattern`: SCAN on a standalone server, on every master of a cluster. */
+  scanKeys(pattern: string, count?: number): AsyncIterable<string[]>;
+  /** MGET returning raw bytes (binary values such as the fingerprint lists). */
+  mGetBuffers(keys: string[]): Promise<Array<Buffer | null>>;
+}
 
 export interface RedisOptions {
   /** Reject commands at once while disconnected, instead of queueing them (read path). */
   failFast?: boolean;
+  /** Return without waiting for the first connection; the client keeps reconnecting (API start without Redis). */
+  background?: boolean;
+  /** Give up on the first connection after this long, with an error naming the setting (CLI, worker start). */
+  connectWithinMs?: number;
 }
 
-/**
- * Connects and returns a client. In cluster mode the cluster client is returned behind the same
- * type: every command the service sends touches keys of one slot, which the cluster routes by key.
- */
+/** Where the client connects, as the operator configured it. */
+export function describeRedisTarget(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>): string {
+  return config.redisClusterNodes ? `REDIS_CLUSTER_NODES=${config.redisClusterNodes.join(',')}` : `REDIS_URL=${config.redisUrl.replace(/\/\/[^@/]*@/, '//***@')}`;
+}
+
+function standaloneAdapter(client: StandaloneClient): Redis {
+  const binary = client.withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer });
+  return Object.assign(client, {
+    scanKeys: (pattern: string, count = 1000) => client.scanIterator({ MATCH: pattern, COUNT: count }),
+    mGetBuffers: (keys: string[]) => binary.mGet(keys),
+  });
+}
+
+function clusterAdapter(cluster: ClusterClient): Redis {
+  const binary = cluster.withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer });
+  async function* scanKeys(pattern: string, count = 1000): AsyncIterable<string[]> {
+    for (const master of cluster.masters) {
+      const node = await cluster.nodeClient(master);
+      yield* node.scanIterator({ MATCH: pattern, COUNT: count });
+    }
+  }
+  return Object.assign(cluster, { scanKeys, mGetBuffers: (keys: string[]) => binary.mGet(keys) });
+}
+
+/** Connects (or, with `background`, starts connecting) and returns a client for either mode. */
 export async function connectRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>, options: RedisOptions = {}): Promise<Redis> {
   const socket = {
     connectTimeout: 2000,
     // Back off up to 2 s between reconnects; never give up (Redis restarts are survivable).
     reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 2000),
   };
-  if (config.redisClusterNodes) {
-    const cluster = createCluster({
-      rootNodes: config.redisClusterNodes.map((node) => ({ url: `redis://${node}` })),
-      defaults: { socket, disableOfflineQueue: options.failFast },
-    });
-    cluster.on('error', (err: Error) => logger.warn('redis cluster error', { err: err.message }));
-    await cluster.connect();
-    return cluster as unknown as Redis;
+  const redis = config.redisClusterNodes
+    ? clusterAdapter(
+        createCluster({
+          rootNodes: config.redisClusterNodes.map((node) => ({ url: `redis://${node}` })),
+          defaults: { socket, disableOfflineQueue: options.failFast },
+        }),
+      )
+    : standaloneAdapter(createClient({ url: config.redisUrl, socket, disableOfflineQueue: options.failFast }));
+  redis.on('error', logRedisError);
+  const connecting = redis.connect();
+  if (options.background) {
+    connecting.catch(() => undefined);
+    return redis;
   }
-  const client = createClient({ url: config.redisUrl, socket, disableOfflineQueue: options.failFast });
-  client.on('error', (err: Error) => logger.warn('redis error', { err: err.message }));
-  await client.connect();
-  return client;
+  if (options.connectWithinMs === undefined) {
+    await connecting;
+    return redis;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis unreachable at ${describeRedisTarget(config)}: no connection within ${options.connectWithinMs} ms`)), options.connectWithinMs);
+  });
+  try {
+    await Promise.race([connecting, timeout]);
+    return redis;
+  } catch (err) {
+    connecting.catch(() => undefined);
+    redis.destroy();
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A Redis outage repeats the same error on every reconnect: one line per distinct message per 30 s. */
+const lastLogged = new Map<string, number>();
+function logRedisError(err: Error): void {
+  const now = Date.now();
+  if ((lastLogged.get(err.message) ?? 0) > now - 30_000) return;
+  lastLogged.set(err.message, now);
+  logger.warn('redis error', { err: err.message });
 }
 
 /**
  * Deletes every key under `prefix` (tests and benchmarks), including the legacy staging key,
- * whose hash tag wraps the prefix (`{prefix…}:staging`). Standalone Redis only (SCAN).
+ * whose hash tag wraps the prefix (`{prefix…}:staging`).
  */
 export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<void> {
   for (const pattern of [`${prefix}*`, `{${prefix}*`]) {
-    for await (const batch of redis.scanIterator({ MATCH: pattern, COUNT: 1000 })) if (batch.length) await redis.del(batch);
+    for await (const batch of redis.scanKeys(pattern)) if (batch.length) await redis.del(batch);
   }
 }
 

@@ -14,6 +14,8 @@ export function createRedisKeys(prefix = '') {
     current: `${p}current`,
     /** STRING: the version that was current before the last switch (R17's first fallback). */
     previous: `${p}previous`,
+    /** HASH enabled, percent: on-call's run-time override of the rollout (R16); absent = environment. */
+    rollout: `${p}rollout`,
     /** STRING: the last version built in shadow mode (R20), for `inspect`. */
     shadow: `${p}shadow`,
     /** LIST of 24-hex video ids in queue order. */

@@ -27,8 +27,12 @@ describe('Redis client and Lua loader', () => {
     const key = `test:lua:${randomBytes(4).toString('hex')}`;
     try {
       await redis.set(key, 'owner-token');
-      await redis.scriptFlush();
-      expect(await redis.scriptExists(loadScript('release-lock').sha)).toEqual([0]);
+      // SCRIPT FLUSH is an operator's command, not part of the service's client interface.
+      const operator = createClient({ url });
+      await operator.connect();
+      await operator.scriptFlush();
+      expect(await operator.scriptExists(loadScript('release-lock').sha)).toEqual([0]);
+      await operator.close();
       expect(await runScript(redis, 'release-lock', [key], ['someone-else'])).toBe(0);
       expect(await runScript(redis, 'release-lock', [key], ['owner-token'])).toBe(1);
       expect(await redis.exists(key)).toBe(0);

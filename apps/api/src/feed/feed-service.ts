@@ -1,21 +1,25 @@
 /**
  * The feed (SPEC R11–R17, V2): which videos a user gets next.
  *
- * Strategies, tried in order, each small and named:
- *  - ring:    the day's ring queue (current version, else the previous one);
- *  - legacy:  random ids from the legacy set (users outside the rollout, or no usable version);
- *  - mongo:   a bounded MongoDB query (Redis failing entirely).
- * Every fallback is logged with its reason and counted.
+ * One ordered chain of named strategies; a page comes from the first that works:
+ *  - `ring`:             the day's ring queue (current version);
+ *  - `previous-version`: the ring of the version before it, when current's keys are gone;
+ *  - `legacy-set`:       random ids from the legacy set (SRANDMEMBER); the only Redis strategy
+ *                        for users outside the rollout;
+ *  - `mongo-fallback`:   a random page of recent approved videos from MongoDB, without Redis.
+ * A page served by any strategy after the chain's first is a degradation: logged with the
+ * reasons of the strategies that failed, and counted in `feed_degradations_total{kind}`.
+ * Every Redis call shares one per-request deadline, so a stalled Redis costs at most that.
  */
-import { BLOCK_SIZE, ELIGIBLE_FILTER, fnv1a32, shuffleInPlace } from '@feed/domain';
+import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
 import { runScript, type Redis, type RedisKeys } from '@feed/storage';
-import { AppError, unavailable } from '../http/errors';
+import { AppError } from '../http/errors';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
-import { withDeadline } from '../with-deadline';
-import { CurrentVersionCache } from './current-version';
+import { Deadline, DeadlineSpentError, RedisCallError } from '../with-deadline';
 import { judgeCandidate } from './candidate-verdict';
+import { FeedSettingsCache, type FeedSettings } from './feed-settings';
 import type { VideoCatalog, VideoInfo } from './video-catalog';
 import type { UserFilter, UserHistory } from '../users/user-history';
 
@@ -29,31 +33,46 @@ export interface FeedPage {
 }
 
 export interface FeedOptions {
+  /** The environment's rollout (R16); on-call's override in Redis takes precedence. */
   enabled: boolean;
   percent: number;
   currentCacheMs: number;
-  /** Upper bound for the ring read (or the legacy read) before falling back. */
-  redisTimeoutMs?: number;
+  /** The Redis budget of one page request (R17). */
+  redisDeadlineMs: number;
 }
+
+export type StrategyName = 'ring' | 'previous-version' | 'legacy-set' | 'mongo-fallback';
 
 /** Most recent approved videos the MongoDB fallback samples from. */
 const MONGO_FALLBACK_POOL = 200;
+const NO_FILTER: UserFilter = { viewed: () => false, notInterested: () => false };
 
-class VersionGoneError extends Error {}
+/** The strategy does not apply (no such version, an empty set): the next one is tried. */
+class NotApplicable extends Error {}
 
 /** FNV-1a of the identity key: a user's rollout bucket never changes. */
 export function rolloutBucket(key: string): number {
   return fnv1a32(key) % 100;
 }
 
-interface RingSlice {
-  length: number;
-  ids: string[];
+interface PageRequest {
+  identity: Identity;
+  pageSize: number;
+  settings: FeedSettings;
+  deadline: Deadline;
+  requestId?: string;
 }
 
+type Strategy = (request: PageRequest) => Promise<FeedPage>;
+
 export class FeedService {
-  readonly versions: CurrentVersionCache;
-  private readonly redisTimeoutMs: number;
+  readonly settings: FeedSettingsCache;
+  private readonly strategies: Record<StrategyName, Strategy> = {
+    ring: (r) => this.ringPage(r, r.settings.current),
+    'previous-version': (r) => this.ringPage(r, r.settings.previous !== r.settings.current ? r.settings.previous : null),
+    'legacy-set': (r) => this.legacyPage(r),
+    'mongo-fallback': (r) => this.mongoPage(r),
+  };
 
   constructor(
     private readonly redis: Redis,
@@ -63,101 +82,111 @@ export class FeedService {
     private readonly metrics: ApiMetrics,
     private readonly options: FeedOptions,
   ) {
-    this.versions = new CurrentVersionCache(redis, keys, options.currentCacheMs);
-    this.redisTimeoutMs = options.redisTimeoutMs ?? 1000;
+    this.settings = new FeedSettingsCache(redis, keys, options.currentCacheMs, { enabled: options.enabled, percent: options.percent }, ({ rollout }) => {
+      metrics.rolloutEnabled.set(rollout.enabled ? 1 : 0);
+      metrics.rolloutPercent.set(rollout.percent);
+    });
+    const { rollout } = this.settings.lastKnown();
+    metrics.rolloutEnabled.set(rollout.enabled ? 1 : 0);
+    metrics.rolloutPercent.set(rollout.percent);
   }
 
-  inRollout(identity: Identity): boolean {
-    return this.options.enabled && rolloutBucket(identity.key) < this.options.percent;
+  /** The strategies tried for this user, in order. */
+  chainFor(identity: Identity, settings: FeedSettings): StrategyName[] {
+    const { enabled, percent } = settings.rollout;
+    const inRollout = enabled && rolloutBucket(identity.key) < percent;
+    return inRollout ? ['ring', 'previous-version', 'legacy-set', 'mongo-fallback'] : ['legacy-set', 'mongo-fallback'];
   }
 
-  /** The next page for this user, from the best strategy that works. */
+  /** The next page for this user, from the first strategy of the chain that works. */
   async nextPage(identity: Identity, pageSize: number, requestId?: string): Promise<FeedPage> {
-    let page: FeedPage;
-    let strategy: string;
-    try {
-      if (!this.inRollout(identity)) {
-        strategy = 'legacy';
-        page = await this.legacyPage(identity, pageSize);
-      } else {
-        try {
-          strategy = 'ring';
-          page = await this.ringPage(identity, pageSize, requestId);
-        } catch (err) {
-          if (err instanceof AppError) throw err;
-          this.degrade('legacy-set', err, requestId);
-          strategy = 'legacy';
-          page = await this.legacyPage(identity, pageSize);
+    const deadline = new Deadline(this.options.redisDeadlineMs);
+    const settings = await this.currentSettings(deadline, requestId);
+    const chain = this.chainFor(identity, settings);
+    const failures: string[] = [];
+    for (const [index, name] of chain.entries()) {
+      try {
+        const page = await this.strategies[name]({ identity, pageSize, settings, deadline, requestId });
+        this.metrics.pages.inc({ strategy: name });
+        if (page.vInfos.length === 0) this.metrics.emptyPages.inc({ strategy: name });
+        if (index > 0) {
+          this.metrics.degradations.inc({ kind: name });
+          logger.warn('feed degraded', { requestId, kind: name, reasons: failures });
         }
+        return page;
+      } catch (err) {
+        // Client errors and "nothing can be served" (503) are answers, not reasons to fall back.
+        if (err instanceof AppError) throw err;
+        if (err instanceof RedisCallError && !(err instanceof DeadlineSpentError)) this.metrics.redisFailures.inc({ operation: name });
+        failures.push(`${name}: ${err instanceof Error ? err.message : String(err)}`);
       }
-    } catch (err) {
-      if (err instanceof AppError) throw err;
-      this.degrade('mongo-fallback', err, requestId);
-      strategy = 'mongo';
-      page = await this.mongoPage(identity, pageSize);
     }
-    this.metrics.pages.inc({ strategy });
-    if (page.vInfos.length === 0) this.metrics.emptyPages.inc({ strategy });
-    return page;
+    throw new Error(`no feed strategy worked: ${failures.join('; ')}`);
   }
 
-  private degrade(kind: 'previous-version' | 'legacy-set' | 'mongo-fallback', reason: unknown, requestId?: string): void {
-    this.metrics.degradations.inc({ kind });
-    if (reason instanceof Error && !(reason instanceof VersionGoneError)) this.metrics.redisFailures.inc({ operation: kind });
-    logger.warn('feed degraded', { requestId, kind, reason: reason instanceof Error ? reason.message : String(reason) });
+  /** Fresh settings, or the last known ones when Redis does not answer within the deadline. */
+  private async currentSettings(deadline: Deadline, requestId?: string): Promise<FeedSettings> {
+    const cached = this.settings.peek();
+    if (cached) return cached;
+    try {
+      return await deadline.run(this.settings.get(), 'feed settings');
+    } catch (err) {
+      this.metrics.redisFailures.inc({ operation: 'settings' });
+      logger.warn('feed settings unreadable, using the last known', { requestId, err: err instanceof Error ? err.message : String(err) });
+      return this.settings.lastKnown();
+    }
   }
 
   /** One Lua call: claims `count` positions of the ring for this user (R11). */
-  private async claim(version: string, userKey: string, count: number): Promise<RingSlice> {
-    const reply = await runScript<Array<number | string>>(this.redis, 'ring-read', [this.keys.queue(version), this.keys.offset(version)], [userKey, String(count)]);
+  private async claim(version: string, request: PageRequest, count: number): Promise<{ length: number; ids: string[] }> {
+    const reply = await request.deadline.run(
+      runScript<Array<number | string>>(this.redis, 'ring-read', [this.keys.queue(version), this.keys.offset(version)], [request.identity.key, String(count)]),
+      'ring claim',
+    );
     const length = Number(reply[0]);
-    if (length === 0) throw new VersionGoneError(`queue of version ${version} is gone`);
+    if (length === 0) {
+      this.settings.invalidate();
+      throw new NotApplicable(`queue of version ${version} is gone`);
+    }
     // reply[1] is the old offset: the ids already start there.
     return { length, ids: reply.slice(2) as string[] };
   }
 
-  /** The version to read: current, or the previous one when current's keys are gone. */
-  private async ringPage(identity: Identity, pageSize: number, requestId?: string): Promise<FeedPage> {
-    // node-redis v5 has no per-command timeout. A disconnected Redis fails at once (the API's
-    // client has no offline queue); a connected but hung one is caught here, when the cached
-    // pointers expire. The ring claim itself is never abandoned midway: its positions are served.
-    const pointers = this.versions.peek() ?? (await withDeadline(this.versions.get(), this.redisTimeoutMs, 'current version'));
-    if (!pointers.current) throw new VersionGoneError('no current version');
-    this.metrics.currentVersion.set(Number(pointers.current) || 0);
-    const filterPromise = this.history.load(identity.key);
-    // Settle it now so an early failure of the ring read does not leave it unhandled.
-    filterPromise.catch(() => undefined);
-    try {
-      return await this.scanRing(pointers.current, identity, pageSize, filterPromise);
-    } catch (err) {
-      if (!(err instanceof VersionGoneError) || !pointers.previous || pointers.previous === pointers.current) throw err;
-      this.versions.invalidate();
-      this.degrade('previous-version', err, requestId);
-      return this.scanRing(pointers.previous, identity, pageSize, filterPromise);
-    }
-  }
-
   /**
-   * Claims positions until the page is full or one whole circle was scanned. Every claimed
-   * position is either served or skipped (taken down, seen, not interested, own video, or
-   * already in this page), so the offset moves past exactly what this request looked at.
+   * Claims positions of `version`'s ring until the page is full or one whole circle was scanned.
+   * Every claimed position is either served or skipped (taken down, seen, not interested, own
+   * video, or already in this page), so the offset moves past exactly what this request looked
+   * at. A claim that happened is served: past the deadline only further claims are given up.
    */
-  private async scanRing(version: string, identity: Identity, pageSize: number, filterPromise: Promise<UserFilter>): Promise<FeedPage> {
+  private async ringPage(request: PageRequest, version: string | null): Promise<FeedPage> {
+    if (!version) throw new NotApplicable('no such version');
+    const { identity, pageSize } = request;
+    const filterPromise = request.deadline.run(this.history.load(identity.key), 'user filter').catch((err: unknown) => {
+      this.metrics.redisFailures.inc({ operation: 'user-filter' });
+      logger.warn('user filter unreadable, serving unfiltered', { requestId: request.requestId, err: err instanceof Error ? err.message : String(err) });
+      return NO_FILTER;
+    });
     const served: VideoInfo[] = [];
     const inPage = new Set<string>();
     const skips = new Map<SkipReason, number>();
-    const skip = (reason: SkipReason) => skips.set(reason, (skips.get(reason) ?? 0) + 1);
     let length = Number.POSITIVE_INFINITY;
     let scanned = 0;
     while (served.length < pageSize && scanned < length) {
-      const slice = await this.claim(version, identity.key, Math.min(pageSize - served.length, length - scanned));
+      let slice: { length: number; ids: string[] };
+      try {
+        slice = await this.claim(version, request, Math.min(pageSize - served.length, length - scanned));
+      } catch (err) {
+        // Positions already claimed are this user's: serve them rather than drop them.
+        if (scanned > 0 && err instanceof RedisCallError) break;
+        throw err;
+      }
       length = slice.length;
       scanned += slice.ids.length;
       const [videos, filter] = await Promise.all([this.catalog.load(slice.ids), filterPromise]);
       for (const id of slice.ids) {
         const video = videos.get(id);
         const verdict = judgeCandidate(id, video, filter, identity, inPage);
-        if (verdict !== 'serve') skip(verdict);
+        if (verdict !== 'serve') skips.set(verdict, (skips.get(verdict) ?? 0) + 1);
         else {
           inPage.add(id);
           served.push(this.catalog.infoOf(video!));
@@ -165,6 +194,7 @@ export class FeedService {
       }
     }
     for (const [reason, count] of skips) this.metrics.skipped.inc({ reason }, count);
+    this.metrics.currentVersion.set(Number(request.settings.current) || 0);
     return {
       vInfos: served,
       totalPages: Math.ceil(length / BLOCK_SIZE),
@@ -175,30 +205,20 @@ export class FeedService {
   }
 
   /** The old behaviour: random ids from the legacy set (SRANDMEMBER), re-checked against R1. */
-  private async legacyPage(identity: Identity, pageSize: number): Promise<FeedPage> {
-    const [ids, size] = await withDeadline(
+  private async legacyPage({ identity, pageSize, deadline }: PageRequest): Promise<FeedPage> {
+    const [ids, size] = await deadline.run(
       Promise.all([this.redis.sRandMemberCount(this.keys.legacyIds, pageSize), this.redis.sCard(this.keys.legacyIds)]),
-      this.redisTimeoutMs,
       'legacy set',
     );
-    if (ids.length === 0) throw new Error('legacy set is empty');
+    if (ids.length === 0) throw new NotApplicable('legacy set is empty');
     const vInfos = await this.catalog.servable(ids, identity.userId);
     return { vInfos, totalPages: Math.ceil(size / BLOCK_SIZE), hasNext: size > 0, queueVersion: 'legacy' };
   }
 
   /** Last resort without Redis: a random page of the most recent approved short videos. */
-  private async mongoPage(identity: Identity, pageSize: number): Promise<FeedPage> {
-    const recent = await this.catalog.model
-      .find(ELIGIBLE_FILTER)
-      .sort({ reviewAt: -1 })
-      .limit(MONGO_FALLBACK_POOL)
-      .select({ _id: 1, authorId: 1 })
-      .lean()
-      .catch((err: Error) => {
-        throw unavailable(`feed unavailable: Redis and MongoDB both failing (${err.message})`);
-      });
-    const pool = recent.filter((v) => v.authorId !== identity.userId).map((v) => v._id.toHexString());
-    const vInfos = await this.catalog.servable(shuffleInPlace(pool, Math.random).slice(0, pageSize));
+  private async mongoPage({ identity, pageSize }: PageRequest): Promise<FeedPage> {
+    const recent = await this.catalog.recentServableIds(MONGO_FALLBACK_POOL, identity.userId);
+    const vInfos = await this.catalog.servable(shuffleInPlace(recent, Math.random).slice(0, pageSize));
     return { vInfos, totalPages: Math.ceil(recent.length / BLOCK_SIZE), hasNext: recent.length > 0, queueVersion: 'fallback' };
   }
 }

@@ -3,7 +3,7 @@
  * (VIDEO_CACHE_MS) is the longest a taken-down video can still be served by one instance.
  */
 import { Types } from 'mongoose';
-import { isEligible } from '@feed/domain';
+import { ELIGIBLE_FILTER, isEligible } from '@feed/domain';
 import { unavailable } from '../http/errors';
 import type { VideoDoc, VideoModel } from '@feed/storage';
 
@@ -126,6 +126,20 @@ export class VideoCatalog {
       const video = videos.get(id);
       return video && isEligible(video) && (exceptAuthorId === undefined || video.authorId !== exceptAuthorId) ? [this.infoOf(video)] : [];
     });
+  }
+
+  /** Ids of the `limit` most recently approved servable videos, without `exceptAuthorId`'s own (the MongoDB fallback). */
+  async recentServableIds(limit: number, exceptAuthorId?: string): Promise<string[]> {
+    const recent = await this.model
+      .find(ELIGIBLE_FILTER)
+      .sort({ reviewAt: -1 })
+      .limit(limit)
+      .select({ _id: 1, authorId: 1 })
+      .lean()
+      .catch((err: Error) => {
+        throw unavailable(`video store unavailable: ${err.message}`);
+      });
+    return recent.filter((v) => exceptAuthorId === undefined || v.authorId !== exceptAuthorId).map((v) => v._id.toHexString());
   }
 
   async get(id: string): Promise<CatalogVideo | undefined> {

@@ -1,15 +1,19 @@
-/** Admin endpoints of the API, behind the admin credentials (SPEC C). */
+/** Admin endpoints of the API, behind the admin credentials (SPEC C): explain and the rollout kill switch (R16). */
 import { Router } from 'express';
 import Joi from 'joi';
 import { basicAuth } from '@feed/admin-auth';
-import { VERSION_PATTERN, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import type { Config } from '@feed/config';
+import { clearRolloutOverride, readRolloutOverride, resolveRollout, VERSION_PATTERN, writeRolloutOverride, type Redis, type RedisKeys, type Rollout, type VideoModel } from '@feed/storage';
 import { notFound } from '../http/errors';
 import { DEVICE_ID, guestIdentity, USER_ID, userIdentity } from '../http/identity';
-import { validateQuery } from '../http/validate';
+import { validateBody, validateQuery } from '../http/validate';
 import { explainNextPage } from '../feed/explain';
+import type { FeedService } from '../feed/feed-service';
 import type { VideoCatalog } from '../feed/video-catalog';
 import type { UserHistory } from '../users/user-history';
 import { MAX_PAGE_SIZE } from './feed-routes';
+
+const REALM = 'feed-api';
 
 const explainQuery = Joi.object({
   user: Joi.string().pattern(USER_ID),
@@ -18,27 +22,53 @@ const explainQuery = Joi.object({
   pageSize: Joi.number().integer().min(1).max(MAX_PAGE_SIZE).default(20),
 }).xor('user', 'device');
 
+/** Strict types: "true" or "50" as strings are rejected, so a typo never half-applies. */
+const rolloutBody = Joi.object({
+  enabled: Joi.boolean().strict(),
+  percent: Joi.number().integer().strict().min(0).max(100),
+}).or('enabled', 'percent');
+
 export interface AdminRouteDeps {
+  config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent'>;
   redis: Redis;
   keys: RedisKeys;
   catalog: VideoCatalog;
   videos: VideoModel;
   history: UserHistory;
-  adminUser: string;
-  adminPassword: string;
+  feed: FeedService;
 }
 
 export function adminRoutes(deps: AdminRouteDeps): Router {
+  const { config, redis, keys, feed } = deps;
   const router = Router();
-  router.use('/api/admin', basicAuth(deps.adminUser, deps.adminPassword));
+  router.use('/api/admin', basicAuth(config.adminUser, config.adminPassword, REALM));
+
   router.get('/api/admin/explain', async (req, res) => {
     const query = validateQuery(explainQuery, req) as { user?: string; device?: string; version?: string; pageSize: number };
     const identity = query.user ? userIdentity(query.user) : guestIdentity(query.device!);
-    const version = query.version ?? (await deps.redis.get(deps.keys.current));
+    const version = query.version ?? (await redis.get(keys.current));
     if (!version) throw notFound('no current version');
     const explanation = await explainNextPage(deps, identity, version, query.pageSize);
     if (!explanation) throw notFound(`version ${version} has no queue in Redis`);
     res.json(explanation);
+  });
+
+  const environment: Rollout = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
+  /** The values in force after a change; this instance applies them at once, the others within CURRENT_CACHE_MS. */
+  const rolloutInForce = async () => {
+    feed.settings.invalidate();
+    return { ...resolveRollout(environment, await readRolloutOverride(redis, keys)), environment };
+  };
+  router.get('/api/admin/rollout', async (_req, res) => {
+    res.json(await rolloutInForce());
+  });
+  router.put('/api/admin/rollout', async (req, res) => {
+    await writeRolloutOverride(redis, keys, validateBody(rolloutBody, req) as Partial<Rollout>);
+    res.json(await rolloutInForce());
+  });
+  router.delete('/api/admin/rollout', async (_req, res) => {
+    await clearRolloutOverride(redis, keys);
+    res.json(await rolloutInForce());
   });
   return router;
 }

@@ -1,4 +1,8 @@
-/** Liveness, readiness and metrics for the orchestrator and Prometheus. */
+/**
+ * Liveness, readiness and metrics for the orchestrator and Prometheus (SPEC R17).
+ * `/healthz` depends on nothing. `/readyz` is 200 while this instance can serve a page, i.e.
+ * while MongoDB answers (without Redis the feed degrades to MongoDB); 503 only when it cannot.
+ */
 import { Router } from 'express';
 import type { Connection } from 'mongoose';
 import type { Redis, RedisKeys } from '@feed/storage';
@@ -6,23 +10,33 @@ import type { ApiMetrics } from '../metrics';
 import { openApiDocument } from '../openapi';
 import { withDeadline } from '../with-deadline';
 
-export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Connection; metrics: ApiMetrics }): Router {
+/** MongoDB's probe gets longer than a Redis read: a slow primary election is not "down". */
+const MONGO_PROBE_MS = 1000;
+
+export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Connection; metrics: ApiMetrics; deadlineMs: number }): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
   router.get('/readyz', async (_req, res) => {
-    const check = async (probe: () => Promise<unknown>) => {
+    const check = async (dependency: string, probe: () => Promise<unknown>, ms: number) => {
+      let up = false;
       try {
-        await withDeadline(probe(), 1000, 'readiness probe');
-        return 'ok';
+        await withDeadline(probe(), ms, `${dependency} readiness probe`);
+        up = true;
       } catch {
-        return 'down';
+        up = false;
       }
+      deps.metrics.dependencyUp.set({ dependency }, up ? 1 : 0);
+      return up ? 'ok' : 'down';
     };
-    // A keyed read rather than PING: it routes on Redis Cluster too.
-    const [redis, mongo] = await Promise.all([check(() => deps.redis.get(deps.keys.current)), check(() => deps.mongo.db!.command({ ping: 1 }))]);
-    res.status(redis === 'ok' && mongo === 'ok' ? 200 : 503).json({ redis, mongo });
+    const [redis, mongo] = await Promise.all([
+      // A keyed read rather than PING: it routes on Redis Cluster too.
+      check('redis', () => deps.redis.get(deps.keys.current), deps.deadlineMs),
+      check('mongo', () => deps.mongo.db!.command({ ping: 1 }), MONGO_PROBE_MS),
+    ]);
+    const ready = mongo === 'ok';
+    res.status(ready ? 200 : 503).json({ status: ready ? (redis === 'ok' ? 'ready' : 'degraded') : 'unavailable', redis, mongo });
   });
   router.get('/openapi.json', (_req, res) => {
     res.json(openApiDocument);

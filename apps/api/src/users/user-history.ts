@@ -3,7 +3,6 @@
  * fingerprints. Both keys of a user share the user's hash tag; the feed reads them with one
  * pipelined round trip, in parallel with the ring read (which is in the version's slot).
  */
-import { RESP_TYPES } from 'redis';
 import { decodeFingerprints, fingerprint, fingerprintNumber, runScript, type Redis, type RedisKeys } from '@feed/storage';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -22,15 +21,11 @@ export interface UserFilter {
 }
 
 export class UserHistory {
-  private readonly binary: Redis;
-
   constructor(
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
     private readonly options: UserHistoryOptions,
-  ) {
-    this.binary = redis.withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer }) as unknown as Redis;
-  }
+  ) {}
 
   /** Appends to one of the user's bounded lists (newest last, oldest dropped past `max`). */
   private append(key: string, videoId: string, max: number, ttlMs: number): Promise<number> {
@@ -51,7 +46,7 @@ export class UserHistory {
 
   async load(userKey: string): Promise<UserFilter> {
     // One MGET: both keys carry the user's hash tag, so this works on Redis Cluster too.
-    const [views, marks] = (await this.binary.mGet([this.keys.views(userKey), this.keys.notInterested(userKey)])) as unknown as [Buffer | null, Buffer | null];
+    const [views, marks] = await this.redis.mGetBuffers([this.keys.views(userKey), this.keys.notInterested(userKey)]);
     const viewed = decodeFingerprints(views);
     const notInterested = decodeFingerprints(marks);
     return {

@@ -32,7 +32,8 @@ export class WatchCounter {
   /** Registers a watch of `videoId` today (idempotent per user, video and day). */
   async register(userKey: string, videoId: string, now = new Date()): Promise<WatchCount> {
     const key = this.key(userKey, now);
-    const [, , used] = (await this.redis.multi().sAdd(key, videoId).expire(key, KEEP_SECONDS).sCard(key).exec()) as unknown as [number, number, number];
+    // Pipelined on one connection, so SCARD sees the SADD; no transaction is needed for a count.
+    const [, , used] = await Promise.all([this.redis.sAdd(key, videoId), this.redis.expire(key, KEEP_SECONDS), this.redis.sCard(key)]);
     return { watchCount: Math.max(0, this.totalWatch - Number(used)), totalWatchCount: this.totalWatch };
   }
 }

@@ -77,7 +77,7 @@ export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, 
 export async function listVersions(redis: Redis, keys: RedisKeys): Promise<string[]> {
   const versions = new Set<string>();
   const match = keys.meta('*');
-  for await (const batch of redis.scanIterator({ MATCH: match, COUNT: 500 })) {
+  for await (const batch of redis.scanKeys(match, 500)) {
     for (const key of batch) {
       const version = /\{(\d{8})\}$/.exec(key)?.[1];
       if (version) versions.add(version);

@@ -1,18 +1,21 @@
 /**
  * The queue inspector (next to the dashboard, same credentials): versions, meta, block
- * composition, score distribution and the shadow version's diff.
+ * composition, score distribution, the shadow version's diff, and the settings in force.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Router } from 'express';
+import { CronExpressionParser } from 'cron-parser';
 import { Types } from 'mongoose';
-import type { Redis, RedisKeys, VideoModel } from '@feed/storage';
+import type { Config } from '@feed/config';
+import { readRolloutOverride, resolveRollout, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 import { diffVersions, listVersions, reportVersion, versionPointers } from './inspect-versions';
 
 /** Scores are sampled from the head of the queue: what users see first, bounded work. */
 const SCORE_SAMPLE = 2000;
 const SCORE_BUCKETS = 12;
-const PAGE = readFileSync(path.join(__dirname, 'inspector.html'), 'utf8');
+// Beside `src/` and `dist/` alike: the page ships with the deployable (package.json `files`).
+const PAGE = readFileSync(path.join(__dirname, '../../assets/inspector.html'), 'utf8');
 
 export interface ScoreHistogram {
   sampled: number;
@@ -33,22 +36,46 @@ async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel,
   return { sampled: scores.length, buckets };
 }
 
-export function inspectorRoutes(deps: { redis: Redis; keys: RedisKeys; videos: VideoModel }): Router {
+/** When the scheduler runs the daily build next (ISO-8601 in the business time zone). */
+export function nextBuildAt(cron: string, timeZone: string, from = new Date()): string {
+  return CronExpressionParser.parse(cron, { tz: timeZone, currentDate: from }).next().toISOString() ?? '';
+}
+
+export interface InspectorDeps {
+  config: Pick<Config, 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'shortRecommendCron' | 'businessTimeZone'>;
+  redis: Redis;
+  keys: RedisKeys;
+  videos: VideoModel;
+}
+
+export function inspectorRoutes({ config, redis, keys, videos }: InspectorDeps): Router {
   const router = Router();
-  router.get('/', (_req, res) => {
+  router.get('/', (req, res) => {
+    // The page loads `api/summary` relative to itself: `/admin/inspector` must become `/admin/inspector/`.
+    if (!req.originalUrl.split('?')[0].endsWith('/')) {
+      res.redirect(301, `${req.baseUrl}/`);
+      return;
+    }
     res.type('html').send(PAGE);
   });
   router.get('/api/summary', async (_req, res) => {
-    const { redis, keys } = deps;
     const pointers = await versionPointers(redis, keys);
     const versions = (await listVersions(redis, keys)).slice(0, 7);
     const reports = await Promise.all(versions.map((v) => reportVersion(redis, keys, v, pointers)));
     const focus = pointers.current ?? versions[0];
-    const [scores, shadowDiff] = await Promise.all([
-      focus ? scoreHistogram(redis, keys, deps.videos, focus) : undefined,
+    const [scores, shadowDiff, override] = await Promise.all([
+      focus ? scoreHistogram(redis, keys, videos, focus) : undefined,
       pointers.shadow && pointers.current && pointers.shadow !== pointers.current ? diffVersions(redis, keys, pointers.current, pointers.shadow) : undefined,
+      readRolloutOverride(redis, keys),
     ]);
-    res.json({ pointers, versions: reports, scores: scores ? { version: focus, ...scores } : null, shadowDiff: shadowDiff ?? null });
+    res.json({
+      pointers,
+      versions: reports,
+      scores: scores ? { version: focus, ...scores } : null,
+      shadowDiff: shadowDiff ?? null,
+      rollout: resolveRollout({ enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent }, override),
+      nextBuildAt: nextBuildAt(config.shortRecommendCron, config.businessTimeZone),
+    });
   });
   return router;
 }

@@ -7,7 +7,7 @@ import IORedis, { Cluster } from 'ioredis';
 import type { Config } from '@feed/config';
 import type { Logger } from '@feed/logger';
 import { withLogContext } from '@feed/logger';
-import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../build/daily-build';
+import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../daily-build/daily-build';
 import { recordBuildMeta, type WorkerMetrics } from '../metrics';
 
 export const BUILD_QUEUE = 'short-recommend-build';
@@ -64,8 +64,33 @@ export function toBuildOptions(data: BuildJobData = {}): BuildOptions {
   return { at, force: Boolean(data.force), shadow: Boolean(data.shadow) };
 }
 
-export async function startBuildQueue(options: BuildQueueOptions): Promise<{ queue: Queue; worker?: Worker; close(): Promise<void> }> {
+/** How long a shutdown waits for an active build before aborting it (within D4's 10 s). */
+export const BUILD_SHUTDOWN_GRACE_MS = 6_000;
+/** The same BullMQ error is logged at most once per this interval (a Redis outage repeats it). */
+const ERROR_LOG_INTERVAL_MS = 30_000;
+
+export interface BuildQueue {
+  queue: Queue<BuildJobData>;
+  worker?: Worker<BuildJobData, BuildResult>;
+  /** Stops taking jobs; an active build gets BUILD_SHUTDOWN_GRACE_MS, then is aborted (its lock released). */
+  close(): Promise<void>;
+}
+
+/** Logs BullMQ `error` events as structured lines, once per distinct message per interval. */
+function errorLogger(logger: Logger, source: string): (err: Error) => void {
+  const lastLogged = new Map<string, number>();
+  return (err) => {
+    const now = Date.now();
+    const last = lastLogged.get(err.message);
+    if (last !== undefined && now - last < ERROR_LOG_INTERVAL_MS) return;
+    lastLogged.set(err.message, now);
+    logger.warn('bullmq error', { source, err: err.message });
+  };
+}
+
+export async function startBuildQueue(options: BuildQueueOptions): Promise<BuildQueue> {
   const { logger, metrics } = options;
+  const activeBuilds = new Set<AbortController>();
   // BullMQ gets clients of its own (the worker's blocks on BZPOPMIN) and we close them after it.
   const connections: BullConnection[] = [];
   const connection = () => {
@@ -75,6 +100,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<{ que
   };
   // Jobs added by hand in the dashboard get the same retries and backoff as scheduled ones.
   const queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connection(), prefix: options.prefix, defaultJobOptions: BUILD_JOB_OPTIONS });
+  queue.on('error', errorLogger(logger, 'queue'));
   await queue.upsertJobScheduler(
     SCHEDULER_ID,
     { pattern: options.cron, tz: options.timeZone },
@@ -89,9 +115,12 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<{ que
       (job: Job<BuildJobData>) =>
         withLogContext({ jobId: job.id }, async () => {
           const endTimer = metrics.buildDuration.startTimer();
+          const abort = new AbortController();
+          activeBuilds.add(abort);
           try {
             const result = await runDailyBuild(options.deps, {
               ...toBuildOptions(job.data),
+              signal: abort.signal,
               onProgress: (phase, percent) => job.updateProgress({ phase, percent }),
             });
             endTimer({ result: result.status });
@@ -102,17 +131,24 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<{ que
             endTimer({ result: 'failed' });
             metrics.builds.inc({ result: 'failed' });
             throw err;
+          } finally {
+            activeBuilds.delete(abort);
           }
         }),
       { connection: connection(), prefix: options.prefix, concurrency: 1 },
     );
     worker.on('failed', (job, err) => logger.error('build job failed', { jobId: job?.id, attempt: job?.attemptsMade, err }));
+    worker.on('error', errorLogger(logger, 'worker'));
   }
   return {
     queue,
     worker,
     async close() {
+      const abortAfterGrace = setTimeout(() => {
+        for (const build of activeBuilds) build.abort(new Error('worker shutting down: build aborted, lock released'));
+      }, BUILD_SHUTDOWN_GRACE_MS);
       await worker?.close();
+      clearTimeout(abortAfterGrace);
       await queue.close();
       await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));
     },

@@ -36,6 +36,8 @@ export interface BuildOptions {
   force?: boolean;
   /** Build and verify without switching `current` (R20). */
   shadow?: boolean;
+  /** Aborts the build between phases and batches (worker shutdown): the lock is released, `current` untouched. */
+  signal?: AbortSignal;
   /** Called at each phase with an overall percentage, for BullMQ progress and logs. */
   onProgress?: (phase: BuildPhase, percent: number) => void | Promise<void>;
 }
@@ -73,7 +75,7 @@ export interface BuildResult {
 export class BuildVerificationError extends Error {}
 
 /** Streams eligible videos with a cursor, keeping only what assembly needs. */
-async function readCandidates(videos: VideoModel): Promise<Candidate[]> {
+async function readCandidates(videos: VideoModel, signal?: AbortSignal): Promise<Candidate[]> {
   const candidates: Candidate[] = [];
   const cursor = videos
     .find(ELIGIBLE_FILTER)
@@ -81,6 +83,7 @@ async function readCandidates(videos: VideoModel): Promise<Candidate[]> {
     .lean()
     .cursor({ batchSize: READ_BATCH });
   for await (const video of cursor) {
+    signal?.throwIfAborted();
     candidates.push({ id: video._id.toHexString(), score: recommendScore(video), reviewAt: video.reviewAt ? new Date(video.reviewAt).getTime() : null });
   }
   return candidates;
@@ -94,8 +97,9 @@ async function pushInBatches(redis: Redis, key: string, ids: string[], command: 
 }
 
 /** Writes the score every queued video was built with as `recommendScore(At)` (R9). */
-async function writeBackScores(videos: VideoModel, candidates: Candidate[], at: Date): Promise<void> {
+async function writeBackScores(videos: VideoModel, candidates: Candidate[], at: Date, signal?: AbortSignal): Promise<void> {
   for (let i = 0; i < candidates.length; i += SCORE_BATCH) {
+    signal?.throwIfAborted();
     await videos.bulkWrite(
       candidates.slice(i, i + SCORE_BATCH).map((c) => ({
         updateOne: { filter: { _id: c.id }, update: { $set: { recommendScore: c.score, recommendScoreAt: at } } },
@@ -112,6 +116,7 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
   const timings: BuildResult['timings'] = {};
   let phaseStarted = Date.now();
   const phase = async (name: BuildPhase, percent: number) => {
+    options.signal?.throwIfAborted();
     logger.info('daily build phase', { version, phase: name, percent });
     await options.onProgress?.(name, percent);
   };
@@ -140,7 +145,7 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
   const stagingLegacy = keys.legacyIdsStaging;
   try {
     await phase('read', 5);
-    const candidates = await readCandidates(deps.videos);
+    const candidates = await readCandidates(deps.videos, options.signal);
     finishPhase('read');
 
     await phase('assemble', 35);
@@ -211,7 +216,7 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
     finishPhase('legacy');
 
     await phase('scores', 90);
-    await writeBackScores(deps.videos, candidates, generatedAt);
+    await writeBackScores(deps.videos, candidates, generatedAt, options.signal);
     await redis.hSet(keys.meta(version), 'completedAt', new Date().toISOString());
     finishPhase('scores');
     logger.info('daily build done', { version, length: ids.length, high: pools.high.length, fresh: pools.fresh.length, timings });

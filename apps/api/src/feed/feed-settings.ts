@@ -1,0 +1,60 @@
+/**
+ * What the feed reads before every page: which version to serve (`current`, and `previous` for
+ * R17's first fallback) and the rollout in force (R16's run-time override over the environment).
+ * They are read outside the ring script — on Redis Cluster they live in other slots than the
+ * version's keys — and cached in process for CURRENT_CACHE_MS (<= 5 s), so a version switch or a
+ * kill switch reaches every instance within that time.
+ */
+import { readRolloutOverride, resolveRollout, type Redis, type RedisKeys, type Rollout, type RolloutInForce } from '@feed/storage';
+
+export interface FeedSettings {
+  current: string | null;
+  previous: string | null;
+  rollout: RolloutInForce;
+}
+
+export class FeedSettingsCache {
+  private cached?: { value: FeedSettings; expiresAt: number };
+  private inflight?: Promise<FeedSettings>;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly ttlMs: number,
+    /** The environment's rollout, in force when no override is set or Redis cannot be read. */
+    private readonly defaults: Rollout,
+    private readonly onRefresh: (settings: FeedSettings) => void = () => undefined,
+  ) {}
+
+  /** The cached settings while fresh, without waiting. */
+  peek(now = Date.now()): FeedSettings | undefined {
+    return this.cached && this.cached.expiresAt > now ? this.cached.value : undefined;
+  }
+
+  /** The last settings read, however old; with nothing read yet, the environment's rollout and no version. */
+  lastKnown(): FeedSettings {
+    return this.cached?.value ?? { current: null, previous: null, rollout: resolveRollout(this.defaults, {}) };
+  }
+
+  async get(now = Date.now()): Promise<FeedSettings> {
+    const fresh = this.peek(now);
+    if (fresh) return fresh;
+    // One Redis round trip per instance per expiry, however many requests arrive meanwhile.
+    this.inflight ??= Promise.all([this.redis.get(this.keys.current), this.redis.get(this.keys.previous), readRolloutOverride(this.redis, this.keys)])
+      .then(([current, previous, override]) => {
+        const value = { current: current ?? null, previous: previous ?? null, rollout: resolveRollout(this.defaults, override) };
+        this.cached = { value, expiresAt: Date.now() + this.ttlMs };
+        this.onRefresh(value);
+        return value;
+      })
+      .finally(() => {
+        this.inflight = undefined;
+      });
+    return this.inflight;
+  }
+
+  /** Forget the cached settings (the version they name turned out to be gone, or on-call changed the rollout). */
+  invalidate(): void {
+    this.cached = undefined;
+  }
+}

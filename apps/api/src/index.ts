@@ -1,0 +1,11 @@
+/**
+ * The API's public entry: what the CLI, the benchmarks and cross-package tests may use.
+ * `main.ts` is the runnable entry (`node dist/main.js`).
+ */
+export { createApp, type Api, type ApiDeps } from './app';
+export { startApi, type RunningApi } from './main';
+export { createApiMetrics, type ApiMetrics } from './metrics';
+export { explainNextPage, type Explanation } from './feed/explain';
+export { VideoCatalog } from './feed/video-catalog';
+export { guestIdentity, userIdentity, type Identity } from './http/identity';
+export { UserHistory } from './users/user-history';

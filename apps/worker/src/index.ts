@@ -1,0 +1,10 @@
+/**
+ * The worker's public entry: what the CLI, `pnpm start`, the benchmarks and cross-package tests
+ * may use. `main.ts` is the runnable entry (`node dist/main.js`).
+ */
+export { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from './app';
+export { startWorker, type RunningWorker } from './main';
+export { buildDepsFrom, runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from './daily-build/daily-build';
+export { BUILD_QUEUE, bullConnectionFactory, startBuildQueue, type BuildJobData } from './jobs/build-queue';
+export { createWorkerMetrics, type WorkerMetrics } from './metrics';
+export { diffVersions, listVersions, reportVersion, versionPointers } from './inspect/inspect-versions';

@@ -1,0 +1,66 @@
+/**
+ * Process life of the deployables (SPEC D4): the first SIGTERM/SIGINT stops taking work and lets
+ * what is held finish or be handed back, within a hard deadline; a second signal exits at once.
+ */
+import type { Server } from 'node:http';
+import { logger } from '@feed/logger';
+
+/** Everything must be closed within this, whatever hangs (the orchestrator's grace is 10 s+). */
+export const SHUTDOWN_DEADLINE_MS = 9_500;
+/** How long in-flight HTTP requests may take to finish before their sockets are cut. */
+export const HTTP_DRAIN_MS = 5_000;
+
+/**
+ * Calls `stop` on the first SIGTERM or SIGINT and exits 0 when it resolves (1 when it fails or
+ * misses the deadline); a second signal exits at once with 130.
+ */
+export function exitOnSignals(name: string, stop: () => Promise<void>, deadlineMs = SHUTDOWN_DEADLINE_MS): void {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn(`${name} exiting at once on a second signal`, { signal });
+      process.exit(130);
+    }
+    stopping = true;
+    logger.info(`${name} shutting down`, { signal });
+    setTimeout(() => {
+      logger.error(`${name} shutdown missed its deadline, exiting`, { deadlineMs });
+      process.exit(1);
+    }, deadlineMs).unref();
+    stop().then(
+      () => {
+        logger.info(`${name} stopped`);
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error(`${name} shutdown failed`, { err });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+/**
+ * Stops accepting connections, closes idle and half-sent ones (keep-alive sockets, a client that
+ * never finishes its request headers), lets requests in flight finish, and cuts whatever is
+ * still open after `drainMs`.
+ */
+export function closeHttpServer(server: Server, drainMs = HTTP_DRAIN_MS): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) {
+      resolve();
+      return;
+    }
+    // A connection that finishes its response becomes idle; close those as they appear.
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    const cut = setTimeout(() => server.closeAllConnections(), drainMs);
+    server.close(() => {
+      clearInterval(sweep);
+      clearTimeout(cut);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

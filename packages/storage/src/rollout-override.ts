@@ -1,0 +1,48 @@
+/**
+ * The rollout kill switch (SPEC R16): the environment gives the defaults of `enabled` and
+ * `percent`; on-call overrides either at run time in one Redis hash, and every API instance
+ * applies it within CURRENT_CACHE_MS. Clearing the hash returns to the environment's values.
+ */
+import type { Redis } from './redis-client';
+import type { RedisKeys } from './redis-keys';
+
+export interface Rollout {
+  enabled: boolean;
+  percent: number;
+}
+
+export type RolloutSource = 'override' | 'environment';
+
+export interface RolloutInForce extends Rollout {
+  source: { enabled: RolloutSource; percent: RolloutSource };
+}
+
+/** The override's fields; a field that is absent or unreadable is not overridden. */
+export async function readRolloutOverride(redis: Redis, keys: RedisKeys): Promise<Partial<Rollout>> {
+  const fields = await redis.hGetAll(keys.rollout);
+  const override: Partial<Rollout> = {};
+  if (fields.enabled === 'true' || fields.enabled === 'false') override.enabled = fields.enabled === 'true';
+  const percent = Number(fields.percent);
+  if (fields.percent !== undefined && Number.isInteger(percent) && percent >= 0 && percent <= 100) override.percent = percent;
+  return override;
+}
+
+/** Sets the given fields of the override (callers validate: enabled boolean, percent 0-100 integer). */
+export async function writeRolloutOverride(redis: Redis, keys: RedisKeys, override: Partial<Rollout>): Promise<void> {
+  const fields: Record<string, string> = {};
+  if (override.enabled !== undefined) fields.enabled = String(override.enabled);
+  if (override.percent !== undefined) fields.percent = String(override.percent);
+  if (Object.keys(fields).length > 0) await redis.hSet(keys.rollout, fields);
+}
+
+export async function clearRolloutOverride(redis: Redis, keys: RedisKeys): Promise<void> {
+  await redis.del(keys.rollout);
+}
+
+export function resolveRollout(defaults: Rollout, override: Partial<Rollout>): RolloutInForce {
+  return {
+    enabled: override.enabled ?? defaults.enabled,
+    percent: override.percent ?? defaults.percent,
+    source: { enabled: override.enabled === undefined ? 'environment' : 'override', percent: override.percent === undefined ? 'environment' : 'override' },
+  };
+}

@@ -1,0 +1,32 @@
+/**
+ * Development tooling only: when `MONGO_URL` is unset (and not in production), starts the
+ * embedded MongoDB-protocol server on EMBEDDED_MONGO_PORT — or reuses the one another local
+ * process already started there — and sets `MONGO_URL` for the deployables started next. The
+ * deployables themselves never start it: they require `MONGO_URL` (SPEC D2).
+ */
+import { startEmbeddedMongo, type EmbeddedMongo } from '@feed/embedded-mongo';
+import { loadConfig } from '@feed/config';
+import { logger } from '@feed/logger';
+
+export const LOCAL_DATABASE = 'shortfeed';
+
+export interface LocalMongo {
+  /** Set when this process started the embedded server. */
+  embedded?: EmbeddedMongo;
+  stop(): Promise<void>;
+}
+
+export async function useLocalMongo(env: NodeJS.ProcessEnv = process.env): Promise<LocalMongo> {
+  if (env.MONGO_URL || env.NODE_ENV === 'production') return { stop: async () => undefined };
+  const port = loadConfig(env).embeddedMongoPort;
+  let embedded: EmbeddedMongo | undefined;
+  try {
+    embedded = await startEmbeddedMongo({ port });
+    logger.info('embedded mongodb started', { uri: embedded.uri });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    logger.info('embedded mongodb already running, reusing it', { port });
+  }
+  env.MONGO_URL = `mongodb://127.0.0.1:${port}/${LOCAL_DATABASE}`;
+  return { embedded, stop: async () => embedded?.stop() };
+}
