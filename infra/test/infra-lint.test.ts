@@ -67,6 +67,7 @@ describe('Kubernetes manifests', () => {
   });
 
   it('when the api Deployment is read, then it probes /healthz and /readyz', () => {
+    // eslint-disable-next-line no-restricted-syntax -- the parsed YAML document, narrowed to the fields under test
     const api = documents.find((d) => d.manifest.kind === 'Deployment' && d.manifest.metadata.name === 'short-feed-api')!.manifest as unknown as {
       spec: { template: { spec: { containers: Array<{ readinessProbe: { httpGet: { path: string } }; livenessProbe: { httpGet: { path: string } } }> } } };
     };

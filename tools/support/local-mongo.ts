@@ -17,6 +17,7 @@ export interface LocalMongo {
 }
 
 export async function useLocalMongo(env: NodeJS.ProcessEnv = process.env): Promise<LocalMongo> {
+  if (env.MONGO_URL === '') delete env.MONGO_URL; // `MONGO_URL=` in a shell means unset
   if (env.MONGO_URL || env.NODE_ENV === 'production') return { stop: async () => undefined };
   const port = loadConfig(env).embeddedMongoPort;
   let embedded: EmbeddedMongo | undefined;

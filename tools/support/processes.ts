@@ -34,8 +34,8 @@ export interface Managed {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export function startProcess(args: string[], env: Record<string, string>, command = process.execPath): Managed {
-  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startProcess(args: string[], env: Record<string, string>, command = process.execPath, options: { detached?: boolean } = {}): Managed {
+  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: options.detached });
   const output: string[] = [];
   child.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
@@ -51,7 +51,8 @@ export function startProcess(args: string[], env: Record<string, string>, comman
   };
 }
 
-export const tsx = (file: string, ...args: string[]) => ['--import', 'tsx', path.join(ROOT, file), ...args];
+/** Node arguments that run a TypeScript file with the workspace packages resolved to their sources. */
+export const tsx = (file: string, ...args: string[]) => ['--conditions=@feed/source', '--import', 'tsx', path.join(ROOT, file), ...args];
 
 /** A Redis server of the suite's own (with an append-only file, so a restart keeps data). */
 export async function startRedis(port: number, dir: string): Promise<Managed> {

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
 import { logger } from '@feed/logger';
-import { closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, reconcileRecommendCounters, videoModel } from '@feed/storage';
+import { closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readMeta, reconcileRecommendCounters, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
 import { buildDepsFrom } from './daily-build/daily-build';
 import { bullConnectionFactory, startBuildQueue, type BuildQueue } from './jobs/build-queue';
@@ -25,7 +25,13 @@ export async function startWorker(config: Config = loadConfig()): Promise<Runnin
   const keys = createRedisKeys(config.redisKeyPrefix);
   const videos = videoModel(mongo.connection);
   await videos.init(); // R19 indexes
-  const metrics = createWorkerMetrics({ defaultMetrics: true });
+  const metrics = createWorkerMetrics({
+    defaultMetrics: true,
+    currentMeta: async () => {
+      const current = await redis.get(keys.current);
+      return current ? readMeta(redis, keys, current) : null;
+    },
+  });
   const jobs = await startBuildQueue({
     connection: bullConnectionFactory(config),
     prefix: keys.bullPrefix,

@@ -3,11 +3,34 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { expandBlocks, fullBlockRatio } from '@feed/domain';
 import type { QueueMeta } from '@feed/storage';
 
-export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}) {
+export interface WorkerMetricsOptions {
+  defaultMetrics?: boolean;
+  /**
+   * The current version's meta in Redis. When given, the build gauges are read from it at every
+   * scrape, so each replica (and a restarted one, or after a CLI build) reports the same truth.
+   */
+  currentMeta?: () => Promise<QueueMeta | null>;
+}
+
+export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
   const gauge = (name: string, help: string) => new Gauge({ name, help, registers: [registry] });
-  return {
+  const { currentMeta } = options;
+  if (currentMeta) {
+    // One read per scrape, through a gauge registered before the others, so they are read after it; a Redis error keeps the last values.
+    new Gauge({
+      name: 'feed_build_meta_up',
+      help: 'Whether the current version\'s meta could be read from Redis at this scrape',
+      registers: [registry],
+      async collect() {
+        const meta = await currentMeta().catch(() => undefined);
+        if (meta) recordBuildMeta(metrics, meta);
+        this.set(meta ? 1 : 0);
+      },
+    });
+  }
+  const metrics = {
     registry,
     buildDuration: new Histogram({
       name: 'feed_build_duration_seconds',
@@ -25,6 +48,7 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}) 
     duplicates: gauge('feed_build_duplicate_rate', 'Duplicate ids / queue length of the last build (0 when correct)'),
     switchTime: gauge('feed_version_switch_timestamp_seconds', 'Unix time of the last switch of current'),
   };
+  return metrics;
 }
 
 export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;

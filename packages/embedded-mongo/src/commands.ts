@@ -270,7 +270,7 @@ const handlers: Record<string, Handler> = {
     const { collection, created } = ctx.store.db(db).ensure(String(command.createIndexes));
     const before = collection.listIndexes().length;
     for (const spec of (command.indexes as Document[]) ?? []) {
-      collection.createIndex({ name: String(spec.name), key: spec.key as Document as Record<string, number>, unique: Boolean(spec.unique) });
+      collection.createIndex({ name: String(spec.name), key: spec.key as Record<string, number>, unique: Boolean(spec.unique) });
     }
     return { createdCollectionAutomatically: created, numIndexesBefore: before, numIndexesAfter: collection.listIndexes().length, ok: 1 };
   },

@@ -96,6 +96,7 @@ function typeName(value: unknown): string {
 export type UpdateSpec = Document | Document[];
 
 type UpdateOperator = (expr: unknown, arrayFilters?: Document[], options?: unknown) => (doc: Document) => string[];
+// eslint-disable-next-line no-restricted-syntax -- mingo's operator table is typed for its own dispatcher, not for direct calls
 const UPDATE_OPERATORS = updateOperators as unknown as Record<string, UpdateOperator>;
 
 /**

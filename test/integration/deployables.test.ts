@@ -1,0 +1,207 @@
+/**
+ * The deployables as SRE runs them (SPEC D2, D3, D4, R16): real processes, real signals, a real
+ * Redis and the embedded MongoDB server of the test run, all on 127.0.0.1.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { connectRedis, createRedisKeys, deleteKeysWithPrefix, demoVideo, videoModel, type Redis } from '@feed/storage';
+import mongoose, { type Connection } from 'mongoose';
+import { cli, freePort, ROOT, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { bearer, publishQueue } from '../support/feed-fixtures';
+
+const run = promisify(execFile);
+const VERSION = '20260724';
+const prefix = `test:deployables:${process.pid}:${randomBytes(3).toString('hex')}:`;
+const mongoUrl = `${process.env.TEST_MONGO_URI}/t_deployables_${randomBytes(3).toString('hex')}`;
+const baseEnv = { NODE_ENV: 'test', REDIS_URL: process.env.TEST_REDIS_URL!, MONGO_URL: mongoUrl, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: 'warn' };
+
+let redis: Redis;
+let mongo: Connection;
+let queue: string[];
+const running: Managed[] = [];
+
+beforeAll(async () => {
+  redis = await connectRedis({ redisUrl: process.env.TEST_REDIS_URL! });
+  mongo = await mongoose.createConnection(mongoUrl).asPromise();
+  const videos = videoModel(mongo);
+  const docs = await videos.insertMany(Array.from({ length: 60 }, () => demoVideo({ reviewAt: new Date('2026-07-20T00:00:00Z') })));
+  queue = docs.map((d) => d._id.toHexString());
+  await publishQueue(redis, createRedisKeys(prefix), VERSION, queue);
+});
+
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((p) => p.stop('SIGKILL')));
+});
+
+afterAll(async () => {
+  await deleteKeysWithPrefix(redis, prefix);
+  await redis.close();
+  await mongo.dropDatabase();
+  await mongo.close();
+});
+
+const exited = (p: Managed) => new Promise<number | null>((resolve) => (p.child.exitCode !== null ? resolve(p.child.exitCode) : p.child.once('exit', (code) => resolve(code))));
+const answers = (port: number, route = '/healthz') => fetch(`http://127.0.0.1:${port}${route}`).then((r) => r.ok, () => false);
+const portClosed = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve(false)));
+    socket.once('error', () => resolve(true));
+  });
+
+async function startDeployable(name: 'api' | 'worker', env: Record<string, string> = {}): Promise<{ process: Managed; port: number }> {
+  const port = await freePort();
+  const child = startProcess(tsx('tools/start-one.ts', name), { ...baseEnv, PORT: String(port), WORKER_PORT: String(port), ...env });
+  running.push(child);
+  await waitUntil(`${name} listening`, () => answers(port), 30_000);
+  return { process: child, port };
+}
+
+/**
+ * A POST in flight: its headers (with `Expect: 100-continue`) have reached the server, which
+ * answered `100 Continue`; the body is sent only when `finish` is called.
+ */
+async function requestInFlight(port: number, route: string, headers: Record<string, string>, body: string) {
+  const socket = net.connect(port, '127.0.0.1');
+  let response = '';
+  socket.on('data', (chunk) => (response += chunk.toString()));
+  const done = new Promise<string>((resolve) => socket.once('close', () => resolve(response)));
+  const head = Object.entries({ ...headers, 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)), Expect: '100-continue' })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  socket.write(`POST ${route} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n${head}\r\n`);
+  await waitUntil('the server took the request', async () => response.startsWith('HTTP/1.1 100 Continue'), 5_000);
+  return { finish: () => socket.write(body), done };
+}
+
+describe('production configuration (D2)', () => {
+  it.each(['api', 'worker'])('when the %s starts in production without MONGO_URL, then it exits non-zero naming it and never listens', async (name) => {
+    const port = await freePort();
+    const child = startProcess(tsx(`apps/${name}/src/main.ts`), { ...baseEnv, NODE_ENV: 'production', MONGO_URL: '', AUTH_JWT_SECRET: 'a-real-secret', ADMIN_PASSWORD: 'a-real-password', PORT: String(port), WORKER_PORT: String(port) });
+    running.push(child);
+    expect(await exited(child)).not.toBe(0);
+    expect(child.output.join('')).toMatch(/MONGO_URL/);
+    expect(await portClosed(port)).toBe(true);
+  });
+});
+
+describe('shutdown on a signal (D4)', () => {
+  it('when the API gets SIGTERM with a request in flight, then it stops accepting, answers that request and exits 0 within 10 s', async () => {
+    const { process: api, port } = await startDeployable('api');
+    const inFlight = await requestInFlight(port, '/api/app/vid/view', bearer('shutdown-user'), JSON.stringify({ vid: queue[0] }));
+    const signalledAt = Date.now();
+    api.child.kill('SIGTERM');
+    await waitUntil('api stops accepting', () => portClosed(port), 5_000);
+    inFlight.finish();
+    expect(await inFlight.done).toMatch(/HTTP\/1\.1 200 OK[\s\S]*"ok":true/);
+    expect(await exited(api)).toBe(0);
+    expect(Date.now() - signalledAt).toBeLessThan(10_000);
+  });
+
+  it('when the worker gets SIGTERM with a half-sent request open, then it exits 0 within 10 s and its port is closed', async () => {
+    const { process: worker, port } = await startDeployable('worker');
+    const halfSent = net.connect(port, '127.0.0.1');
+    halfSent.on('error', () => undefined); // the server cuts it at shutdown
+    halfSent.write('GET /admin/inspector/api/summary HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+    const signalledAt = Date.now();
+    worker.child.kill('SIGTERM');
+    expect(await exited(worker)).toBe(0);
+    expect(Date.now() - signalledAt).toBeLessThan(10_000);
+    expect(await portClosed(port)).toBe(true);
+    halfSent.destroy();
+  });
+
+  it('when pnpm start gets Ctrl-C (SIGINT to its process group), then every process is gone and every port closed within 10 s', async () => {
+    const [apiPort, workerPort, mongoPort] = await Promise.all([freePort(), freePort(), freePort()]);
+    const start = startProcess(['start'], {
+      ...baseEnv,
+      NODE_ENV: 'development',
+      MONGO_URL: '',
+      EMBEDDED_MONGO_PORT: String(mongoPort),
+      REDIS_KEY_PREFIX: `${prefix}start:`,
+      PORT: String(apiPort),
+      WORKER_PORT: String(workerPort),
+    }, 'pnpm', { detached: true });
+    running.push(start);
+    await waitUntil('pnpm start serving pages', async () => (await fetch(`http://127.0.0.1:${apiPort}/api/app/recommend/vid/list`, { headers: { 'X-Device-Id': 'ctrl-c-device' } })).ok, 60_000);
+    const signalledAt = Date.now();
+    process.kill(-start.child.pid!, 'SIGINT');
+    await exited(start);
+    // Every process of the group (pnpm, its shell, node) is gone: signal 0 finds none.
+    await waitUntil('the process group gone', async () => {
+      try {
+        process.kill(-start.child.pid!, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 10_000);
+    expect(Date.now() - signalledAt).toBeLessThan(10_000);
+    for (const port of [apiPort, workerPort, mongoPort]) expect(await portClosed(port)).toBe(true);
+    await deleteKeysWithPrefix(redis, `${prefix}start:`);
+  }, 90_000);
+});
+
+describe('rollout kill switch (R16)', () => {
+  it('when on-call runs pnpm cli rollout --enabled false, then two running APIs serve the legacy feed within 5 s, and the ring again after --clear', async () => {
+    const env = { CURRENT_CACHE_MS: '1000' };
+    const apis = await Promise.all([startDeployable('api', env), startDeployable('api', env)]);
+    const versionsServed = () =>
+      Promise.all(apis.map(async ({ port }) => ((await (await fetch(`http://127.0.0.1:${port}/api/app/recommend/vid/list?pageSize=2`, { headers: bearer('rollout-user') })).json()) as { queueVersion: string }).queueVersion));
+    expect(await versionsServed()).toEqual([VERSION, VERSION]);
+    await redis.sAdd(createRedisKeys(prefix).legacyIds, queue);
+
+    const off = await cli(baseEnv, 'rollout', '--enabled', 'false');
+    expect(off.code).toBe(0);
+    expect(off.output).toContain('enabled false (override)');
+    const switchedAt = Date.now();
+    await waitUntil('both APIs on the legacy feed', async () => (await versionsServed()).every((v) => v === 'legacy'), 5_000);
+    expect(Date.now() - switchedAt).toBeLessThan(5_000);
+    const metrics = await (await fetch(`http://127.0.0.1:${apis[1].port}/metrics`)).text();
+    expect(metrics).toMatch(/^feed_rollout_enabled 0$/m);
+
+    const bad = await cli(baseEnv, 'rollout', '--percent', '101');
+    expect(bad.code).not.toBe(0);
+    expect(bad.output).toMatch(/--percent must be 0-100/);
+
+    const cleared = await cli(baseEnv, 'rollout', '--clear');
+    expect(cleared.output).toContain('enabled true (environment)');
+    await waitUntil('both APIs on the ring again', async () => (await versionsServed()).every((v) => v === VERSION), 5_000);
+  }, 60_000);
+});
+
+describe('compiled deployables (D3 pnpm build, pnpm deploy)', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'feed-deploy-'));
+    await run('pnpm', ['build'], { cwd: ROOT });
+    await Promise.all(['api', 'worker'].map((name) => run('pnpm', ['--filter', `@feed/${name}`, 'deploy', '--prod', path.join(dir, name)], { cwd: ROOT })));
+  }, 180_000);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('when the deployed folders start with node <main>, then the API serves a full page and neither holds tsx or the embedded server', async () => {
+    for (const name of ['api', 'worker']) {
+      const installed = (await run('ls', [path.join(dir, name, 'node_modules/.pnpm')])).stdout;
+      expect(installed).not.toMatch(/^(tsx|typescript|@feed\+embedded-mongo)@/m);
+    }
+    const [apiPort, workerPort] = await Promise.all([freePort(), freePort()]);
+    const env = { ...baseEnv, NODE_OPTIONS: '', PORT: String(apiPort), WORKER_PORT: String(workerPort) };
+    const main = (name: string) => path.join(dir, name, require(path.join(dir, name, 'package.json')).main as string);
+    const api = startProcess([main('api')], env);
+    const worker = startProcess([main('worker')], env);
+    running.push(api, worker);
+    await waitUntil('deployed api', () => answers(apiPort), 30_000);
+    await waitUntil('deployed worker', () => answers(workerPort), 30_000);
+    const page = (await (await fetch(`http://127.0.0.1:${apiPort}/api/app/recommend/vid/list`, { headers: bearer('deployed-user') })).json()) as { queueVersion: string; vInfos: unknown[] };
+    expect(page.queueVersion).toBe(VERSION);
+    expect(page.vInfos).toHaveLength(20);
+    api.child.kill('SIGTERM');
+    worker.child.kill('SIGTERM');
+    expect(await Promise.all([exited(api), exited(worker)])).toEqual([0, 0]);
+  }, 60_000);
+});
