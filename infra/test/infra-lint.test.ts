@@ -89,5 +89,14 @@ describe('Dockerfiles', () => {
     expect(text).toContain(`pnpm --filter @feed/${app} deploy --prod`);
     expect(text).toMatch(/^USER node$/m);
     expect(text).toMatch(/--frozen-lockfile/);
+    // Compiled JavaScript at run time: `pnpm build` in the build stage, `node dist/main.js`, no loader.
+    expect(text).toMatch(/pnpm build/);
+    expect(text).toMatch(/^CMD \["node", "dist\/main\.js"\]$/m);
+    expect(text).not.toMatch(/tsx/);
+  });
+
+  it('when the build context is read, then node_modules and dist outputs are ignored', () => {
+    const ignored = readFileSync(path.join(__dirname, '../../.dockerignore'), 'utf8').split('\n');
+    expect(ignored).toEqual(expect.arrayContaining(['**/node_modules', '**/dist']));
   });
 });

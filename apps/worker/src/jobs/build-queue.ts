@@ -66,6 +66,8 @@ export function toBuildOptions(data: BuildJobData = {}): BuildOptions {
 
 /** How long a shutdown waits for an active build before aborting it (within D4's 10 s). */
 export const BUILD_SHUTDOWN_GRACE_MS = 6_000;
+/** How long BullMQ gets to close after the build is done or aborted. */
+const CLOSE_SETTLE_MS = 1_500;
 /** The same BullMQ error is logged at most once per this interval (a Redis outage repeats it). */
 const ERROR_LOG_INTERVAL_MS = 30_000;
 
@@ -147,10 +149,20 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
       const abortAfterGrace = setTimeout(() => {
         for (const build of activeBuilds) build.abort(new Error('worker shutting down: build aborted, lock released'));
       }, BUILD_SHUTDOWN_GRACE_MS);
-      await worker?.close();
+      // BullMQ's close waits on Redis; with Redis gone it would wait forever, so it is bounded:
+      // the grace for an active build (then its abort), or a short wait when idle.
+      const bound = (activeBuilds.size > 0 ? BUILD_SHUTDOWN_GRACE_MS : 0) + CLOSE_SETTLE_MS;
+      const closing = (async () => {
+        await worker?.close();
+        await queue.close();
+      })();
+      closing.catch(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      const closed = await Promise.race([closing.then(() => true, () => false), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), bound)))]);
+      clearTimeout(timer);
       clearTimeout(abortAfterGrace);
-      await queue.close();
-      await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));
+      if (!closed) logger.warn('bullmq did not close in time (Redis unreachable?), disconnecting', { boundMs: bound });
+      await Promise.all(connections.map((c) => (closed ? c.quit().catch(() => c.disconnect()) : c.disconnect())));
     },
   };
 }

@@ -1,0 +1,148 @@
+/**
+ * Degradation under Redis faults (SPEC R17), with a Redis process of the test's own on 127.0.0.1:
+ * never started, killed, and stopped with SIGSTOP. Every wait is bounded.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import mongoose, { type Connection } from 'mongoose';
+import { createApp } from '@feed/api';
+import { loadConfig } from '@feed/config';
+import { connectRedis, createRedisKeys, demoVideo, videoModel, type Redis } from '@feed/storage';
+import { cli, freePort, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { bearer, publishQueue } from '../support/feed-fixtures';
+
+const VERSION = '20260724';
+const DEADLINE_MS = 250;
+const mongoUrl = `${process.env.TEST_MONGO_URI}/t_redis_faults_${randomBytes(3).toString('hex')}`;
+let mongo: Connection;
+let ids: string[];
+let dir: string;
+const running: Managed[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'feed-redis-faults-'));
+  mongo = await mongoose.createConnection(mongoUrl).asPromise();
+  ids = (await videoModel(mongo).insertMany(Array.from({ length: 60 }, () => demoVideo({ reviewAt: new Date('2026-07-20T00:00:00Z') })))).map((d) => d._id.toHexString());
+});
+
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((p) => (p.child.signalCode === null && p.child.kill('SIGCONT'), p.stop('SIGKILL'))));
+});
+
+afterAll(async () => {
+  await mongo.dropDatabase();
+  await mongo.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const feed = async (base: string, user = 'fault-user') => {
+  const started = Date.now();
+  const res = await fetch(`${base}/api/app/recommend/vid/list`, { headers: bearer(user) });
+  return { status: res.status, ms: Date.now() - started, body: (await res.json()) as { queueVersion: string; vInfos: unknown[] } };
+};
+
+async function ownRedis(): Promise<{ port: number; server: Managed; client: Redis }> {
+  const port = await freePort();
+  const server = await startRedis(port, mkdtempSync(path.join(dir, 'r')));
+  running.push(server);
+  return { port, server, client: await connectRedis({ redisUrl: `redis://127.0.0.1:${port}` }) };
+}
+
+describe('the API without Redis', () => {
+  it('when Redis was never started, then the API listens, is ready (degraded) and serves MongoDB pages; when Redis comes, ring pages return', async () => {
+    const [redisPort, apiPort] = await Promise.all([freePort(), freePort()]);
+    const started = Date.now();
+    const api = startProcess(tsx('tools/start-one.ts', 'api'), { NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${redisPort}`, PORT: String(apiPort), CURRENT_CACHE_MS: '200', LOG_LEVEL: 'error' });
+    running.push(api);
+    const base = `http://127.0.0.1:${apiPort}`;
+    await waitUntil('api listening without redis', async () => (await fetch(`${base}/healthz`)).ok, 20_000);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'degraded', redis: 'down', mongo: 'ok' });
+    const page = await feed(base);
+    expect(page.status).toBe(200);
+    expect(page.body.queueVersion).toBe('fallback');
+    expect(page.body.vInfos).toHaveLength(20);
+
+    const server = await startRedis(redisPort, mkdtempSync(path.join(dir, 'r')));
+    running.push(server);
+    const client = await connectRedis({ redisUrl: `redis://127.0.0.1:${redisPort}` });
+    await publishQueue(client, createRedisKeys(), VERSION, ids);
+    await client.close();
+    await waitUntil('ring pages after redis came up', async () => (await feed(base)).body.queueVersion === VERSION, 15_000);
+    expect((await (await fetch(`${base}/readyz`)).json())).toMatchObject({ status: 'ready', redis: 'ok' });
+  }, 60_000);
+});
+
+describe('a stalled Redis (SIGSTOP)', () => {
+  let api: Server;
+  afterEach(() => api?.close());
+
+  it('when Redis stops answering, then every feed request degrades within the deadline; when it resumes, the ring serves again', async () => {
+    const { port, server, client } = await ownRedis();
+    const prefix = `stall:${randomBytes(3).toString('hex')}:`;
+    await publishQueue(client, createRedisKeys(prefix), VERSION, ids);
+    const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: prefix, REDIS_DEADLINE_MS: String(DEADLINE_MS), CURRENT_CACHE_MS: '5000' });
+    const redis = await connectRedis(config, { failFast: true });
+    api = createApp({ config, redis, mongo }).app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => api.once('listening', resolve));
+    const base = `http://127.0.0.1:${(api.address() as { port: number }).port}`;
+    expect((await feed(base)).body.queueVersion).toBe(VERSION); // the cached `current` is now valid
+
+    server.child.kill('SIGSTOP');
+    const stalled = await Promise.all(Array.from({ length: 20 }, (_, i) => feed(base, `stalled-${i}`)));
+    for (const page of stalled) {
+      expect(page.status).toBe(200);
+      expect(page.body.queueVersion).toBe('fallback');
+      // Bounded by the deadline (plus MongoDB's fallback query), nowhere near the stall.
+      expect(page.ms).toBeLessThan(DEADLINE_MS + 1000);
+    }
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'degraded', redis: 'down' });
+
+    server.child.kill('SIGCONT');
+    await waitUntil('ring after the stall', async () => (await feed(base)).body.queueVersion === VERSION, 10_000);
+    await redis.close();
+    await client.close();
+  }, 60_000);
+});
+
+describe('the worker and the CLI with Redis gone', () => {
+  it('when Redis is killed, then the worker answers admin requests 503 within its deadline and still stops on SIGTERM within 10 s', async () => {
+    const { port, server, client } = await ownRedis();
+    await client.close();
+    const workerPort = await freePort();
+    const worker = startProcess(tsx('tools/start-one.ts', 'worker'), { NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, WORKER_PORT: String(workerPort), LOG_LEVEL: 'warn' });
+    running.push(worker);
+    const base = `http://127.0.0.1:${workerPort}`;
+    await waitUntil('worker listening', async () => (await fetch(`${base}/healthz`)).ok, 30_000);
+    await server.stop('SIGKILL');
+    const auth = { Authorization: `Basic ${Buffer.from('admin:local-admin-password').toString('base64')}` };
+    for (const route of ['/admin/inspector/api/summary', '/admin/queues/api/queues']) {
+      const started = Date.now();
+      const res = await fetch(`${base}${route}`, { headers: auth });
+      expect(res.status).toBe(503);
+      expect(Date.now() - started).toBeLessThan(3_000);
+    }
+    // The outage is logged as JSON-able lines, never as raw multi-line stack traces.
+    expect(worker.output.join('')).not.toMatch(/^\s+at .+\(.+:\d+:\d+\)$/m);
+    const signalledAt = Date.now();
+    await worker.stop('SIGTERM');
+    expect(Date.now() - signalledAt).toBeLessThan(10_000);
+    expect(worker.child.exitCode).toBe(0);
+  }, 60_000);
+
+  it('when Redis is unreachable, then a CLI command exits non-zero within 10 s naming REDIS_URL', async () => {
+    const port = await freePort();
+    const started = Date.now();
+    const { code, output } = await cli({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}` }, 'inspect');
+    expect(code).not.toBe(0);
+    expect(output).toContain(`REDIS_URL=redis://127.0.0.1:${port}`);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  }, 30_000);
+});
