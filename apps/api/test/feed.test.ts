@@ -169,6 +169,14 @@ describe('degradation (R17)', () => {
     expect(failures).toMatch(/operation="legacy-set"} 1/);
     const ready = await request(broken.app).get('/readyz').expect(200);
     expect(ready.body).toEqual({ status: 'degraded', redis: 'down', mongo: 'ok' });
+    // Views and watch counts live only in Redis: a prompt 503, never a generic 500.
+    await request(broken.app).post('/api/app/vid/view').set(bearer('no-redis')).send({ vid: res.body.vInfos[0].vid }).expect(503);
+    const count = await request(broken.app).get('/api/app/vid/user/count').set(bearer('no-redis')).expect(503);
+    expect(count.body.error.code).toBe('unavailable');
+
+    // A bad rollout value is a 400 before any store is touched.
+    const admin = { Authorization: `Basic ${Buffer.from(`${s.config.adminUser}:${s.config.adminPassword}`).toString('base64')}` };
+    await request(broken.app).put('/api/admin/rollout').set(admin).send({ percent: 101 }).expect(400);
     dead.destroy();
   });
 });
@@ -204,5 +212,32 @@ describe('rollout (R16)', () => {
     await s.redis.sAdd(s.keys.legacyIds, ids);
     const res = await request(off.app).get('/api/app/recommend/vid/list').set(bearer('disabled')).expect(200);
     expect(res.body.queueVersion).toBe('legacy');
+  });
+
+  describe('the admin kill switch', () => {
+    const admin = () => ({ Authorization: `Basic ${Buffer.from(`${s.config.adminUser}:${s.config.adminPassword}`).toString('base64')}` });
+    afterEach(() => s.redis.del(s.keys.rollout));
+
+    it('when on-call PUTs enabled=false, then this instance serves the legacy feed at once, and the ring again after DELETE', async () => {
+      await s.redis.sAdd(s.keys.legacyIds, ids);
+      const off = await request(app).put('/api/admin/rollout').set(admin()).send({ enabled: false }).expect(200);
+      expect(off.body).toMatchObject({ enabled: false, percent: 100, source: { enabled: 'override', percent: 'environment' } });
+      expect((await request(app).get('/api/app/recommend/vid/list').set(bearer('kill-switch')).expect(200)).body.queueVersion).toBe('legacy');
+      expect(await api.metrics.registry.getSingleMetricAsString('feed_rollout_enabled')).toMatch(/^feed_rollout_enabled 0$/m);
+      const back = await request(app).delete('/api/admin/rollout').set(admin()).expect(200);
+      expect(back.body.source).toEqual({ enabled: 'environment', percent: 'environment' });
+      expect((await request(app).get('/api/app/recommend/vid/list').set(bearer('kill-switch')).expect(200)).body.queueVersion).toBe(V1);
+    });
+
+    it.each([[{ percent: 101 }], [{ percent: '50' }], [{ enabled: 'false' }], [{}], [{ enabled: true, extra: 1 }]])('when the body is %j, then 400 and nothing changes', async (body) => {
+      const res = await request(app).put('/api/admin/rollout').set(admin()).send(body).expect(400);
+      expect(res.body.error.code).toBe('bad_request');
+      expect(await s.redis.exists(s.keys.rollout)).toBe(0);
+    });
+
+    it('when called without credentials, then 401 with the API realm', async () => {
+      const res = await request(app).get('/api/admin/rollout').expect(401);
+      expect(res.headers['www-authenticate']).toMatch(/realm="feed-api"/);
+    });
   });
 });

@@ -64,6 +64,8 @@ export class VideoCatalog {
   /** Each item's JSON, serialised once: a page is then joined, not stringified field by field. */
   private readonly infoJson = new WeakMap<VideoInfo, string>();
   private static readonly MAX_ENTRIES = 100_000;
+  /** The MongoDB fallback's pool of recent videos, shared by concurrent requests while fresh. */
+  private recent?: { limit: number; expiresAt: number; docs: Promise<Array<{ _id: Types.ObjectId; authorId?: string }>> };
 
   constructor(
     readonly model: VideoModel,
@@ -130,15 +132,22 @@ export class VideoCatalog {
 
   /** Ids of the `limit` most recently approved servable videos, without `exceptAuthorId`'s own (the MongoDB fallback). */
   async recentServableIds(limit: number, exceptAuthorId?: string): Promise<string[]> {
-    const recent = await this.model
-      .find(ELIGIBLE_FILTER)
-      .sort({ reviewAt: -1 })
-      .limit(limit)
-      .select({ _id: 1, authorId: 1 })
-      .lean()
-      .catch((err: Error) => {
-        throw unavailable(`video store unavailable: ${err.message}`);
-      });
+    // During a Redis outage every request lands here: one query per cache period, not one each.
+    const now = Date.now();
+    if (!this.recent || this.recent.expiresAt <= now || this.recent.limit !== limit) {
+      const query = this.model
+        .find(ELIGIBLE_FILTER)
+        .sort({ reviewAt: -1 })
+        .limit(limit)
+        .select({ _id: 1, authorId: 1 })
+        .lean<Array<{ _id: Types.ObjectId; authorId?: string }>>()
+        .catch((err: Error) => {
+          throw unavailable(`video store unavailable: ${err.message}`);
+        });
+      this.recent = { limit, expiresAt: now + this.ttlMs, docs: query };
+      query.catch(() => (this.recent = undefined));
+    }
+    const recent = await this.recent.docs;
     return recent.filter((v) => exceptAuthorId === undefined || v.authorId !== exceptAuthorId).map((v) => v._id.toHexString());
   }
 

@@ -3,7 +3,8 @@ import { Router, type Request, type RequestHandler } from 'express';
 import Joi from 'joi';
 import { ELIGIBLE_FILTER, isEligible, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { notFound } from '../http/errors';
+import { notFound, unavailable } from '../http/errors';
+import { withDeadline } from '../with-deadline';
 import { identify } from '../http/identity';
 import { requestIdOf } from '../http/request-id';
 import { objectId, validateBody, validateQuery, vidBody } from '../http/validate';
@@ -30,6 +31,8 @@ export interface FeedRouteDeps {
   history: UserHistory;
   watches: WatchCounter;
   jwtSecret: string;
+  /** Deadline of each Redis call of these routes (R17): a stalled or lost Redis is a prompt 503. */
+  redisDeadlineMs: number;
 }
 
 /** The same JSON as `res.json(page)`, with each item's JSON reused from the catalog (the hot path). */
@@ -38,8 +41,14 @@ function serializePage({ vInfos, ...fields }: FeedPage, catalog: VideoCatalog): 
   return `{"vInfos":[${vInfos.map((v) => catalog.jsonOf(v)).join(',')}]${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}}`;
 }
 
-export function feedRoutes({ feed, catalog, history, watches, jwtSecret }: FeedRouteDeps): Router {
+export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDeadlineMs }: FeedRouteDeps): Router {
   const router = Router();
+
+  /** Views, marks and watch counts live only in Redis: without it they are unavailable, not a 500. */
+  const inRedis = <T>(promise: Promise<T>, what: string): Promise<T> =>
+    withDeadline(promise, redisDeadlineMs, what).catch((err: unknown) => {
+      throw unavailable(`${what} unavailable: ${err instanceof Error ? err.message : String(err)}`);
+    });
 
   /** 404 unless the id names a video that exists; 400 for a malformed id is the schema's job. */
   const existingVideo = async (vid: string) => {
@@ -87,30 +96,30 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret }: FeedR
     const identity = identify(req, jwtSecret);
     const { vid } = validateQuery(countQuery, req) as { vid?: string };
     if (vid === undefined) {
-      res.json(await watches.count(identity.key));
+      res.json(await inRedis(watches.count(identity.key), 'watch count'));
       return;
     }
     await existingVideo(vid);
-    const [count] = await Promise.all([watches.register(identity.key, vid.toLowerCase()), history.recordView(identity.key, vid)]);
+    const [count] = await inRedis(Promise.all([watches.register(identity.key, vid.toLowerCase()), history.recordView(identity.key, vid)]), 'watch count');
     res.json(count);
   });
 
   router.post('/api/app/vid/view', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req);
-    await history.recordView(identity.key, vid);
+    await inRedis(history.recordView(identity.key, vid), 'view history');
     res.json({ ok: true });
   });
 
   router.post('/api/app/recommend/vid/not-interested', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req);
-    await history.markNotInterested(identity.key, vid);
+    await inRedis(history.markNotInterested(identity.key, vid), 'not-interested marks');
     logger.info('video marked not interested', { requestId: requestIdOf(res), vid });
     res.json({ ok: true });
   });
 
   router.post('/api/app/recommend/vid/not-interested/undo', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req);
-    const removed = await history.undoNotInterested(identity.key, vid);
+    const removed = await inRedis(history.undoNotInterested(identity.key, vid), 'not-interested marks');
     res.json({ ok: true, removed: removed > 0 });
   });
 
