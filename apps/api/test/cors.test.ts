@@ -2,18 +2,15 @@
  * CORS for the H5 client (SPEC D2 CORS_ALLOWED_ORIGINS), in a real headless Chromium: a page
  * served from another port calls the API with the client's headers (a preflighted request).
  */
-import { existsSync } from 'node:fs';
 import http, { type Server } from 'node:http';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import request from 'supertest';
 import { demoVideo, videoModel } from '@feed/storage';
 import { createApp } from '../src/app';
+import { browserIt, hasBrowser, launchBrowser } from '../../../test/support/browser';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 import { publishQueue, tokenFor } from '../../../test/support/feed-fixtures';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-if (!existsSync(CHROMIUM) && process.env.CI) throw new Error(`${CHROMIUM} not found: apt-get install chromium`);
-const browserIt = existsSync(CHROMIUM) ? it : it.skip;
 
 let s: TestServices;
 let api: Server;
@@ -39,12 +36,7 @@ beforeAll(async () => {
   await publishQueue(s.redis, s.keys, '20260724', ids);
   api = http.createServer(createApp({ config: s.config, redis: s.redis, mongo: s.mongo }).app);
   apiBase = await listen(api);
-  if (existsSync(CHROMIUM)) {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-  }
+  if (hasBrowser) browser = await launchBrowser();
 }, 60_000);
 
 afterAll(async () => {

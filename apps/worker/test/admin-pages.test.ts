@@ -3,9 +3,8 @@
  * the queue inspector renders versions, the block chart, the score chart and the shadow diff;
  * the README's clicks in the job dashboard add a rebuild job. Both behind credentials.
  */
-import { existsSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { PNG } from 'pngjs';
 import request from 'supertest';
 import { createLogger } from '@feed/logger';
@@ -14,13 +13,9 @@ import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
 import { runDailyBuild } from '../src/daily-build/daily-build';
 import { bullConnectionFactory, startBuildQueue } from '../src/jobs/build-queue';
 import { createWorkerMetrics } from '../src/metrics';
+import { browserIt, hasBrowser, launchBrowser } from '../../../test/support/browser';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const hasBrowser = existsSync(CHROMIUM);
-// CI installs Debian's chromium (.ci/run): there a missing browser is a failure, not a skip.
-if (!hasBrowser && process.env.CI) throw new Error(`${CHROMIUM} not found: apt-get install chromium`);
-if (!hasBrowser) console.warn(`${CHROMIUM} not found (apt-get install chromium): skipping the inspector browser test`);
 
 let s: TestServices;
 let server: Server;
@@ -43,12 +38,7 @@ beforeAll(async () => {
   server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  if (hasBrowser) {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-  }
+  if (hasBrowser) browser = await launchBrowser();
 }, 60_000);
 
 afterAll(async () => {
@@ -80,7 +70,7 @@ describe('queue inspector', () => {
     expect(res.body.nextBuildAt).toMatch(/T20:30:00\.000Z$/);
   });
 
-  (hasBrowser ? it : it.skip)('when opened in Chromium with credentials, then the tables and both charts render', async () => {
+  browserIt('when opened in Chromium with credentials, then the tables and both charts render', async () => {
     const context = await browser!.newContext({ httpCredentials: { username: 'oncall', password: 'inspect-pass' } });
     const page = await context.newPage();
     try {
@@ -106,7 +96,7 @@ describe('queue inspector', () => {
     }
   });
 
-  (hasBrowser ? it : it.skip)('when on-call follows the README in the dashboard, then "Add job" queues a forced rebuild with retries', async () => {
+  browserIt('when on-call follows the README in the dashboard, then "Add job" queues a forced rebuild with retries', async () => {
     const context = await browser!.newContext({ httpCredentials: { username: 'oncall', password: 'inspect-pass' } });
     const page = await context.newPage();
     try {

@@ -46,3 +46,17 @@ export type Logger = winston.Logger;
 
 /** The process-wide logger. */
 export const logger = createLogger();
+
+/**
+ * An error listener that writes each distinct message at most once per `intervalMs`: an outage
+ * repeats the same error on every reconnect, which would otherwise flood the logs.
+ */
+export function oncePerMessage(intervalMs: number, write: (err: Error) => void): (err: Error) => void {
+  const lastWritten = new Map<string, number>();
+  return (err) => {
+    const now = Date.now();
+    if ((lastWritten.get(err.message) ?? -Infinity) > now - intervalMs) return;
+    lastWritten.set(err.message, now);
+    write(err);
+  };
+}

@@ -7,7 +7,7 @@
  */
 import { createClient, createCluster, RESP_TYPES } from 'redis';
 import type { Config } from '@feed/config';
-import { logger } from '@feed/logger';
+import { logger, oncePerMessage } from '@feed/logger';
 
 type StandaloneClient = ReturnType<typeof createClient>;
 type ClusterClient = ReturnType<typeof createCluster>;
@@ -86,7 +86,8 @@ export async function connectRedis(config: Pick<Config, 'redisUrl' | 'redisClust
         }),
       )
     : standaloneAdapter(createClient({ url: config.redisUrl, socket, disableOfflineQueue: options.failFast }));
-  redis.on('error', logRedisError);
+  // A Redis outage repeats the same error on every reconnect: one line per distinct message per 30 s.
+  redis.on('error', oncePerMessage(30_000, (err) => logger.warn('redis error', { err: err.message })));
   const connecting = redis.connect();
   if (options.background) {
     connecting.catch(() => undefined);
@@ -110,15 +111,6 @@ export async function connectRedis(config: Pick<Config, 'redisUrl' | 'redisClust
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** A Redis outage repeats the same error on every reconnect: one line per distinct message per 30 s. */
-const lastLogged = new Map<string, number>();
-function logRedisError(err: Error): void {
-  const now = Date.now();
-  if ((lastLogged.get(err.message) ?? 0) > now - 30_000) return;
-  lastLogged.set(err.message, now);
-  logger.warn('redis error', { err: err.message });
 }
 
 /**

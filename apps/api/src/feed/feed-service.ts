@@ -82,13 +82,13 @@ export class FeedService {
     private readonly metrics: ApiMetrics,
     private readonly options: FeedOptions,
   ) {
-    this.settings = new FeedSettingsCache(redis, keys, options.currentCacheMs, { enabled: options.enabled, percent: options.percent }, ({ rollout }) => {
+    const showRollout = ({ rollout }: FeedSettings) => {
       metrics.rolloutEnabled.set(rollout.enabled ? 1 : 0);
       metrics.rolloutPercent.set(rollout.percent);
-    });
-    const { rollout } = this.settings.lastKnown();
-    metrics.rolloutEnabled.set(rollout.enabled ? 1 : 0);
-    metrics.rolloutPercent.set(rollout.percent);
+    };
+    this.settings = new FeedSettingsCache(redis, keys, options.currentCacheMs, { enabled: options.enabled, percent: options.percent }, showRollout);
+    // Until Redis is first read, the environment's values are in force.
+    showRollout(this.settings.lastKnown());
   }
 
   /** The strategies tried for this user, in order. */

@@ -6,7 +6,7 @@ import { Queue, Worker, type Job } from 'bullmq';
 import IORedis, { Cluster } from 'ioredis';
 import type { Config } from '@feed/config';
 import type { Logger } from '@feed/logger';
-import { withLogContext } from '@feed/logger';
+import { oncePerMessage, withLogContext } from '@feed/logger';
 import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../daily-build/daily-build';
 import { recordBuildMeta, type WorkerMetrics } from '../metrics';
 
@@ -79,16 +79,7 @@ export interface BuildQueue {
 }
 
 /** Logs BullMQ `error` events as structured lines, once per distinct message per interval. */
-function errorLogger(logger: Logger, source: string): (err: Error) => void {
-  const lastLogged = new Map<string, number>();
-  return (err) => {
-    const now = Date.now();
-    const last = lastLogged.get(err.message);
-    if (last !== undefined && now - last < ERROR_LOG_INTERVAL_MS) return;
-    lastLogged.set(err.message, now);
-    logger.warn('bullmq error', { source, err: err.message });
-  };
-}
+const errorLogger = (logger: Logger, source: string) => oncePerMessage(ERROR_LOG_INTERVAL_MS, (err) => logger.warn('bullmq error', { source, err: err.message }));
 
 export async function startBuildQueue(options: BuildQueueOptions): Promise<BuildQueue> {
   const { logger, metrics } = options;
