@@ -4,6 +4,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '@feed/config';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
+import { parseBuildAt } from '@feed/domain';
 import { createLogger } from '@feed/logger';
 import {
   clearRolloutOverride,
@@ -20,13 +21,16 @@ import {
   writeRolloutOverride,
 } from '@feed/storage';
 import { explainNextPage, guestIdentity, userIdentity, UserHistory, VideoCatalog } from '@feed/api';
-import { buildDepsFrom, diffVersions, listVersions, reportVersion, runDailyBuild, versionPointers } from '@feed/worker';
+import { buildDepsFrom, runDailyBuild, summarizeVersions } from '@feed/worker';
 import { useLocalMongo } from './support/local-mongo';
 
 const USAGE = `usage: pnpm cli <command> [options]
   mongo [--port P]                         run the embedded MongoDB-protocol server in the foreground
   seed --videos N [--fresh M]              insert demo videos (N older than a day, M approved in the last 24 h)
-  build [--at ISO-8601] [--force] [--shadow]  run one build now
+  build [--at ISO-8601] [--force] [--shadow] [--switch]
+                                           run one build now; --at without an offset is in TZ_BUSINESS;
+                                           a day older than current or later than today is built as a
+                                           shadow unless --switch
   inspect [--version V]                    versions, meta, block composition, shadow diff
   explain (--user U | --device D) [--version V] [--page-size N]
                                            the user's offset and next page, with block, pool, score and skip reasons
@@ -101,16 +105,25 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   },
 
   async build(args) {
-    const { values } = parseArgs({ args, options: { at: { type: 'string' }, force: { type: 'boolean' }, shadow: { type: 'boolean' } } });
-    const at = values.at === undefined ? undefined : new Date(values.at);
-    if (at && Number.isNaN(at.getTime())) throw new UsageError(`--at must be an ISO-8601 date, got "${values.at}"`);
+    const { values } = parseArgs({ args, options: { at: { type: 'string' }, force: { type: 'boolean' }, shadow: { type: 'boolean' }, switch: { type: 'boolean' } } });
     await withStores(async ({ config, redis, mongo }) => {
+      const at = values.at === undefined ? undefined : parseBuildAt(values.at, config.businessTimeZone);
+      if (at === null) throw new UsageError(`--at must be an ISO-8601 date or date-time (without an offset: in ${config.businessTimeZone}), got "${values.at}"`);
       const logger = createLogger({ silent: false, level: 'warn' });
       const result = await runDailyBuild(
         buildDepsFrom(config, { redis, keys: createRedisKeys(config.redisKeyPrefix), videos: videoModel(mongo.connection), logger }),
-        { at, force: values.force, shadow: values.shadow, onProgress: (phase, percent) => void process.stderr.write(`[${String(percent).padStart(3)}%] ${phase}\n`) },
+        { at, force: values.force, shadow: values.shadow, switch: values.switch, onProgress: (phase, percent) => void process.stderr.write(`[${String(percent).padStart(3)}%] ${phase}\n`) },
       );
-      print({ version: result.version, status: result.status, length: result.meta?.length, high: result.meta?.highCount, new: result.meta?.newCount, timings: result.timings });
+      print({
+        version: result.version,
+        status: result.status,
+        ...(result.reason ? { reason: result.reason } : {}),
+        length: result.meta?.length,
+        high: result.meta?.highCount,
+        new: result.meta?.newCount,
+        scoresWritten: result.scoresWritten,
+        timings: result.timings,
+      });
       if (result.status === 'locked') throw new Error(`another build of ${result.version} holds the lock; try again when it finishes`);
     });
   },
@@ -176,12 +189,9 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
     const requested = versionOption(values.version);
     await withStores(async ({ config, redis }) => {
       const keys = createRedisKeys(config.redisKeyPrefix);
-      const pointers = await versionPointers(redis, keys);
-      const versions = requested ? [requested] : await listVersions(redis, keys);
-      const reports = await Promise.all(versions.map((v) => reportVersion(redis, keys, v, pointers)));
-      if (requested && !reports[0].meta) throw new Error(`version ${requested} has no meta in Redis (expired or never built)`);
-      const shadowDiff = pointers.shadow && pointers.current && pointers.shadow !== pointers.current ? await diffVersions(redis, keys, pointers.current, pointers.shadow) : undefined;
-      print({ pointers, versions: reports, ...(shadowDiff ? { shadowDiff } : {}) });
+      const summary = await summarizeVersions(redis, keys, requested ? [requested] : undefined);
+      if (requested && !summary.versions[0].meta && summary.shadow?.version !== requested) throw new Error(`version ${requested} has no meta in Redis (expired or never built)`);
+      print(summary);
     });
   },
 };

@@ -1,66 +1,100 @@
 /**
- * `pnpm bench build --videos N [--fresh M]`: one daily build over N videos. Prints each phase,
- * videos/s, peak RSS of the build process, and the Redis write phase against the limit: a
- * pipelined RPUSH of the same ids. Last line: `videos=<n> seconds=<s> write/limit=<x> peak_rss_mb=<m>`.
+ * `pnpm bench build --videos N [--fresh M]`: one daily build over N videos, then the next day's
+ * build after 1 % of the videos got new interactions. Each build runs in a process of its own from
+ * the compiled packages (build-child.cjs; `pnpm build` runs first), so its peak RSS is the build's.
+ * Prints each phase, videos/s, and the Redis write phase against the limit: a pipelined RPUSH of
+ * the same ids (measured warm, after the build, and cold, as a fresh process's first RPUSHes).
+ * Last two lines:
+ *   next-day changed=<c> scores_written=<w> scores_seconds=<s>
+ *   videos=<n> seconds=<s> write/limit=<x> peak_rss_mb=<m>      (limit = the warm RPUSH)
  */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import mongoose from 'mongoose';
-import { createLogger } from '@feed/logger';
-import { videoModel } from '@feed/storage';
-import { runDailyBuild } from '@feed/worker';
-import { argValue, benchMongo, benchRedis, rssSampler, seconds, seedInChild } from './support';
+import { videoModel, type Redis } from '@feed/storage';
+import type { BuildResult } from '@feed/worker';
+import { ROOT } from '../support/processes';
+import { argValue, benchMongo, benchRedis, seedInChild } from './support';
+
+const exec = promisify(execFile);
+
+interface ChildBuild {
+  result: BuildResult;
+  seconds: number;
+  peakRssMb: number;
+  startRssMb: number;
+}
+
+async function buildInChild(mongoUri: string, prefix: string, at: Date, options: { switch?: boolean } = {}): Promise<ChildBuild> {
+  const { stdout } = await exec(process.execPath, [path.join(__dirname, 'build-child.cjs')], {
+    cwd: ROOT,
+    env: { ...process.env, BENCH_MONGO_URI: mongoUri, BENCH_REDIS_PREFIX: prefix, BENCH_AT: at.toISOString(), BENCH_SWITCH: options.switch ? '1' : '0' },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return JSON.parse(stdout.trim().split('\n').pop()!) as ChildBuild;
+}
+
+/** 24-hex ids from random bytes. */
+function randomIds(count: number): string[] {
+  const bytes = randomBytes(count * 12);
+  return Array.from({ length: count }, (_, i) => bytes.toString('hex', i * 12, i * 12 + 12));
+}
+
+/** Seconds to RPUSH `ids` in 5000-id commands, all pipelined; the key is deleted after. */
+async function bareRPush(redis: Redis, key: string, ids: string[]): Promise<number> {
+  const started = performance.now();
+  const writes: Promise<unknown>[] = [];
+  for (let i = 0; i < ids.length; i += 5000) writes.push(redis.rPush(key, ids.slice(i, i + 5000)));
+  await Promise.all(writes);
+  const seconds = (performance.now() - started) / 1000;
+  await redis.del(key);
+  return seconds;
+}
 
 export async function runBuildBench(): Promise<void> {
   const videos = Number(argValue('videos', '100000'));
   const fresh = Number(argValue('fresh', String(Math.round(videos * 0.01))));
   if (!Number.isInteger(videos) || videos <= 0) throw new Error('--videos must be a positive integer');
+  console.log('compiling (pnpm build) so the build runs as the worker does');
+  await exec('pnpm', ['build'], { cwd: ROOT });
   const mongo = await benchMongo();
-  const { redis, keys, cleanup } = await benchRedis();
+  const { redis, keys, prefix, cleanup } = await benchRedis();
   const connection = await mongoose.createConnection(mongo.uri).asPromise();
   try {
     const model = videoModel(connection);
     await model.init();
-    const seedStart = Date.now();
-    // Seeded by a child process, so this process's RSS is the build's alone.
+    const seedStart = performance.now();
     await seedInChild(mongo.uri, videos, fresh);
-    console.log(`seeded ${videos + fresh} videos in ${seconds(Date.now() - seedStart)} s (not part of the build)`);
+    console.log(`seeded ${videos + fresh} videos in ${((performance.now() - seedStart) / 1000).toFixed(2)} s (not part of the build)`);
 
-    const rss = rssSampler();
-    const started = Date.now();
-    const result = await runDailyBuild({
-      redis,
-      keys,
-      videos: model,
-      logger: createLogger({ silent: true }),
-      businessTimeZone: 'Asia/Shanghai',
-      keyTtlHours: 1,
-      lockTtlMs: 30 * 60_000,
-    });
-    const total = (Date.now() - started) / 1000;
-    rss.stop();
+    // A fresh process's first RPUSHes are slower than later ones: this process has sent none yet.
+    const coldLimit = await bareRPush(redis, keys.queue('limit-cold'), randomIds(videos + fresh));
+    const at = new Date();
+    const first = await buildInChild(mongo.uri, prefix, at);
+    const { result } = first;
     const ids = await redis.lRange(keys.queue(result.version), 0, -1);
-    const length = ids.length;
-
-    // The limit: the same ids pushed with the build's batching and pipelining, nothing else.
-    const limitKey = keys.queue('limit');
-    const limitStart = Date.now();
-    const writes: Promise<unknown>[] = [];
-    for (let i = 0; i < ids.length; i += 5000) writes.push(redis.rPush(limitKey, ids.slice(i, i + 5000)));
-    await Promise.all(writes);
-    const limit = (Date.now() - limitStart) / 1000;
-    await redis.del(limitKey);
+    const limit = await bareRPush(redis, keys.queue('limit'), ids);
 
     const t = result.timings;
     console.log('phase        seconds');
     for (const phase of ['lock', 'read', 'assemble', 'write', 'verify', 'switch', 'legacy', 'scores'] as const) {
       console.log(`${phase.padEnd(12)} ${(t[phase] ?? 0).toFixed(3)}`);
     }
-    console.log(`queue length ${length}, high ${result.meta?.highCount}, new ${result.meta?.newCount}`);
-    console.log(`videos/s (whole build) ${Math.round(videos / total)}; redis write ${t.write?.toFixed(3)} s vs pipelined RPUSH limit ${limit.toFixed(3)} s`);
-    console.log(`videos=${videos + fresh} seconds=${total.toFixed(2)} write/limit=${((t.write ?? 0) / Math.max(limit, 0.001)).toFixed(2)} peak_rss_mb=${rss.peakMb()}`);
+    console.log(`queue length ${ids.length}, high ${result.meta?.highCount}, new ${result.meta?.newCount}; rss ${first.startRssMb} MB connected, ${first.peakRssMb} MB peak`);
+    console.log(`videos/s (whole build) ${Math.round((videos + fresh) / first.seconds)}; redis write ${t.write?.toFixed(3)} s vs pipelined RPUSH limit ${limit.toFixed(3)} s warm, ${coldLimit.toFixed(3)} s cold`);
+    console.log(`legacy set refill ${t.legacy?.toFixed(3)} s = ${((t.legacy ?? 0) / Math.max(limit, 0.001)).toFixed(2)} x the RPUSH limit; scores written ${result.scoresWritten}`);
+
+    // The next day: 1 % of the videos got an interaction since.
+    const changed = ids.filter((_, i) => i % 100 === 0);
+    for (let i = 0; i < changed.length; i += 5000) await model.updateMany({ _id: { $in: changed.slice(i, i + 5000) } }, { $inc: { recommendLikeCount: 1 } });
+    const next = await buildInChild(mongo.uri, prefix, new Date(at.getTime() + 24 * 3600_000), { switch: true });
+    console.log(`next-day changed=${changed.length} scores_written=${next.result.scoresWritten} scores_seconds=${(next.result.timings.scores ?? 0).toFixed(2)}`);
+    console.log(`videos=${videos + fresh} seconds=${first.seconds.toFixed(2)} write/limit=${((t.write ?? 0) / Math.max(limit, 0.001)).toFixed(2)} peak_rss_mb=${first.peakRssMb}`);
   } finally {
     await connection.close();
     await cleanup();
     mongo.stop();
   }
 }
-

@@ -34,18 +34,8 @@ export async function benchRedis(): Promise<{ redis: Redis; prefix: string; keys
   };
 }
 
-/** Samples RSS while the benchmark runs; `peakMb()` is the highest seen. */
-export function rssSampler(): { peakMb(): number; stop(): void } {
-  let peak = process.memoryUsage().rss;
-  const timer = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss);
-  }, 20);
-  return { peakMb: () => Math.round(Math.max(peak, process.memoryUsage().rss) / 1048576), stop: () => clearInterval(timer) };
-}
-
 export function argValue(name: string, fallback?: string): string | undefined {
   const at = process.argv.indexOf(`--${name}`);
   return at >= 0 ? process.argv[at + 1] : fallback;
 }
 
-export const seconds = (ms: number) => (ms / 1000).toFixed(2);

@@ -62,7 +62,8 @@ describe('queue inspector', () => {
   it('when the summary is read, then it has the versions, blocks, scores and the shadow diff', async () => {
     const res = await request(base).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'inspect-pass').expect(200);
     expect(res.body.pointers).toMatchObject({ current: '20260724', shadow: '20260725' });
-    expect(res.body.versions.map((v: { version: string }) => v.version)).toEqual(['20260725', '20260724']);
+    expect(res.body.versions.map((v: { version: string }) => v.version)).toEqual(['20260724']);
+    expect(res.body.shadow).toMatchObject({ version: '20260725', role: ['shadow'], queueLength: 410 });
     expect(res.body.scores.sampled).toBe(400);
     expect(res.body.shadowDiff).toMatchObject({ base: '20260724', other: '20260725', baseLength: 400, otherLength: 410, onlyInOther: 10, duplicatesInOther: 0 });
     expect(res.body.rollout).toEqual({ enabled: true, percent: 100, source: { enabled: 'environment', percent: 'environment' } });

@@ -1,5 +1,6 @@
 import { QueueEvents } from 'bullmq';
 import request from 'supertest';
+import { versionFor } from '@feed/domain';
 import { createLogger } from '@feed/logger';
 import { seedVideos, videoModel } from '@feed/storage';
 import { createWorkerApp, DASHBOARD_PATH } from '../src/app';
@@ -57,6 +58,28 @@ describe('BullMQ build job', () => {
     expect(text).toMatch(/feed_build_queue_length 60/);
     expect(text).toMatch(/feed_build_full_17_3_block_ratio 0\.3333/);
     expect(text).toMatch(/feed_builds_total\{result="built"\} 1/);
+  });
+
+  it("when a crashed worker's lock blocks the due build, then the job fails as locked and its retry builds once the lock expires", async () => {
+    const today = versionFor(new Date(), 'Asia/Shanghai');
+    await s.redis.set(s.keys.buildLock(today), 'crashed-worker', { PX: 1500 });
+    const failures: string[] = [];
+    events.on('failed', ({ failedReason }) => failures.push(failedReason));
+    const job = await jobs.queue.add('daily-build', {}, { attempts: 2 });
+    const result = await job.waitUntilFinished(events, 30_000);
+    expect(result).toMatchObject({ version: today, status: 'built' });
+    expect(failures).toEqual([]); // a retried attempt is not a final failure...
+    expect((await jobs.queue.getJob(job.id!))?.attemptsMade).toBe(2); // ...but it took a second attempt
+    expect(await s.redis.get(s.keys.current)).toBe(today);
+    expect(await metrics.registry.metrics()).toMatch(/feed_builds_total\{result="locked"\} 1/);
+  });
+
+  it('when a lock blocks a build of another day, then the job completes as locked without a retry', async () => {
+    await s.redis.set(s.keys.buildLock('20260720'), 'crashed-worker', { PX: 60_000 });
+    const job = await jobs.queue.add('replay', { at: '2026-07-20' }, { attempts: 2 });
+    expect(await job.waitUntilFinished(events, 30_000)).toMatchObject({ version: '20260720', status: 'locked' });
+    expect((await jobs.queue.getJob(job.id!))?.attemptsMade).toBe(1);
+    await s.redis.del(s.keys.buildLock('20260720'));
   });
 
   it('when the job data has a bad date, then the job fails with a clear reason and current is untouched', async () => {

@@ -1,8 +1,9 @@
 import { Types } from 'mongoose';
-import { BLOCK_SIZE, expandBlocks, versionFor } from '@feed/domain';
+import { BLOCK_SIZE, expandBlocks, recommendScore, versionFor } from '@feed/domain';
 import { createLogger } from '@feed/logger';
 import { demoVideo, readMeta, seedVideos, videoModel, type VideoModel } from '@feed/storage';
 import { runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
+import { summarizeVersions } from '../src/inspect/inspect-versions';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -32,7 +33,7 @@ afterAll(() => s.cleanup());
 
 beforeEach(async () => {
   await videos.deleteMany({});
-  await s.redis.del([s.keys.current, s.keys.previous, s.keys.shadow, s.keys.queue(VERSION), s.keys.meta(VERSION), s.keys.offset(VERSION), s.keys.legacyIds]);
+  await s.redis.del([s.keys.current, s.keys.previous, s.keys.shadow, s.keys.queue(VERSION), s.keys.meta(VERSION), s.keys.offset(VERSION), s.keys.shadowQueue(VERSION), s.keys.shadowMeta(VERSION), s.keys.legacyIds]);
 });
 
 const queueOf = (version = VERSION) => s.redis.lRange(s.keys.queue(version), 0, -1);
@@ -257,7 +258,7 @@ describe('daily build', () => {
     await s.redis.del(s.keys.buildLock(VERSION));
   });
 
-  it('when built in shadow mode, then the version is verified but current does not switch', async () => {
+  it('when built in shadow mode, then the version is verified on keys of its own and current does not switch', async () => {
     await seed(40, 0);
     const yesterday = new Date(AT.getTime() - DAY);
     const live = await runDailyBuild(deps, { at: yesterday });
@@ -266,8 +267,80 @@ describe('daily build', () => {
     expect(shadow.status).toBe('shadow');
     expect(await s.redis.get(s.keys.current)).toBe(live.version);
     expect(await s.redis.get(s.keys.shadow)).toBe(VERSION);
-    expect(await readMeta(s.redis, s.keys, VERSION)).toMatchObject({ shadow: true, length: 45, newCount: 5, duplicateCount: 0 });
+    expect(await readMeta(s.redis, s.keys, VERSION, 'shadow')).toMatchObject({ shadow: true, length: 45, newCount: 5, duplicateCount: 0 });
+    expect(await s.redis.exists([s.keys.queue(VERSION), s.keys.meta(VERSION)])).toBe(0);
     await s.redis.del([s.keys.queue(live.version), s.keys.meta(live.version)]);
+  });
+
+  it('when a shadow is built for the current version itself, then its live queue, meta, offsets and TTLs are untouched (R20)', async () => {
+    await seed(40, 0);
+    await runDailyBuild(deps, { at: AT });
+    await s.redis.hSet(s.keys.offset(VERSION), 'u:alice', '7');
+    await s.redis.expire(s.keys.offset(VERSION), 3600);
+    const liveKeys = [s.keys.queue(VERSION), s.keys.meta(VERSION), s.keys.offset(VERSION)];
+    const before = { queue: await queueOf(), meta: await s.redis.hGetAll(s.keys.meta(VERSION)), offsets: await s.redis.hGetAll(s.keys.offset(VERSION)) };
+    const ttlsBefore = await Promise.all(liveKeys.map((key) => s.redis.ttl(key)));
+
+    await videos.insertMany(Array.from({ length: 5 }, () => demoVideo({ reviewAt: new Date(AT.getTime() - 3600_000) })));
+    const shadow = await runDailyBuild(deps, { at: AT, shadow: true });
+
+    expect(shadow).toMatchObject({ version: VERSION, status: 'shadow' });
+    expect(await s.redis.get(s.keys.current)).toBe(VERSION);
+    expect(await queueOf()).toEqual(before.queue);
+    expect(await s.redis.hGetAll(s.keys.meta(VERSION))).toEqual(before.meta);
+    expect(await s.redis.hGetAll(s.keys.offset(VERSION))).toEqual({ 'u:alice': '7' });
+    const ttlsAfter = await Promise.all(liveKeys.map((key) => s.redis.ttl(key)));
+    ttlsAfter.forEach((ttl, i) => expect(ttl).toBeLessThanOrEqual(ttlsBefore[i]));
+    expect(await s.redis.lLen(s.keys.shadowQueue(VERSION))).toBe(45);
+
+    const summary = await summarizeVersions(s.redis, s.keys);
+    expect(summary.versions.map((v) => v.version)).toEqual([VERSION]);
+    expect(summary.shadow).toMatchObject({ version: VERSION, role: ['shadow'], queueLength: 45, usersWithOffset: 0 });
+    expect(summary.shadowDiff).toMatchObject({ base: VERSION, other: VERSION, baseLength: 40, otherLength: 45, onlyInOther: 5, onlyInBase: 0 });
+  });
+
+  it('when a day older than current is replayed, then it is built as a shadow unless switch is asked for', async () => {
+    await seed(40, 0);
+    const yesterday = new Date(AT.getTime() - DAY);
+    await runDailyBuild(deps, { at: AT });
+    const replay = await runDailyBuild(deps, { at: yesterday });
+    expect(replay).toMatchObject({ status: 'shadow', reason: expect.stringContaining(`older than current ${VERSION}`) });
+    expect(await s.redis.get(s.keys.current)).toBe(VERSION);
+
+    const switched = await runDailyBuild(deps, { at: yesterday, switch: true });
+    expect(switched.status).toBe('built');
+    expect(await s.redis.get(s.keys.current)).toBe(replay.version);
+    await s.redis.del([s.keys.queue(replay.version), s.keys.meta(replay.version), s.keys.shadowQueue(replay.version), s.keys.shadowMeta(replay.version)]);
+  });
+
+  it("when a day later than today is built, then it does not become current, so that day's scheduled build still runs", async () => {
+    await seed(40, 0);
+    const today = { ...deps, now: () => AT };
+    const tomorrow = new Date(AT.getTime() + DAY);
+    const early = await runDailyBuild(today, { at: tomorrow });
+    expect(early).toMatchObject({ status: 'shadow', reason: expect.stringContaining('later than today') });
+    expect(await s.redis.get(s.keys.current)).toBeNull();
+    const scheduled = await runDailyBuild({ ...deps, now: () => tomorrow }, { at: tomorrow });
+    expect(scheduled).toMatchObject({ version: early.version, status: 'built' });
+    await s.redis.del([s.keys.queue(early.version), s.keys.meta(early.version), s.keys.shadowQueue(early.version), s.keys.shadowMeta(early.version)]);
+  });
+
+  it('when the next day is built, then only the documents whose score changed are written back, stamped with that build (R2)', async () => {
+    const { oldIds } = await seed(30, 0);
+    const first = await runDailyBuild(deps, { at: AT });
+    expect(first.scoresWritten).toBe(30);
+    const nextDay = new Date(AT.getTime() + DAY);
+    const bumped = oldIds.slice(0, 3);
+    await videos.updateMany({ _id: { $in: bumped } }, { $inc: { recommendShareCount: 1 } });
+
+    const second = await runDailyBuild(deps, { at: nextDay });
+    expect(second.scoresWritten).toBe(3);
+    const docs = await videos.find({}).select({ recommendScore: 1, recommendScoreAt: 1, recommendLikeCount: 1, recommendCollectCount: 1, recommendCommentCount: 1, recommendShareCount: 1 }).lean();
+    for (const doc of docs) {
+      expect(doc.recommendScore).toBe(recommendScore(doc));
+      expect(doc.recommendScoreAt).toEqual(bumped.includes(doc._id.toHexString()) ? nextDay : AT);
+    }
+    await s.redis.del([s.keys.queue(second.version), s.keys.meta(second.version)]);
   });
 
   it('when no video is eligible, then nothing is published and current is untouched', async () => {

@@ -14,8 +14,8 @@ export interface BlockRun extends BlockComposition {
   count: number;
 }
 
-export interface AssembledQueue {
-  ids: string[];
+export interface AssembledQueue<Ids> {
+  ids: Ids;
   blocks: BlockComposition[];
 }
 
@@ -24,27 +24,33 @@ export interface AssembledQueue {
  * runs out, new videos fill the rest. Every id appears exactly once, nothing pads, and only the
  * last block may be short. Each block is shuffled with a PRNG seeded by version and block index.
  *
+ * The build passes candidate indices (Uint32Array) and gets indices back, so no id is copied;
+ * tests and small callers pass ids.
+ *
  * @param high high pool in serving order (R8)
  * @param fresh new pool in serving order (R7)
  * @param version the version (YYYYMMDD) that seeds the shuffle
  */
-export function assembleQueue(high: readonly string[], fresh: readonly string[], version: string): AssembledQueue {
-  const ids: string[] = [];
+export function assembleQueue(high: Uint32Array, fresh: Uint32Array, version: string): AssembledQueue<Uint32Array>;
+export function assembleQueue(high: readonly string[], fresh: readonly string[], version: string): AssembledQueue<string[]>;
+export function assembleQueue<T>(high: ArrayLike<T>, fresh: ArrayLike<T>, version: string): AssembledQueue<Uint32Array | T[]> {
+  const total = high.length + fresh.length;
+  const ids: { [i: number]: unknown; length: number } = high instanceof Uint32Array ? new Uint32Array(total) : new Array<T>(total);
   const blocks: BlockComposition[] = [];
   let h = 0;
   let f = 0;
+  let at = 0;
   while (h < high.length || f < fresh.length) {
     let takeFresh = Math.min(NEW_PER_BLOCK, fresh.length - f);
     const takeHigh = Math.min(BLOCK_SIZE - takeFresh, high.length - h);
     takeFresh += Math.min(BLOCK_SIZE - takeFresh - takeHigh, fresh.length - f - takeFresh);
-    const block = [...fresh.slice(f, f + takeFresh), ...high.slice(h, h + takeHigh)];
-    f += takeFresh;
-    h += takeHigh;
-    shuffleInPlace(block, seededRandom(version, blocks.length));
-    ids.push(...block);
+    const start = at;
+    for (let k = 0; k < takeFresh; k++) ids[at++] = fresh[f++];
+    for (let k = 0; k < takeHigh; k++) ids[at++] = high[h++];
+    shuffleInPlace(ids, seededRandom(version, blocks.length), start, at);
     blocks.push({ high: takeHigh, fresh: takeFresh });
   }
-  return { ids, blocks };
+  return { ids: ids as Uint32Array | T[], blocks };
 }
 
 /** Run-length summary of block compositions. */
@@ -70,6 +76,6 @@ export function fullBlockRatio(blocks: readonly BlockComposition[]): number {
 }
 
 /** Number of ids that occur more than once (0 for every valid queue). */
-export function countDuplicates(ids: readonly string[]): number {
+export function countDuplicates(ids: readonly unknown[]): number {
   return ids.length - new Set(ids).size;
 }

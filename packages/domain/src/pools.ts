@@ -1,24 +1,15 @@
 /** SPEC R7, R8: the new pool and the high pool, each in its serving order. */
+import type { CandidateColumns } from './candidates';
 
 export const NEW_WINDOW_MS = 24 * 60 * 60 * 1000;
 
-export interface Candidate {
-  /** 24-hex ObjectId string: string order is ObjectId order. */
-  id: string;
-  score: number;
-  /** Epoch milliseconds of approval; null when unknown (never "new"). */
-  reviewAt: number | null;
-}
-
+/** Each pool holds candidate indices (into the columns) in serving order. */
 export interface Pools {
   /** Approved within the 24 h before generatedAt: reviewAt desc, id desc. */
-  fresh: string[];
+  fresh: Uint32Array;
   /** Every other candidate: score desc, reviewAt desc, id desc. */
-  high: string[];
+  high: Uint32Array;
 }
-
-const byIdDesc = (a: Candidate, b: Candidate): number => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
-const byReviewDesc = (a: Candidate, b: Candidate): number => (b.reviewAt ?? -Infinity) - (a.reviewAt ?? -Infinity);
 
 /** True when `reviewAt` lies in [generatedAt - 24 h, generatedAt]. */
 export function isNew(reviewAt: number | null, generatedAt: number): boolean {
@@ -26,11 +17,20 @@ export function isNew(reviewAt: number | null, generatedAt: number): boolean {
 }
 
 /** Splits eligible candidates into the two pools; a new video is not also in the high pool. */
-export function splitPools(candidates: Iterable<Candidate>, generatedAt: number): Pools {
-  const fresh: Candidate[] = [];
-  const high: Candidate[] = [];
-  for (const c of candidates) (isNew(c.reviewAt, generatedAt) ? fresh : high).push(c);
+export function splitPools(candidates: CandidateColumns, generatedAt: number): Pools {
+  const { reviewAt, scores } = candidates;
+  let freshCount = 0;
+  for (let i = 0; i < candidates.length; i++) if (isNew(reviewAt[i], generatedAt)) freshCount++;
+  const fresh = new Uint32Array(freshCount);
+  const high = new Uint32Array(candidates.length - freshCount);
+  for (let i = 0, f = 0, h = 0; i < candidates.length; i++) {
+    if (isNew(reviewAt[i], generatedAt)) fresh[f++] = i;
+    else high[h++] = i;
+  }
+  // Unknown review times are -Infinity: equal to each other, after every known time.
+  const byReviewDesc = (a: number, b: number) => (reviewAt[a] === reviewAt[b] ? 0 : reviewAt[a] < reviewAt[b] ? 1 : -1);
+  const byIdDesc = (a: number, b: number) => candidates.compareIds(b, a);
   fresh.sort((a, b) => byReviewDesc(a, b) || byIdDesc(a, b));
-  high.sort((a, b) => b.score - a.score || byReviewDesc(a, b) || byIdDesc(a, b));
-  return { fresh: fresh.map((c) => c.id), high: high.map((c) => c.id) };
+  high.sort((a, b) => scores[b] - scores[a] || byReviewDesc(a, b) || byIdDesc(a, b));
+  return { fresh, high };
 }

@@ -47,11 +47,13 @@ export function seededRandom(version: string, blockIndex: number): () => number 
   return sfc32(a, b, c, d);
 }
 
-/** Fisher–Yates in place with the given PRNG. */
-export function shuffleInPlace<T>(items: T[], random: () => number): T[] {
-  for (let i = items.length - 1; i > 0; i--) {
+/** Fisher–Yates over items[start, end) in place with the given PRNG. */
+export function shuffleInPlace<A extends { [i: number]: unknown; length: number }>(items: A, random: () => number, start = 0, end = items.length): A {
+  for (let i = end - start - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
-    [items[i], items[j]] = [items[j], items[i]];
+    const swap = items[start + i];
+    items[start + i] = items[start + j];
+    items[start + j] = swap;
   }
   return items;
 }

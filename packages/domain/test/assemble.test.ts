@@ -141,3 +141,19 @@ describe('assembleQueue named cases', () => {
     expect(assembleQueue([], [], 'v').ids).toEqual([]);
   });
 });
+
+describe('assembleQueue over candidate indices (the build path)', () => {
+  it('when pools are given as indices, then the queue is the id queue mapped to indices', () => {
+    fc.assert(
+      fc.property(pools(300), ({ high, fresh }) => {
+        const all = [...high, ...fresh];
+        const index = new Map(all.map((id, i) => [id, i]));
+        const byIndex = assembleQueue(Uint32Array.from(high, (id) => index.get(id)!), Uint32Array.from(fresh, (id) => index.get(id)!), '20260724');
+        const byId = assembleQueue(high, fresh, '20260724');
+        expect(byIndex.ids).toBeInstanceOf(Uint32Array);
+        expect(Array.from(byIndex.ids, (i) => all[i])).toEqual(byId.ids);
+        expect(byIndex.blocks).toEqual(byId.blocks);
+      }),
+    );
+  });
+});

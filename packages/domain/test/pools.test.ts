@@ -1,4 +1,5 @@
-import { isEligible, NEW_WINDOW_MS, recommendScore, splitPools, versionFor } from '../src';
+import fc from 'fast-check';
+import { CandidateColumns, isEligible, NEW_WINDOW_MS, parseBuildAt, recommendScore, splitPools, versionFor, type Candidate } from '../src';
 
 describe('eligibility (R1)', () => {
   it('when approved, short and not deleted, then eligible regardless of vip/coin/ad/special', () => {
@@ -27,9 +28,15 @@ describe('recommendScore (R2)', () => {
 describe('splitPools (R7, R8)', () => {
   const at = Date.UTC(2026, 6, 24, 0, 0, 0);
   const id = (n: number) => n.toString(16).padStart(24, '0');
+  /** The pools as ids, from candidate objects through the columns. */
+  const poolIds = (candidates: Candidate[]) => {
+    const columns = CandidateColumns.from(candidates);
+    const pools = splitPools(columns, at);
+    return { fresh: Array.from(pools.fresh, (i) => columns.idHex(i)), high: Array.from(pools.high, (i) => columns.idHex(i)) };
+  };
 
   it('when reviewAt is inside [generatedAt - 24h, generatedAt], then the video is new, ordered reviewAt desc then id desc', () => {
-    const pools = splitPools(
+    const pools = poolIds(
       [
         { id: id(1), score: 99, reviewAt: at - NEW_WINDOW_MS },
         { id: id(2), score: 0, reviewAt: at - 1000 },
@@ -37,24 +44,20 @@ describe('splitPools (R7, R8)', () => {
         { id: id(4), score: 0, reviewAt: at },
         { id: id(5), score: 0, reviewAt: at - NEW_WINDOW_MS - 1 },
         { id: id(6), score: 0, reviewAt: at + 1 },
-      ],
-      at,
-    );
+      ]);
     expect(pools.fresh).toEqual([id(4), id(3), id(2), id(1)]);
     expect(pools.high).toEqual([id(6), id(5)]);
   });
 
   it('when videos are old, then the high pool is ordered score desc, reviewAt desc, id desc', () => {
     const old = at - 10 * NEW_WINDOW_MS;
-    const pools = splitPools(
+    const pools = poolIds(
       [
         { id: id(1), score: 5, reviewAt: old },
         { id: id(2), score: 5, reviewAt: old + 1 },
         { id: id(3), score: 5, reviewAt: old + 1 },
         { id: id(4), score: 9, reviewAt: null },
-      ],
-      at,
-    );
+      ]);
     expect(pools.high).toEqual([id(4), id(3), id(2), id(1)]);
     expect(pools.fresh).toEqual([]);
   });
@@ -64,5 +67,79 @@ describe('versionFor', () => {
   it('when it is 20:00 UTC, then the Beijing version is the next day', () => {
     expect(versionFor(new Date('2026-07-23T20:00:00Z'), 'Asia/Shanghai')).toBe('20260724');
     expect(versionFor(new Date('2026-07-23T20:00:00Z'), 'UTC')).toBe('20260723');
+  });
+});
+
+describe('CandidateColumns', () => {
+  const id = (n: number) => n.toString(16).padStart(24, '0');
+  const objectId = fc.uint8Array({ minLength: 12, maxLength: 12 }).map((bytes) => Buffer.from(bytes).toString('hex'));
+  const candidate = fc.record({
+    id: objectId,
+    score: fc.nat({ max: 50 }),
+    reviewAt: fc.option(fc.integer({ min: 0, max: 10 }), { nil: null }),
+    storedScore: fc.option(fc.nat({ max: 50 }), { nil: null }),
+  });
+
+  it('when ids are pushed, then each reads back as the same hex, also past the initial capacity', () => {
+    fc.assert(
+      fc.property(fc.array(candidate, { maxLength: 200 }), (candidates) => {
+        const columns = new CandidateColumns(1);
+        for (const c of candidates) columns.push(Buffer.from(c.id, 'hex'), c.score, c.reviewAt, c.storedScore);
+        expect(Array.from({ length: columns.length }, (_, i) => columns.idHex(i))).toEqual(candidates.map((c) => c.id));
+      }),
+    );
+  });
+
+  it('when pools are split, then the high pool is the object sort: score desc, reviewAt desc (unknown last), id desc', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(candidate, { selector: (c) => c.id, maxLength: 200 }), (candidates) => {
+        const columns = CandidateColumns.from(candidates);
+        const high = Array.from(splitPools(columns, Date.UTC(2030, 0, 1)).high, (i) => columns.idHex(i));
+        const review = (c: Candidate) => c.reviewAt ?? -Infinity;
+        const expected = [...candidates]
+          .sort((a, b) => b.score - a.score || (review(a) === review(b) ? 0 : review(b) > review(a) ? 1 : -1) || (a.id < b.id ? 1 : -1))
+          .map((c) => c.id);
+        expect(high).toEqual(expected);
+      }),
+    );
+  });
+
+  it('when scores are compared with the stored ones, then only changed or never-written candidates are returned', () => {
+    fc.assert(
+      fc.property(fc.array(candidate, { maxLength: 100 }), (candidates) => {
+        const columns = CandidateColumns.from(candidates);
+        const expected = candidates.flatMap((c, i) => (c.storedScore === null || c.storedScore !== c.score ? [i] : []));
+        expect(Array.from(columns.changedScores())).toEqual(expected);
+      }),
+    );
+  });
+
+  it('when ids repeat, then countDuplicateIds counts each repeat once', () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(id(1), id(2), id(3), id(0x10000000001)), { maxLength: 50 }), (ids) => {
+        const columns = CandidateColumns.from(ids.map((x) => ({ id: x, score: 0, reviewAt: null })));
+        expect(columns.countDuplicateIds()).toBe(ids.length - new Set(ids).size);
+      }),
+    );
+  });
+});
+
+describe('parseBuildAt', () => {
+  it('when the text has no offset, then it is wall time in the business time zone', () => {
+    expect(parseBuildAt('2026-07-24', 'Asia/Shanghai')?.toISOString()).toBe('2026-07-23T16:00:00.000Z');
+    expect(parseBuildAt('2026-07-24T04:30', 'Asia/Shanghai')?.toISOString()).toBe('2026-07-23T20:30:00.000Z');
+    expect(parseBuildAt('2026-07-24T04:30:15.5', 'America/New_York')?.toISOString()).toBe('2026-07-24T08:30:15.500Z');
+    expect(versionFor(parseBuildAt('2026-07-24', 'Asia/Shanghai')!, 'Asia/Shanghai')).toBe('20260724');
+  });
+  it('when the text has Z or an offset, then it is that instant', () => {
+    expect(parseBuildAt('2026-07-24T00:30:00+08:00', 'UTC')?.toISOString()).toBe('2026-07-23T16:30:00.000Z');
+    expect(parseBuildAt('2026-07-24T00:30:00Z', 'Asia/Shanghai')?.toISOString()).toBe('2026-07-24T00:30:00.000Z');
+  });
+  it('when a DST zone is given, then the offset of that date applies', () => {
+    expect(parseBuildAt('2026-01-15T12:00', 'Europe/Berlin')?.toISOString()).toBe('2026-01-15T11:00:00.000Z');
+    expect(parseBuildAt('2026-07-15T12:00', 'Europe/Berlin')?.toISOString()).toBe('2026-07-15T10:00:00.000Z');
+  });
+  it.each(['yesterday', '2026-02-30', '2026-07-24T25:00', '24/07/2026', '2026-07-24T04:30+8', ''])('when the text is %j, then it is rejected', (text) => {
+    expect(parseBuildAt(text, 'Asia/Shanghai')).toBeNull();
   });
 });

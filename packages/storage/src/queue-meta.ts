@@ -62,6 +62,7 @@ export function decodeMeta(fields: Record<string, string>): QueueMeta | null {
   };
 }
 
-export async function readMeta(redis: Redis, keys: RedisKeys, version: string): Promise<QueueMeta | null> {
-  return decodeMeta((await redis.hGetAll(keys.meta(version))) as Record<string, string>);
+/** A version's live meta, or (`slot: 'shadow'`) the meta of its shadow build (R20). */
+export async function readMeta(redis: Redis, keys: RedisKeys, version: string, slot: 'live' | 'shadow' = 'live'): Promise<QueueMeta | null> {
+  return decodeMeta((await redis.hGetAll(slot === 'shadow' ? keys.shadowMeta(version) : keys.meta(version))) as Record<string, string>);
 }

@@ -16,13 +16,16 @@ export function createRedisKeys(prefix = '') {
     previous: `${p}previous`,
     /** HASH enabled, percent: on-call's run-time override of the rollout (R16); absent = environment. */
     rollout: `${p}rollout`,
-    /** STRING: the last version built in shadow mode (R20), for `inspect`. */
+    /** STRING: the last version built in shadow mode (R20); its keys are shadowQueue/shadowMeta. */
     shadow: `${p}shadow`,
     /** LIST of 24-hex video ids in queue order. */
     queue: (version: string) => `${p}queue:{${version}}`,
     /** Where a build writes the queue before verifying it and RENAMEing it into place (same slot). */
     queueStaging: (version: string) => `${p}queue:{${version}}:staging`,
     metaStaging: (version: string) => `${p}meta:{${version}}:staging`,
+    /** A shadow build's queue and meta (R20): keys of its own in the version's slot, never read by the API. */
+    shadowQueue: (version: string) => `${p}queue:{${version}}:shadow`,
+    shadowMeta: (version: string) => `${p}meta:{${version}}:shadow`,
     /** HASH user -> next offset. */
     offset: (version: string) => `${p}offset:{${version}}`,
     /** HASH length, generatedAt, startOffset, counts, block summary. */

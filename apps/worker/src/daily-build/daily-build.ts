@@ -1,33 +1,23 @@
 /**
- * The daily build (SPEC R6–R10, R17, R20): read eligible videos, score and assemble the 17+3
- * ring queue, write it as a new version, verify it, and switch `current` — under a build lock.
+ * The daily build (SPEC R2, R6–R10, R17, R20): read eligible videos, score and assemble the 17+3
+ * ring queue, write it as a new version, verify it, and switch `current`, under a build lock.
  *
+ * The pipeline, one named step each:
+ *   plan -> lock -> read -> assemble -> write -> verify -> switch | shadow -> legacy -> scores
  * Writes go to staging keys in the version's slot and are RENAMEd into place after
  * verification, so readers never see a half-written queue, even on a forced rebuild of the
- * version they are reading.
+ * version they are reading. A shadow build RENAMEs onto keys of its own instead (R20).
  */
 import type { Config } from '@feed/config';
 import type { Logger } from '@feed/logger';
-import {
-  assembleQueue,
-  countDuplicates,
-  ELIGIBLE_FILTER,
-  recommendScore,
-  splitPools,
-  summarizeBlocks,
-  versionFor,
-  type Candidate,
-} from '@feed/domain';
+import { assembleQueue, splitPools, summarizeBlocks, versionFor, type CandidateColumns } from '@feed/domain';
 import { encodeMeta, type QueueMeta, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 import { acquireBuildLock, type BuildLock } from './build-lock';
+import { readCandidates } from './read-candidates';
+import { writeBackScores } from './score-write-back';
+import { writeIds } from './write-ids';
 
-/** Ids per RPUSH/SADD command; the commands themselves are pipelined. */
-const WRITE_BATCH = 5000;
-/** Documents per bulkWrite of the score write-back. */
-const SCORE_BATCH = 2000;
-const READ_BATCH = 5000;
-
-export type BuildPhase = 'lock' | 'read' | 'assemble' | 'write' | 'verify' | 'switch' | 'scores' | 'legacy' | 'done';
+export type BuildPhase = 'lock' | 'read' | 'assemble' | 'write' | 'verify' | 'switch' | 'shadow' | 'legacy' | 'scores' | 'done';
 
 export interface BuildOptions {
   /** Fixes generatedAt; the version is its date in the business time zone. Default: now. */
@@ -36,9 +26,14 @@ export interface BuildOptions {
   force?: boolean;
   /** Build and verify without switching `current` (R20). */
   shadow?: boolean;
+  /**
+   * Make a version current that is older than `current` or later than today (a replay). Without
+   * it such a build is verified as a shadow and `current` stays.
+   */
+  switch?: boolean;
   /** Aborts the build between phases and batches (worker shutdown): the lock is released, `current` untouched. */
   signal?: AbortSignal;
-  /** Called at each phase with an overall percentage, for BullMQ progress and logs. */
+  /** Called at each phase (and each score batch) with an overall percentage, for BullMQ progress and logs. */
   onProgress?: (phase: BuildPhase, percent: number) => void | Promise<void>;
 }
 
@@ -50,6 +45,8 @@ export interface BuildDeps {
   businessTimeZone: string;
   keyTtlHours: number;
   lockTtlMs: number;
+  /** The clock that says which version is today's (tests fix it). */
+  now?: () => Date;
   /** Test hook: runs between the queue write and the switch, to inject failures. */
   beforeSwitch?: () => Promise<void>;
 }
@@ -67,164 +64,200 @@ export type BuildStatus = 'built' | 'shadow' | 'already-current' | 'locked';
 export interface BuildResult {
   version: string;
   status: BuildStatus;
+  /** Why a build that was not asked to be a shadow became one (a replay without `switch`). */
+  reason?: string;
   meta?: QueueMeta;
+  /** Documents whose recommendScore changed and was written back (R2). */
+  scoresWritten?: number;
+  /** For `locked`: milliseconds until the other holder's lock expires. */
+  lockExpiresInMs?: number;
   /** Seconds per phase. */
   timings: Partial<Record<BuildPhase, number>>;
 }
 
 export class BuildVerificationError extends Error {}
 
-/** Streams eligible videos with a cursor, keeping only what assembly needs. */
-async function readCandidates(videos: VideoModel, signal?: AbortSignal): Promise<Candidate[]> {
-  const candidates: Candidate[] = [];
-  const cursor = videos
-    .find(ELIGIBLE_FILTER)
-    .select({ _id: 1, reviewAt: 1, recommendLikeCount: 1, recommendCollectCount: 1, recommendCommentCount: 1, recommendShareCount: 1 })
-    .lean()
-    .cursor({ batchSize: READ_BATCH });
-  for await (const video of cursor) {
-    signal?.throwIfAborted();
-    candidates.push({ id: video._id.toHexString(), score: recommendScore(video), reviewAt: video.reviewAt ? new Date(video.reviewAt).getTime() : null });
+/** What this build will do once it has the lock. */
+type Plan = { publish: 'current' } | { publish: 'shadow'; reason?: string } | { skip: BuildResult };
+
+/**
+ * "Already current" means switched *and* finished: a build that failed after its switch (legacy
+ * refill, score write-back) is run again by BullMQ's retry rather than skipped. A version older
+ * than current or later than today is a replay: it switches only when asked to.
+ */
+async function plan(deps: BuildDeps, version: string, options: BuildOptions): Promise<Plan> {
+  if (options.shadow) return { publish: 'shadow' };
+  const current = await deps.redis.get(deps.keys.current);
+  if (!options.force && current === version && (await deps.redis.hExists(deps.keys.meta(version), 'completedAt'))) {
+    return { skip: { version, status: 'already-current', timings: {} } };
   }
-  return candidates;
+  if (options.switch) return { publish: 'current' };
+  const today = versionFor(deps.now?.() ?? new Date(), deps.businessTimeZone);
+  if (version > today) return { publish: 'shadow', reason: `${version} is later than today (${today}); pass switch to make it current` };
+  if (current && version < current) return { publish: 'shadow', reason: `${version} is older than current ${current}; pass switch to make it current` };
+  return { publish: 'current' };
 }
 
-async function pushInBatches(redis: Redis, key: string, ids: string[], command: 'rPush' | 'sAdd'): Promise<void> {
-  const writes: Promise<unknown>[] = [];
-  // Issued back to back on one connection: node-redis pipelines them and Redis applies them in order.
-  for (let i = 0; i < ids.length; i += WRITE_BATCH) writes.push(redis[command](key, ids.slice(i, i + WRITE_BATCH)));
-  await Promise.all(writes);
+/** Progress, logs and per-phase timings of one build. */
+class BuildRun {
+  readonly timings: BuildResult['timings'] = {};
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly version: string,
+    private readonly options: BuildOptions,
+  ) {}
+
+  async phase<T>(name: BuildPhase, percent: number, step: () => Promise<T>): Promise<T> {
+    this.options.signal?.throwIfAborted();
+    this.logger.info('daily build phase', { version: this.version, phase: name, percent });
+    await this.options.onProgress?.(name, percent);
+    const started = performance.now();
+    const result = await step();
+    this.timings[name] = (performance.now() - started) / 1000;
+    return result;
+  }
+
+  async progress(name: BuildPhase, percent: number): Promise<void> {
+    await this.options.onProgress?.(name, Math.floor(percent));
+  }
 }
 
-/** Writes the score every queued video was built with as `recommendScore(At)` (R9). */
-async function writeBackScores(videos: VideoModel, candidates: Candidate[], at: Date, signal?: AbortSignal): Promise<void> {
-  for (let i = 0; i < candidates.length; i += SCORE_BATCH) {
-    signal?.throwIfAborted();
-    await videos.bulkWrite(
-      candidates.slice(i, i + SCORE_BATCH).map((c) => ({
-        updateOne: { filter: { _id: c.id }, update: { $set: { recommendScore: c.score, recommendScoreAt: at } } },
-      })),
-      { ordered: false },
-    );
+interface AssembledBuild {
+  candidates: CandidateColumns;
+  /** Candidate indices in queue order. */
+  order: Uint32Array;
+  meta: QueueMeta;
+}
+
+function assemble(candidates: CandidateColumns, generatedAt: Date, version: string, shadow: boolean): AssembledBuild {
+  const duplicateCount = candidates.countDuplicateIds();
+  if (duplicateCount > 0) throw new BuildVerificationError(`read ${duplicateCount} duplicate video ids`);
+  const pools = splitPools(candidates, generatedAt.getTime());
+  const { ids: order, blocks } = assembleQueue(pools.high, pools.fresh, version);
+  const meta: QueueMeta = {
+    version,
+    length: order.length,
+    generatedAt: generatedAt.toISOString(),
+    startOffset: 0,
+    candidateCount: candidates.length,
+    highCount: pools.high.length,
+    newCount: pools.fresh.length,
+    finalCount: order.length,
+    duplicateCount,
+    blocks: summarizeBlocks(blocks),
+    builtAt: new Date().toISOString(),
+    shadow,
+  };
+  return { candidates, order, meta };
+}
+
+/** Staging keys of this version: where the queue and meta are written before verification. */
+async function writeStaging(deps: BuildDeps, build: AssembledBuild, signal?: AbortSignal): Promise<void> {
+  const { redis, keys } = deps;
+  const { version } = build.meta;
+  await redis.del([keys.queueStaging(version), keys.metaStaging(version)]);
+  await writeIds(redis, keys.queueStaging(version), build.candidates, build.order, 'rPush', signal);
+  await redis.hSet(keys.metaStaging(version), encodeMeta(build.meta));
+}
+
+async function verifyStaging(deps: BuildDeps, build: AssembledBuild, lock: BuildLock): Promise<void> {
+  const { redis, keys } = deps;
+  const { version, length } = build.meta;
+  const written = await redis.lLen(keys.queueStaging(version));
+  if (written !== length || Number(await redis.hGet(keys.metaStaging(version), 'length')) !== written) {
+    throw new BuildVerificationError(`queue length ${written} != meta.length ${length}`);
   }
+  await deps.beforeSwitch?.();
+  // An empty queue is never published: the API would have nothing to serve.
+  if (length === 0) throw new BuildVerificationError('no eligible videos: refusing to publish an empty queue');
+  if (!(await lock.stillOwned())) throw new BuildVerificationError('build lock expired before the switch');
+}
+
+/** RENAMEs staging onto `queueKey`/`metaKey` (same slot: atomic) and counts their expiry from now (R10). */
+async function moveStaging(deps: BuildDeps, version: string, queueKey: string, metaKey: string, alsoExpire: string[] = []): Promise<void> {
+  const { redis, keys } = deps;
+  await redis.rename(keys.queueStaging(version), queueKey);
+  await redis.rename(keys.metaStaging(version), metaKey);
+  await Promise.all([queueKey, metaKey, ...alsoExpire].map((key) => redis.expire(key, deps.keyTtlHours * 3600)));
+}
+
+/** R20: the shadow's own keys; the version's live queue, meta and offsets are never touched. */
+async function publishShadow(deps: BuildDeps, version: string): Promise<void> {
+  await moveStaging(deps, version, deps.keys.shadowQueue(version), deps.keys.shadowMeta(version));
+  await deps.redis.set(deps.keys.shadow, version);
+}
+
+/** Moves the queue into place and switches `current`, keeping the one before as `previous`. */
+async function switchCurrent(deps: BuildDeps, meta: QueueMeta): Promise<string | null> {
+  const { redis, keys } = deps;
+  const { version } = meta;
+  await moveStaging(deps, version, keys.queue(version), keys.meta(version), [keys.offset(version)]);
+  const previous = await redis.set(keys.current, version, { GET: true });
+  if (previous && previous !== version) await redis.set(keys.previous, previous);
+  meta.switchedAt = new Date().toISOString();
+  await redis.hSet(keys.meta(version), 'switchedAt', meta.switchedAt);
+  return previous;
+}
+
+/** The legacy random feed's id set (R17), refilled from the same queue, swapped in whole. */
+async function refillLegacySet(deps: BuildDeps, build: AssembledBuild, signal?: AbortSignal): Promise<void> {
+  const { redis, keys } = deps;
+  await redis.del(keys.legacyIdsStaging);
+  await writeIds(redis, keys.legacyIdsStaging, build.candidates, build.order, 'sAdd', signal);
+  await redis.rename(keys.legacyIdsStaging, keys.legacyIds);
 }
 
 export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {}): Promise<BuildResult> {
   const { redis, keys, logger } = deps;
   const generatedAt = options.at ?? new Date();
   const version = versionFor(generatedAt, deps.businessTimeZone);
-  const timings: BuildResult['timings'] = {};
-  let phaseStarted = Date.now();
-  const phase = async (name: BuildPhase, percent: number) => {
-    options.signal?.throwIfAborted();
-    logger.info('daily build phase', { version, phase: name, percent });
-    await options.onProgress?.(name, percent);
-  };
-  const finishPhase = (name: BuildPhase) => {
-    timings[name] = (Date.now() - phaseStarted) / 1000;
-    phaseStarted = Date.now();
-  };
+  const { signal } = options;
 
-  // "Already current" means switched *and* finished: a build that failed after its switch (legacy
-  // refill, score write-back) is run again by BullMQ's retry rather than skipped.
-  if (!options.force && !options.shadow && (await redis.get(keys.current)) === version && (await redis.hExists(keys.meta(version), 'completedAt'))) {
+  const planned = await plan(deps, version, options);
+  if ('skip' in planned) {
     logger.info('daily build skipped: version already current', { version });
-    return { version, status: 'already-current', timings };
+    return planned.skip;
   }
+  const shadow = planned.publish === 'shadow';
+  const reason = 'reason' in planned ? planned.reason : undefined;
+  if (reason) logger.warn('daily build runs as a shadow', { version, reason });
 
-  await phase('lock', 0);
-  const lock: BuildLock | null = await acquireBuildLock(redis, keys.buildLock(version), deps.lockTtlMs);
+  const run = new BuildRun(logger, version, options);
+  const lock = await run.phase('lock', 0, () => acquireBuildLock(redis, keys.buildLock(version), deps.lockTtlMs));
   if (!lock) {
-    logger.info('daily build skipped: another worker holds the lock', { version });
-    return { version, status: 'locked', timings };
+    const lockExpiresInMs = Math.max(0, await redis.pTTL(keys.buildLock(version)));
+    logger.warn('daily build skipped: another worker holds the lock', { version, lockExpiresInMs });
+    return { version, status: 'locked', lockExpiresInMs, timings: run.timings };
   }
-  finishPhase('lock');
-
-  const stagingQueue = keys.queueStaging(version);
-  const stagingMeta = keys.metaStaging(version);
-  const stagingLegacy = keys.legacyIdsStaging;
   try {
-    await phase('read', 5);
-    const candidates = await readCandidates(deps.videos, options.signal);
-    finishPhase('read');
+    const candidates = await run.phase('read', 5, () => readCandidates(deps.videos, signal));
+    const build = await run.phase('assemble', 35, async () => assemble(candidates, generatedAt, version, shadow));
+    const { meta } = build;
+    await run.phase('write', 45, () => writeStaging(deps, build, signal));
+    await run.phase('verify', 70, () => verifyStaging(deps, build, lock));
 
-    await phase('assemble', 35);
-    const pools = splitPools(candidates, generatedAt.getTime());
-    const { ids, blocks } = assembleQueue(pools.high, pools.fresh, version);
-    const duplicateCount = countDuplicates(ids);
-    if (duplicateCount > 0) throw new BuildVerificationError(`assembled queue has ${duplicateCount} duplicates`);
-    finishPhase('assemble');
-
-    await phase('write', 45);
-    const ttlSeconds = deps.keyTtlHours * 3600;
-    const meta: QueueMeta = {
-      version,
-      length: ids.length,
-      generatedAt: generatedAt.toISOString(),
-      startOffset: 0,
-      candidateCount: candidates.length,
-      highCount: pools.high.length,
-      newCount: pools.fresh.length,
-      finalCount: ids.length,
-      duplicateCount,
-      blocks: summarizeBlocks(blocks),
-      builtAt: new Date().toISOString(),
-      shadow: Boolean(options.shadow),
-    };
-    await redis.del([stagingQueue, stagingMeta]);
-    await pushInBatches(redis, stagingQueue, ids, 'rPush');
-    await redis.hSet(stagingMeta, encodeMeta(meta));
-    finishPhase('write');
-
-    await phase('verify', 70);
-    const written = await redis.lLen(stagingQueue);
-    if (written !== ids.length || Number(await redis.hGet(stagingMeta, 'length')) !== written) {
-      throw new BuildVerificationError(`queue length ${written} != meta.length ${ids.length}`);
-    }
-    await deps.beforeSwitch?.();
-    if (ids.length === 0) {
-      // An empty queue is never made current: the API would have nothing to serve.
-      throw new BuildVerificationError('no eligible videos: refusing to publish an empty queue');
-    }
-    if (!(await lock.stillOwned())) throw new BuildVerificationError('build lock expired before the switch');
-    // Same slot: RENAME moves the verified queue and meta into place atomically, then every
-    // version key gets its expiry counted from now (R10).
-    await redis.rename(stagingQueue, keys.queue(version));
-    await redis.rename(stagingMeta, keys.meta(version));
-    await Promise.all([keys.queue(version), keys.meta(version), keys.offset(version)].map((key) => redis.expire(key, ttlSeconds)));
-    finishPhase('verify');
-
-    if (options.shadow) {
-      await redis.set(keys.shadow, version);
-      logger.info('shadow build verified, current not switched', { version, length: ids.length });
-      await phase('done', 100);
-      return { version, status: 'shadow', meta, timings };
+    if (shadow) {
+      await run.phase('shadow', 80, () => publishShadow(deps, version));
+      logger.info('shadow build verified, current not switched', { version, length: meta.length, reason });
+      await run.progress('done', 100);
+      return { version, status: 'shadow', reason, meta, timings: run.timings };
     }
 
-    await phase('switch', 80);
-    const previous = await redis.set(keys.current, version, { GET: true });
-    if (previous && previous !== version) await redis.set(keys.previous, previous);
-    meta.switchedAt = new Date().toISOString();
-    await redis.hSet(keys.meta(version), 'switchedAt', meta.switchedAt);
-    logger.info('current version switched', { version, previous, length: ids.length });
-    finishPhase('switch');
-
-    await phase('legacy', 85);
-    await redis.del(stagingLegacy);
-    await pushInBatches(redis, stagingLegacy, ids, 'sAdd');
-    if (ids.length > 0) await redis.rename(stagingLegacy, keys.legacyIds);
-    finishPhase('legacy');
-
-    await phase('scores', 90);
-    await writeBackScores(deps.videos, candidates, generatedAt, options.signal);
-    await redis.hSet(keys.meta(version), 'completedAt', new Date().toISOString());
-    finishPhase('scores');
-    logger.info('daily build done', { version, length: ids.length, high: pools.high.length, fresh: pools.fresh.length, timings });
-    await phase('done', 100);
-    return { version, status: 'built', meta, timings };
+    const previous = await run.phase('switch', 80, () => switchCurrent(deps, meta));
+    logger.info('current version switched', { version, previous, length: meta.length });
+    await run.phase('legacy', 85, () => refillLegacySet(deps, build, signal));
+    const scoresWritten = await run.phase('scores', 90, () =>
+      writeBackScores(deps.videos, candidates, generatedAt, { signal, onBatch: (written, total) => run.progress('scores', 90 + (9 * written) / total) }),
+    );
+    meta.completedAt = new Date().toISOString();
+    await redis.hSet(keys.meta(version), 'completedAt', meta.completedAt);
+    logger.info('daily build done', { version, length: meta.length, high: meta.highCount, fresh: meta.newCount, scoresWritten, timings: run.timings });
+    await run.progress('done', 100);
+    return { version, status: 'built', meta, scoresWritten, timings: run.timings };
   } catch (err) {
-    await redis.del([stagingQueue, stagingMeta]).catch(() => undefined);
-    await redis.del(stagingLegacy).catch(() => undefined);
+    await redis.del([keys.queueStaging(version), keys.metaStaging(version)]).catch(() => undefined);
+    await redis.del(keys.legacyIdsStaging).catch(() => undefined);
     logger.error('daily build failed', { version, err });
     throw err;
   } finally {

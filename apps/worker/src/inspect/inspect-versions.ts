@@ -41,23 +41,29 @@ export async function versionPointers(redis: Redis, keys: RedisKeys): Promise<Po
   return { current, previous, shadow };
 }
 
-/** One version's report; `pointers` (read once by the caller) give its roles. */
-export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers): Promise<VersionReport> {
+/** A version's live queue (what the API serves) or its shadow build's queue (R20). */
+export type QueueSlot = 'live' | 'shadow';
+
+const queueKey = (keys: RedisKeys, version: string, slot: QueueSlot) => (slot === 'shadow' ? keys.shadowQueue(version) : keys.queue(version));
+
+/** One version's report; `pointers` (read once by the caller) give its roles. A shadow has no readers, so no offsets. */
+export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers, slot: QueueSlot = 'live'): Promise<VersionReport> {
   const [meta, queueLength, ttlSeconds, usersWithOffset] = await Promise.all([
-    readMeta(redis, keys, version),
-    redis.lLen(keys.queue(version)),
-    redis.ttl(keys.queue(version)),
-    redis.hLen(keys.offset(version)),
+    readMeta(redis, keys, version, slot),
+    redis.lLen(queueKey(keys, version, slot)),
+    redis.ttl(queueKey(keys, version, slot)),
+    slot === 'shadow' ? 0 : redis.hLen(keys.offset(version)),
   ]);
   const blocks = meta ? expandBlocks(meta.blocks) : [];
   const compositions: Record<string, number> = {};
   for (const b of blocks) compositions[`${b.high}+${b.fresh}`] = (compositions[`${b.high}+${b.fresh}`] ?? 0) + 1;
-  const role = (['current', 'previous', 'shadow'] as const).filter((r) => pointers[r] === version);
+  const role = slot === 'shadow' ? (['shadow'] as const) : (['current', 'previous'] as const).filter((r) => pointers[r] === version);
   return { version, role: [...role], meta, queueLength, ttlSeconds, usersWithOffset, fullBlockRatio: fullBlockRatio(blocks), compositions };
 }
 
-export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string): Promise<VersionDiff> {
-  const [a, b] = await Promise.all([redis.lRange(keys.queue(base), 0, -1), redis.lRange(keys.queue(other), 0, -1)]);
+/** How `other`'s queue (live, or its shadow build's) differs from `base`'s live queue. */
+export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string, otherSlot: QueueSlot = 'live'): Promise<VersionDiff> {
+  const [a, b] = await Promise.all([redis.lRange(keys.queue(base), 0, -1), redis.lRange(queueKey(keys, other, otherSlot), 0, -1)]);
   const inA = new Set(a);
   const both = b.filter((id) => inA.has(id)).length;
   const inB = new Set(b);
@@ -84,4 +90,24 @@ export async function listVersions(redis: Redis, keys: RedisKeys): Promise<strin
     }
   }
   return [...versions].sort().reverse();
+}
+
+export interface VersionsSummary {
+  pointers: Pointers;
+  versions: VersionReport[];
+  /** The last shadow build (its own keys) and how it differs from current. */
+  shadow: VersionReport | null;
+  shadowDiff: VersionDiff | null;
+}
+
+/** What `pnpm cli inspect` prints and the inspector page shows: `versions` defaults to every version in Redis. */
+export async function summarizeVersions(redis: Redis, keys: RedisKeys, versions?: string[]): Promise<VersionsSummary> {
+  const pointers = await versionPointers(redis, keys);
+  const listed = versions ?? (await listVersions(redis, keys));
+  const [reports, shadow, shadowDiff] = await Promise.all([
+    Promise.all(listed.map((v) => reportVersion(redis, keys, v, pointers))),
+    pointers.shadow ? reportVersion(redis, keys, pointers.shadow, pointers, 'shadow') : null,
+    pointers.shadow && pointers.current ? diffVersions(redis, keys, pointers.current, pointers.shadow, 'shadow') : null,
+  ]);
+  return { pointers, versions: reports, shadow: shadow?.meta ? shadow : null, shadowDiff: shadow?.meta ? shadowDiff : null };
 }

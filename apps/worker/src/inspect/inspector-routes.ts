@@ -9,7 +9,7 @@ import { CronExpressionParser } from 'cron-parser';
 import { Types } from 'mongoose';
 import type { Config } from '@feed/config';
 import { readRolloutOverride, resolveRollout, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
-import { diffVersions, listVersions, reportVersion, versionPointers } from './inspect-versions';
+import { listVersions, summarizeVersions } from './inspect-versions';
 
 /** Scores are sampled from the head of the queue: what users see first, bounded work. */
 const SCORE_SAMPLE = 2000;
@@ -59,20 +59,12 @@ export function inspectorRoutes({ config, redis, keys, videos }: InspectorDeps):
     res.type('html').send(PAGE);
   });
   router.get('/api/summary', async (_req, res) => {
-    const pointers = await versionPointers(redis, keys);
-    const versions = (await listVersions(redis, keys)).slice(0, 7);
-    const reports = await Promise.all(versions.map((v) => reportVersion(redis, keys, v, pointers)));
-    const focus = pointers.current ?? versions[0];
-    const [scores, shadowDiff, override] = await Promise.all([
-      focus ? scoreHistogram(redis, keys, videos, focus) : undefined,
-      pointers.shadow && pointers.current && pointers.shadow !== pointers.current ? diffVersions(redis, keys, pointers.current, pointers.shadow) : undefined,
-      readRolloutOverride(redis, keys),
-    ]);
+    const summary = await summarizeVersions(redis, keys, (await listVersions(redis, keys)).slice(0, 7));
+    const focus = summary.pointers.current ?? summary.versions[0]?.version;
+    const [scores, override] = await Promise.all([focus ? scoreHistogram(redis, keys, videos, focus) : undefined, readRolloutOverride(redis, keys)]);
     res.json({
-      pointers,
-      versions: reports,
+      ...summary,
       scores: scores ? { version: focus, ...scores } : null,
-      shadowDiff: shadowDiff ?? null,
       rollout: resolveRollout({ enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent }, override),
       nextBuildAt: nextBuildAt(config.shortRecommendCron, config.businessTimeZone),
     });

@@ -5,6 +5,7 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import IORedis, { Cluster } from 'ioredis';
 import type { Config } from '@feed/config';
+import { parseBuildAt, versionFor } from '@feed/domain';
 import type { Logger } from '@feed/logger';
 import { oncePerMessage, withLogContext } from '@feed/logger';
 import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../daily-build/daily-build';
@@ -13,19 +14,46 @@ import { recordBuildMeta, type WorkerMetrics } from '../metrics';
 export const BUILD_QUEUE = 'short-recommend-build';
 export const SCHEDULER_ID = 'daily-short-recommend-build';
 
-/** Job data; every field optional, so "Add job" in the dashboard with `{}` builds today. */
+/**
+ * Job data; every field optional, so "Add job" in the dashboard with `{}` builds today.
+ * `at` without an offset is read in TZ_BUSINESS. A version older than current or later than
+ * today is built as a shadow unless `switch` is true (replaying a day never moves `current` by accident).
+ */
 export interface BuildJobData {
   at?: string;
   force?: boolean;
   shadow?: boolean;
+  switch?: boolean;
 }
+
+/** Backoff type of build jobs: exponential from `delay`, or until the lock expires (see lockAwareBackoff). */
+const BUILD_BACKOFF = 'lock-aware';
 
 export const BUILD_JOB_OPTIONS = {
   attempts: 3,
-  backoff: { type: 'exponential', delay: 30_000 },
+  backoff: { type: BUILD_BACKOFF, delay: 30_000 },
   removeOnComplete: 100,
   removeOnFail: 100,
 } as const;
+
+/**
+ * The due version's build found another holder's lock (a crashed worker's, until it expires):
+ * the job fails, so it is retried rather than completed with yesterday's queue still current.
+ */
+export class BuildLockedError extends Error {
+  constructor(
+    readonly version: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(`the build lock of ${version} is held by another worker; retrying in ${Math.ceil(retryAfterMs / 1000)} s, when it expires`);
+  }
+}
+
+/** A locked build retries just after the lock expires; every other failure backs off exponentially. */
+export function lockAwareBackoff(attemptsMade: number, _type?: string, err?: Error): number {
+  if (err instanceof BuildLockedError) return err.retryAfterMs;
+  return Math.round(2 ** (attemptsMade - 1) * BUILD_JOB_OPTIONS.backoff.delay);
+}
 
 export type BullConnection = IORedis | Cluster;
 
@@ -58,12 +86,14 @@ export interface BuildQueueOptions {
   process?: boolean;
 }
 
-export function toBuildOptions(data: BuildJobData = {}): BuildOptions {
-  const at = data.at ? new Date(data.at) : undefined;
-  if (at && Number.isNaN(at.getTime())) throw new Error(`job data 'at' is not an ISO-8601 date: ${data.at}`);
-  return { at, force: Boolean(data.force), shadow: Boolean(data.shadow) };
+export function toBuildOptions(data: BuildJobData, timeZone: string): BuildOptions {
+  const at = data.at ? parseBuildAt(data.at, timeZone) : undefined;
+  if (at === null) throw new Error(`job data 'at' is not an ISO-8601 date or date-time: ${data.at}`);
+  return { at, force: Boolean(data.force), shadow: Boolean(data.shadow), switch: Boolean(data.switch) };
 }
 
+/** A locked build's retry waits this long past the lock's expiry. */
+const LOCK_RETRY_MARGIN_MS = 1_000;
 /** How long a shutdown waits for an active build before aborting it (within D4's 10 s). */
 export const BUILD_SHUTDOWN_GRACE_MS = 6_000;
 /** How long BullMQ gets to close after the build is done or aborted. */
@@ -112,15 +142,20 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
           activeBuilds.add(abort);
           try {
             const result = await runDailyBuild(options.deps, {
-              ...toBuildOptions(job.data),
+              ...toBuildOptions(job.data ?? {}, options.timeZone),
               signal: abort.signal,
               onProgress: (phase, percent) => job.updateProgress({ phase, percent }),
             });
             endTimer({ result: result.status });
             metrics.builds.inc({ result: result.status });
             if (result.meta) recordBuildMeta(metrics, result.meta);
+            if (result.status === 'locked' && result.version === versionFor(new Date(), options.timeZone)) {
+              // Counted as `locked` above; the lock expires within its TTL, so retry just after.
+              throw new BuildLockedError(result.version, (result.lockExpiresInMs ?? 0) + LOCK_RETRY_MARGIN_MS);
+            }
             return result;
           } catch (err) {
+            if (err instanceof BuildLockedError) throw err;
             endTimer({ result: 'failed' });
             metrics.builds.inc({ result: 'failed' });
             throw err;
@@ -128,7 +163,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
             activeBuilds.delete(abort);
           }
         }),
-      { connection: connection(), prefix: options.prefix, concurrency: 1 },
+      { connection: connection(), prefix: options.prefix, concurrency: 1, settings: { backoffStrategy: lockAwareBackoff } },
     );
     worker.on('failed', (job, err) => logger.error('build job failed', { jobId: job?.id, attempt: job?.attemptsMade, err }));
     worker.on('error', errorLogger(logger, 'worker'));
