@@ -6,20 +6,8 @@ import { loadConfig } from '@feed/config';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { parseBuildAt } from '@feed/domain';
 import { createLogger } from '@feed/logger';
-import {
-  clearRolloutOverride,
-  closeRedis,
-  connectMongo,
-  connectRedis,
-  createRedisKeys,
-  initRecommendHistory,
-  readRolloutOverride,
-  resolveRollout,
-  seedVideos,
-  VERSION_PATTERN,
-  videoModel,
-  writeRolloutOverride,
-} from '@feed/storage';
+import { clearRolloutOverride, closeRedis, connectMongo, connectRedis, createRedisKeys, initRecommendHistory, readRolloutOverride, resolveRollout, VERSION_PATTERN, videoModel, writeRolloutOverride } from '@feed/storage';
+import { seedVideos } from '@feed/demo-data';
 import { explainNextPage, guestIdentity, userIdentity, UserHistory, VideoCatalog } from '@feed/api';
 import { buildDepsFrom, runDailyBuild, summarizeVersions } from '@feed/worker';
 import { useLocalMongo } from './support/local-mongo';

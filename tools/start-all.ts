@@ -8,7 +8,8 @@ import { loadConfig, type Config } from '@feed/config';
 import { startApi, type RunningApi } from '@feed/api';
 import { exitOnSignals } from '@feed/lifecycle';
 import { logger } from '@feed/logger';
-import { closeRedis, connectMongo, connectRedis, createRedisKeys, seedVideos, videoModel } from '@feed/storage';
+import { closeRedis, connectMongo, connectRedis, createRedisKeys, videoModel } from '@feed/storage';
+import { seedVideos } from '@feed/demo-data';
 import { startWorker, type RunningWorker } from '@feed/worker';
 import { useLocalMongo } from './support/local-mongo';
 

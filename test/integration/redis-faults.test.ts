@@ -10,7 +10,8 @@ import type { Server } from 'node:http';
 import mongoose, { type Connection } from 'mongoose';
 import { createApp } from '@feed/api';
 import { loadConfig } from '@feed/config';
-import { connectRedis, createRedisKeys, demoVideo, videoModel, type Redis } from '@feed/storage';
+import { connectRedis, createRedisKeys, videoModel, type Redis } from '@feed/storage';
+import { demoVideo } from '@feed/demo-data';
 import { cli, freePort, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { bearer, publishQueue } from '../support/feed-fixtures';
 

@@ -24,6 +24,8 @@ interface ChildBuild {
   result: BuildResult;
   seconds: number;
   peakRssMb: number;
+  /** The peak RSS (MB) so far when each phase started. */
+  peakBefore: Record<string, number>;
   startRssMb: number;
 }
 
@@ -78,9 +80,9 @@ export async function runBuildBench(): Promise<void> {
     const limit = await bareRPush(redis, keys.queue('limit'), ids);
 
     const t = result.timings;
-    console.log('phase        seconds');
-    for (const phase of ['lock', 'read', 'assemble', 'write', 'verify', 'switch', 'legacy', 'scores'] as const) {
-      console.log(`${phase.padEnd(12)} ${(t[phase] ?? 0).toFixed(3)}`);
+    console.log('phase        seconds   peak RSS MB at start');
+    for (const phase of ['lock', 'read', 'assemble', 'write', 'verify', 'switch', 'legacy', 'scores', 'done'] as const) {
+      console.log(`${phase.padEnd(12)} ${(t[phase] ?? 0).toFixed(3).padStart(7)}   ${first.peakBefore[phase] ?? ''}`);
     }
     console.log(`queue length ${ids.length}, high ${result.meta?.highCount}, new ${result.meta?.newCount}; rss ${first.startRssMb} MB connected, ${first.peakRssMb} MB peak`);
     console.log(`videos/s (whole build) ${Math.round((videos + fresh) / first.seconds)}; redis write ${t.write?.toFixed(3)} s vs pipelined RPUSH limit ${limit.toFixed(3)} s warm, ${coldLimit.toFixed(3)} s cold`);

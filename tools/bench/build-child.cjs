@@ -12,6 +12,7 @@ async function main() {
   const redis = await connectRedis({ redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
   const mongo = await connectMongo({ mongoUrl: process.env.BENCH_MONGO_URI });
   const startRss = process.memoryUsage().rss;
+  const peakBefore = {};
   const started = performance.now();
   const result = await runDailyBuild(
     {
@@ -23,12 +24,17 @@ async function main() {
       keyTtlHours: 1,
       lockTtlMs: 30 * 60_000,
     },
-    { at: new Date(process.env.BENCH_AT), switch: process.env.BENCH_SWITCH === '1' },
+    {
+      at: new Date(process.env.BENCH_AT),
+      switch: process.env.BENCH_SWITCH === '1',
+      // The peak so far at the start of each phase: shows which phase raised it.
+      onProgress: (phase) => void (peakBefore[phase] ??= Math.round(Math.max(peak, process.memoryUsage().rss) / 1048576)),
+    },
   );
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
   peak = Math.max(peak, process.memoryUsage().rss);
-  process.stdout.write(`${JSON.stringify({ result, seconds, peakRssMb: Math.round(peak / 1048576), startRssMb: Math.round(startRss / 1048576) })}\n`);
+  process.stdout.write(`${JSON.stringify({ result, seconds, peakRssMb: Math.round(peak / 1048576), peakBefore, startRssMb: Math.round(startRss / 1048576) })}\n`);
   await mongo.close();
   await redis.close();
 }

@@ -5,7 +5,7 @@ import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
-import { errorHandler, notFoundRoute } from './http/errors';
+import { errorHandler, notFoundRoute } from '@feed/http';
 import { requestId, requestIdOf } from './http/request-id';
 import { createApiMetrics, type ApiMetrics } from './metrics';
 import { FeedService } from './feed/feed-service';
@@ -79,6 +79,6 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.use(interactionRoutes(interactions, config.authJwtSecret));
   app.use(adminRoutes({ config, redis, keys, catalog, videos, history, feed }));
   app.use(notFoundRoute);
-  app.use(errorHandler);
+  app.use(errorHandler());
   return { app, feed, metrics };
 }

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import type { Express } from 'express';
-import { demoVideo, videoModel } from '@feed/storage';
+import { videoModel } from '@feed/storage';
+import { demoVideo } from '@feed/demo-data';
 import { createApp } from '../src/app';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 import { bearer, publishQueue } from '../../../test/support/feed-fixtures';

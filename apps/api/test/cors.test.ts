@@ -5,7 +5,8 @@
 import http, { type Server } from 'node:http';
 import type { Browser } from 'playwright-core';
 import request from 'supertest';
-import { demoVideo, videoModel } from '@feed/storage';
+import { videoModel } from '@feed/storage';
+import { demoVideo } from '@feed/demo-data';
 import { createApp } from '../src/app';
 import { browserIt, hasBrowser, launchBrowser } from '../../../test/support/browser';
 import { startTestServices, type TestServices } from '../../../test/support/services';

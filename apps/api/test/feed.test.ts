@@ -1,6 +1,7 @@
 import request from 'supertest';
 import type { Express } from 'express';
-import { connectRedis, demoVideo, videoModel, type VideoModel } from '@feed/storage';
+import { connectRedis, videoModel, type VideoModel } from '@feed/storage';
+import { demoVideo } from '@feed/demo-data';
 import { createApp, type Api } from '../src/app';
 import { rolloutBucket } from '../src/feed/feed-service';
 import { startTestServices, type TestServices } from '../../../test/support/services';

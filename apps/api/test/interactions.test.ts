@@ -1,7 +1,10 @@
+import mongoose from 'mongoose';
 import request from 'supertest';
 import type { Express } from 'express';
 import { recommendScore } from '@feed/domain';
-import { demoVideo, interactionModels, reconcileRecommendCounters, videoModel, type InteractionModels, type VideoModel } from '@feed/storage';
+import { interactionModels, reconcileRecommendCounters, videoModel, type InteractionModels, type VideoModel } from '@feed/storage';
+import { demoVideo } from '@feed/demo-data';
+import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { createApp } from '../src/app';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 import { bearer } from '../../../test/support/feed-fixtures';
@@ -158,5 +161,26 @@ describe('crash between the record and the counter (R3)', () => {
     expect(await reconcileRecommendCounters(videos, records)).toBeGreaterThanOrEqual(1);
     expect(await reconcileRecommendCounters(videos, records)).toBe(0);
     expect(await counters(vid)).toMatchObject({ recommendShareCount: 1 });
+  });
+});
+
+describe('MongoDB down', () => {
+  it('when MongoDB stops answering, then like and the ad route answer 503 unavailable, never a generic 500', async () => {
+    // A MongoDB of this test's own, stopped after the app connected: the driver's server
+    // selection then fails (within its timeout), as against a real MongoDB that went away.
+    const mongo = await startEmbeddedMongo();
+    const connection = await mongoose.createConnection(`${mongo.uri}/down`, { serverSelectionTimeoutMS: 300 }).asPromise();
+    try {
+      const [video] = await videoModel(connection).insertMany([demoVideo({ isAd: true })]);
+      const downApp = createApp({ config: { ...s.config, videoCacheMs: 0 }, redis: s.redis, mongo: connection }).app;
+      await mongo.stop();
+      const like = await request(downApp).post('/api/app/vid/like').set(bearer('mongo-down')).send({ vid: video._id.toHexString() }).expect(503);
+      expect(like.body.error.code).toBe('unavailable');
+      const ads = await request(downApp).get('/api/app/recommend/vid/ad').set(bearer('mongo-down')).expect(503);
+      expect(ads.body.error.code).toBe('unavailable');
+    } finally {
+      await connection.close(true);
+      await mongo.stop();
+    }
   });
 });

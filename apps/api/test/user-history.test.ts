@@ -1,6 +1,7 @@
 import request from 'supertest';
 import type { Express } from 'express';
-import { demoVideo, videoModel } from '@feed/storage';
+import { videoModel } from '@feed/storage';
+import { demoVideo } from '@feed/demo-data';
 import { createApp, type Api } from '../src/app';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
@@ -116,6 +117,23 @@ describe('not interested (V3)', () => {
     expect(await s.redis.strLen(s.keys.notInterested('u:bounded'))).toBe(40);
     await nextDay();
     expect(vids(await feed(bearer('bounded'), 2).expect(200))).toEqual([ids[0], ids[11]]);
+  });
+});
+
+describe('one id rule', () => {
+  it('when a client sends an existing id in upper case, then view, not-interested, undo and the watch count treat it as that video', async () => {
+    const user = bearer('upper-case');
+    const [viewed, marked, counted] = ids.slice(0, 3).map((id) => id.toUpperCase());
+    await view(user, viewed);
+    await request(app).post('/api/app/recommend/vid/not-interested').set(user).send({ vid: marked }).expect(200);
+    const upper = (await request(app).get('/api/app/vid/user/count').query({ vid: counted }).set(user).expect(200)).body;
+    // The same video in lower case is the same watch: the count does not move.
+    expect((await request(app).get('/api/app/vid/user/count').query({ vid: ids[2] }).set(user).expect(200)).body).toEqual(upper);
+    await nextDay();
+    // Viewed (twice: the count is a view too) and marked videos are skipped as if sent in lower case.
+    expect(vids(await feed(user, 2).expect(200))).toEqual([ids[3], ids[4]]);
+    const undo = await request(app).post('/api/app/recommend/vid/not-interested/undo').set(user).send({ vid: marked }).expect(200);
+    expect(undo.body).toEqual({ ok: true, removed: true });
   });
 });
 

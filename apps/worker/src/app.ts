@@ -2,12 +2,12 @@
  * The worker's HTTP surface, admin parts behind credentials: the job dashboard (bull-board),
  * where on-call watches builds and triggers a rebuild, and the queue inspector; `/metrics`; `/healthz`.
  */
-import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
-import { basicAuth } from '@feed/admin-auth';
+import { basicAuth, errorHandler, notFoundRoute, sendError, unavailable } from '@feed/http';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import type { Redis, RedisKeys, VideoModel } from '@feed/storage';
@@ -36,20 +36,13 @@ function answerWithin(ms: number): RequestHandler {
     const timer = setTimeout(() => {
       if (res.headersSent) return;
       logger.warn('worker request timed out', { path: req.originalUrl, ms });
-      res.status(503).json({ error: { code: 'unavailable', message: `no answer from the stores within ${ms} ms; try again shortly` } });
+      sendError(res, unavailable(`no answer from the stores within ${ms} ms; try again shortly`));
     }, ms);
     res.once('close', () => clearTimeout(timer));
     res.once('finish', () => clearTimeout(timer));
     next();
   };
 }
-
-/** Admin pages read Redis and MongoDB: a failing store is a 503, never a hung or generic 500. */
-const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
-  logger.warn('worker request failed', { path: req.path, err: err instanceof Error ? err.message : String(err) });
-  if (res.headersSent) return;
-  res.status(503).json({ error: { code: 'unavailable', message: 'a store the page needs is unavailable; try again shortly' } });
-};
 
 export function createWorkerApp({ config, queue, metrics, redis, keys, videos }: WorkerAppDeps): Express {
   const app = express();
@@ -67,9 +60,8 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
   const admin = [basicAuth(config.adminUser, config.adminPassword, REALM), answerWithin(ADMIN_DEADLINE_MS)];
   app.use(DASHBOARD_PATH, admin, board.getRouter());
   app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, redis, keys, videos }));
-  app.use((_req, res) => {
-    res.status(404).json({ error: { code: 'not_found', message: 'no such route' } });
-  });
-  app.use(errorHandler);
+  app.use(notFoundRoute);
+  // Admin pages read Redis and MongoDB: a failing store is a 503, never a hung or generic 500.
+  app.use(errorHandler({ unexpected: 'unavailable' }));
   return app;
 }

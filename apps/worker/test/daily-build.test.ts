@@ -1,7 +1,8 @@
 import { Types } from 'mongoose';
 import { BLOCK_SIZE, expandBlocks, recommendScore, versionFor } from '@feed/domain';
 import { createLogger } from '@feed/logger';
-import { demoVideo, readMeta, seedVideos, videoModel, type VideoModel } from '@feed/storage';
+import { readMeta, videoModel, type VideoModel } from '@feed/storage';
+import { demoVideo, seedVideos } from '@feed/demo-data';
 import { runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
 import { summarizeVersions } from '../src/inspect/inspect-versions';
 import { startTestServices, type TestServices } from '../../../test/support/services';

@@ -41,9 +41,9 @@ function sfc32(a: number, b: number, c: number, d: number): () => number {
   };
 }
 
-/** A PRNG seeded by version and block index. */
-export function seededRandom(version: string, blockIndex: number): () => number {
-  const [a, b, c, d] = cyrb128(`${version}:${blockIndex}`);
+/** The project's one seeded PRNG: seeded by version and block index for the queue, by any text and stream elsewhere. */
+export function seededRandom(seed: string, stream: number): () => number {
+  const [a, b, c, d] = cyrb128(`${seed}:${stream}`);
   return sfc32(a, b, c, d);
 }
 

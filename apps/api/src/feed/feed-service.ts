@@ -14,7 +14,7 @@
 import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
 import { runScript, type Redis, type RedisKeys } from '@feed/storage';
-import { AppError } from '../http/errors';
+import { AppError } from '@feed/http';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
 import { Deadline, DeadlineSpentError, RedisCallError } from '../with-deadline';

@@ -3,8 +3,8 @@
  * (VIDEO_CACHE_MS) is the longest a taken-down video can still be served by one instance.
  */
 import { Types } from 'mongoose';
-import { ELIGIBLE_FILTER, isEligible } from '@feed/domain';
-import { unavailable } from '../http/errors';
+import { ELIGIBLE_FILTER, isEligible, shuffleInPlace } from '@feed/domain';
+import { unavailable } from '@feed/http';
 import type { VideoDoc, VideoModel } from '@feed/storage';
 
 /** The fields the feed needs: R1's re-check, the item shape, the author for the own-video skip. */
@@ -34,6 +34,15 @@ export interface VideoInfo {
   shareCount: number;
   reviewAt: string | null;
 }
+
+/** The ad endpoint picks from this many most recently approved ads, re-read every AD_POOL_TTL_MS. */
+const AD_POOL_SIZE = 200;
+const AD_POOL_TTL_MS = 30_000;
+
+/** Without video documents nothing can be served: a clear 503, not a fallback. */
+const videoStoreDown = (err: Error): never => {
+  throw unavailable(`video store unavailable: ${err.message}`);
+};
 
 const n = (value: number | null | undefined) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
 
@@ -66,9 +75,10 @@ export class VideoCatalog {
   private static readonly MAX_ENTRIES = 100_000;
   /** The MongoDB fallback's pool of recent videos, shared by concurrent requests while fresh. */
   private recent?: { limit: number; expiresAt: number; docs: Promise<Array<{ _id: Types.ObjectId; authorId?: string }>> };
+  private adPool?: { ids: string[]; expiresAt: number };
 
   constructor(
-    readonly model: VideoModel,
+    private readonly model: VideoModel,
     private readonly ttlMs: number,
   ) {}
 
@@ -88,10 +98,7 @@ export class VideoCatalog {
         .find({ _id: { $in: misses.map((id) => new Types.ObjectId(id)) } })
         .select(PUBLIC_PROJECTION)
         .lean<CatalogVideo[]>()
-        .catch((err: Error) => {
-          // Without video documents nothing can be served: a clear 503, not a fallback.
-          throw unavailable(`video store unavailable: ${err.message}`);
-        });
+        .catch(videoStoreDown);
       const byId = new Map(docs.map((d) => [d._id.toHexString(), d]));
       if (this.ttlMs > 0 && this.cache.size > VideoCatalog.MAX_ENTRIES) this.cache.clear();
       for (const id of misses) {
@@ -141,14 +148,28 @@ export class VideoCatalog {
         .limit(limit)
         .select({ _id: 1, authorId: 1 })
         .lean<Array<{ _id: Types.ObjectId; authorId?: string }>>()
-        .catch((err: Error) => {
-          throw unavailable(`video store unavailable: ${err.message}`);
-        });
+        .catch(videoStoreDown);
       this.recent = { limit, expiresAt: now + this.ttlMs, docs: query };
       query.catch(() => (this.recent = undefined));
     }
     const recent = await this.recent.docs;
     return recent.filter((v) => exceptAuthorId === undefined || v.authorId !== exceptAuthorId).map((v) => v._id.toHexString());
+  }
+
+  /** Up to `pageSize` servable ads (R1 re-checked), picked at random from the most recent ones. */
+  async randomAds(pageSize: number): Promise<VideoInfo[]> {
+    const now = Date.now();
+    if (!this.adPool || this.adPool.expiresAt <= now) {
+      const ads = await this.model
+        .find({ ...ELIGIBLE_FILTER, isAd: true })
+        .sort({ reviewAt: -1 })
+        .limit(AD_POOL_SIZE)
+        .select({ _id: 1 })
+        .lean<Array<{ _id: Types.ObjectId }>>()
+        .catch(videoStoreDown);
+      this.adPool = { ids: ads.map((ad) => ad._id.toHexString()), expiresAt: now + AD_POOL_TTL_MS };
+    }
+    return this.servable(shuffleInPlace([...this.adPool.ids], Math.random).slice(0, pageSize));
   }
 
   async get(id: string): Promise<CatalogVideo | undefined> {

@@ -4,8 +4,9 @@
  */
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { Request } from 'express';
+import { LRUCache } from 'lru-cache';
 import jwt from 'jsonwebtoken';
-import { badRequest, unauthorized } from './errors';
+import { badRequest, unauthorized } from '@feed/http';
 
 export interface Identity {
   /** Key for the user's Redis state: "u:<sub>" or "g:<deviceId>". */
@@ -41,14 +42,13 @@ function secretKey(secret: string): KeyObject {
  * token string that verified once verifies again until it expires. Bounded; entries never
  * outlive the token's `exp` (or a minute when it has none).
  */
-const verifiedTokens = new Map<string, { identity: Identity; expiresAt: number; secret: string }>();
-const VERIFIED_TOKENS_MAX = 50_000;
 const VERIFIED_TOKEN_TTL_MS = 60_000;
+const verifiedTokens = new LRUCache<string, { identity: Identity; secret: string }>({ max: 50_000, ttl: VERIFIED_TOKEN_TTL_MS });
 
 function verifyToken(token: string, secret: string): Identity {
   const now = Date.now();
   const cached = verifiedTokens.get(token);
-  if (cached && cached.expiresAt > now && cached.secret === secret) return cached.identity;
+  if (cached && cached.secret === secret) return cached.identity;
   let payload: string | jwt.JwtPayload;
   try {
     payload = jwt.verify(token, secretKey(secret), { algorithms: ['HS256'] });
@@ -59,8 +59,8 @@ function verifyToken(token: string, secret: string): Identity {
   if (typeof sub !== 'string' || !USER_ID.test(sub)) throw unauthorized('token has no valid sub');
   const identity = userIdentity(sub);
   const exp = typeof payload === 'object' && typeof payload.exp === 'number' ? payload.exp * 1000 : Infinity;
-  if (verifiedTokens.size >= VERIFIED_TOKENS_MAX) verifiedTokens.clear();
-  verifiedTokens.set(token, { identity, expiresAt: Math.min(exp, now + VERIFIED_TOKEN_TTL_MS), secret });
+  // The least recently used token goes when full; none outlives its `exp`.
+  verifiedTokens.set(token, { identity, secret }, { ttl: Math.max(1, Math.min(exp - now, VERIFIED_TOKEN_TTL_MS)) });
   return identity;
 }
 

@@ -1,10 +1,13 @@
 /** joi validation of query strings and bodies: a 400 naming the field, never a 500. */
 import type { Request } from 'express';
 import Joi from 'joi';
-import { badRequest } from './errors';
+import { badRequest } from '@feed/http';
 
-/** A 24-hex ObjectId string (lower or upper case). */
-export const objectId = Joi.string().pattern(/^[0-9a-fA-F]{24}$/, 'ObjectId (24 hex characters)');
+/**
+ * A 24-hex ObjectId string, accepted in either case and lower-cased here, once: the catalog, the
+ * queue and the user history all key videos by lower-case hex, so every endpoint sees one form.
+ */
+export const objectId = Joi.string().pattern(/^[0-9a-fA-F]{24}$/, 'ObjectId (24 hex characters)').lowercase();
 
 /** A request body naming one video (SPEC C: bodies name a video `vid`). */
 export const vidBody = Joi.object({ vid: objectId.required() });

@@ -13,7 +13,7 @@ import {
   type ToggleRecord,
   type VideoModel,
 } from '@feed/storage';
-import { AppError, notFound } from '../http/errors';
+import { AppError, notFound } from '@feed/http';
 
 type DisplayCounter = 'likeCount' | 'collectCount' | 'commentCount' | 'shareCount';
 

@@ -1,10 +1,10 @@
 /** Admin endpoints of the API, behind the admin credentials (SPEC C): explain and the rollout kill switch (R16). */
 import { Router } from 'express';
 import Joi from 'joi';
-import { basicAuth } from '@feed/admin-auth';
+import { basicAuth } from '@feed/http';
 import type { Config } from '@feed/config';
 import { clearRolloutOverride, readRolloutOverride, resolveRollout, VERSION_PATTERN, writeRolloutOverride, type Redis, type RedisKeys, type Rollout, type VideoModel } from '@feed/storage';
-import { notFound } from '../http/errors';
+import { notFound } from '@feed/http';
 import { DEVICE_ID, guestIdentity, USER_ID, userIdentity } from '../http/identity';
 import { validateBody, validateQuery } from '../http/validate';
 import { explainNextPage } from '../feed/explain';

@@ -1,9 +1,8 @@
 /** The H5 client's feed endpoints (SPEC R12–R15, V1, V3). */
 import { Router, type Request, type RequestHandler } from 'express';
 import Joi from 'joi';
-import { ELIGIBLE_FILTER, isEligible, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { notFound, unavailable } from '../http/errors';
+import { notFound, unavailable } from '@feed/http';
 import { withDeadline } from '../with-deadline';
 import { identify } from '../http/identity';
 import { requestIdOf } from '../http/request-id';
@@ -15,7 +14,6 @@ import type { WatchCounter } from '../users/watch-counter';
 
 /** Largest page a client may ask for: more than a few swipes ahead is wasted work. */
 export const MAX_PAGE_SIZE = 50;
-const AD_POOL_TTL_MS = 30_000;
 
 // Unknown query parameters (cache busters, tracking) are ignored, as the old service did.
 const pageQuery = Joi.object({
@@ -75,21 +73,10 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
   // The older client's endpoint: the same ring service, no response cache (R13).
   router.get('/api/app/vid/module/short/all', servePage);
 
-  let adPool: { ids: string[]; expiresAt: number } | undefined;
   router.get('/api/app/recommend/vid/ad', async (req, res) => {
     identify(req, jwtSecret);
     const { pageSize } = validateQuery(adQuery, req) as { pageSize: number };
-    if (!adPool || adPool.expiresAt < Date.now()) {
-      const ads = await catalog.model.find({ ...ELIGIBLE_FILTER, isAd: true }).sort({ reviewAt: -1 }).limit(200).select({ _id: 1 }).lean();
-      adPool = { ids: ads.map((a) => a._id.toHexString()), expiresAt: Date.now() + AD_POOL_TTL_MS };
-    }
-    const picked = shuffleInPlace([...adPool.ids], Math.random).slice(0, pageSize);
-    const videos = await catalog.load(picked);
-    const vInfos = picked.flatMap((id) => {
-      const video = videos.get(id);
-      return video && isEligible(video) ? [catalog.infoOf(video)] : [];
-    });
-    res.json({ vInfos });
+    res.json({ vInfos: await catalog.randomAds(pageSize) });
   });
 
   router.get('/api/app/vid/user/count', async (req, res) => {
@@ -100,7 +87,7 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
       return;
     }
     await existingVideo(vid);
-    const [count] = await inRedis(Promise.all([watches.register(identity.key, vid.toLowerCase()), history.recordView(identity.key, vid)]), 'watch count');
+    const [count] = await inRedis(Promise.all([watches.register(identity.key, vid), history.recordView(identity.key, vid)]), 'watch count');
     res.json(count);
   });
 

@@ -2,8 +2,11 @@
  * What `pnpm cli inspect` and the inspector page show: the versions in Redis, their meta and
  * block composition, and how a shadow (or any) version differs from current (R20).
  */
+import { CronExpressionParser } from 'cron-parser';
+import { Types } from 'mongoose';
+import type { Config } from '@feed/config';
 import { countDuplicates, expandBlocks, fullBlockRatio } from '@feed/domain';
-import { readMeta, type QueueMeta, type Redis, type RedisKeys } from '@feed/storage';
+import { readMeta, readRolloutOverride, resolveRollout, type QueueMeta, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 
 export interface VersionReport {
   version: string;
@@ -110,4 +113,53 @@ export async function summarizeVersions(redis: Redis, keys: RedisKeys, versions?
     pointers.shadow && pointers.current ? diffVersions(redis, keys, pointers.current, pointers.shadow, 'shadow') : null,
   ]);
   return { pointers, versions: reports, shadow: shadow?.meta ? shadow : null, shadowDiff: shadow?.meta ? shadowDiff : null };
+}
+
+/** Scores are sampled from the head of the queue: what users see first, bounded work. */
+const SCORE_SAMPLE = 2000;
+const SCORE_BUCKETS = 12;
+
+export interface ScoreHistogram {
+  sampled: number;
+  buckets: Array<{ from: number; to: number; count: number }>;
+}
+
+/** The written-back recommendScore of the first queued videos, in equal-width buckets. */
+async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel, version: string): Promise<ScoreHistogram> {
+  const ids = await redis.lRange(keys.queue(version), 0, SCORE_SAMPLE - 1);
+  const docs = await videos
+    .find({ _id: { $in: ids.map((id) => new Types.ObjectId(id)) } })
+    .select({ recommendScore: 1 })
+    .lean();
+  const scores = docs.map((d) => d.recommendScore ?? 0);
+  const max = Math.max(1, ...scores);
+  const width = Math.ceil((max + 1) / SCORE_BUCKETS);
+  const buckets = Array.from({ length: SCORE_BUCKETS }, (_, i) => ({ from: i * width, to: (i + 1) * width - 1, count: 0 }));
+  for (const score of scores) buckets[Math.min(SCORE_BUCKETS - 1, Math.floor(score / width))].count++;
+  return { sampled: scores.length, buckets };
+}
+
+/** When the scheduler runs the daily build next (ISO-8601). */
+export function nextBuildAt(cron: string, timeZone: string, from = new Date()): string {
+  return CronExpressionParser.parse(cron, { tz: timeZone, currentDate: from }).next().toISOString() ?? '';
+}
+
+export interface InspectorDeps {
+  config: Pick<Config, 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'shortRecommendCron' | 'businessTimeZone'>;
+  redis: Redis;
+  keys: RedisKeys;
+  videos: VideoModel;
+}
+
+/** The inspector page's data: the last week's versions, the shadow, current's scores, the rollout in force, the next build. */
+export async function inspectorSummary({ config, redis, keys, videos }: InspectorDeps) {
+  const summary = await summarizeVersions(redis, keys, (await listVersions(redis, keys)).slice(0, 7));
+  const focus = summary.pointers.current ?? summary.versions[0]?.version;
+  const [scores, override] = await Promise.all([focus ? scoreHistogram(redis, keys, videos, focus) : undefined, readRolloutOverride(redis, keys)]);
+  return {
+    ...summary,
+    scores: scores ? { version: focus, ...scores } : null,
+    rollout: resolveRollout({ enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent }, override),
+    nextBuildAt: nextBuildAt(config.shortRecommendCron, config.businessTimeZone),
+  };
 }

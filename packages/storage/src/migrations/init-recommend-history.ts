@@ -6,7 +6,7 @@
  */
 import type { Connection } from 'mongoose';
 import { nonNegativeCount } from '@feed/domain';
-import type { VideoModel } from './models/video';
+import type { VideoModel } from '../models/video';
 
 export const HISTORY_INIT_VERSION = 1;
 const MARKER_ID = 'recommend-history-init';

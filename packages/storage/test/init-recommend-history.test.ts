@@ -1,4 +1,5 @@
-import { demoVideo, initRecommendHistory, videoModel, type VideoModel } from '../src';
+import { demoVideo } from '@feed/demo-data';
+import { initRecommendHistory, videoModel, type VideoModel } from '../src';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 
 let s: TestServices;

@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { RequestHandler } from 'express';
+import { unauthorized } from './errors';
 
 function safeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -20,6 +21,6 @@ export function basicAuth(user: string, password: string, realm: string): Reques
       return;
     }
     res.setHeader('WWW-Authenticate', `Basic realm="${realm}", charset="UTF-8"`);
-    res.status(401).json({ error: { code: 'unauthorized', message: 'admin credentials required' } });
+    next(unauthorized('admin credentials required'));
   };
 }

@@ -9,8 +9,8 @@
  * increment and before the mark is caught by the opId condition, so nothing counts twice.
  */
 import type { Model } from 'mongoose';
-import type { VideoModel } from './models/video';
-import type { CountedRecord, InteractionModels } from './models/interactions';
+import type { VideoModel } from '../models/video';
+import type { CountedRecord, InteractionModels } from '../models/interactions';
 
 /** Op ids kept per video: far more than can arrive between a crash and its reconciliation. */
 export const RECOMMEND_OPS_KEPT = 500;

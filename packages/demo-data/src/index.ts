@@ -1,6 +1,7 @@
-/** Demo and test data: approved short videos with varied counters and review times. */
+/** Demo and test data (a development package: no deployable depends on it): approved short videos with varied counters and review times. */
 import { Types } from 'mongoose';
-import type { VideoDoc, VideoModel } from './models/video';
+import { seededRandom } from '@feed/domain';
+import type { VideoDoc, VideoModel } from '@feed/storage';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const SEED_BATCH = 5000;
@@ -13,17 +14,6 @@ export interface SeedOptions {
   now?: Date;
   /** Deterministic counters from this seed. */
   seed?: number;
-}
-
-/** A small deterministic PRNG so demo data is the same on every machine. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export function demoVideo(overrides: Partial<VideoDoc> = {}): Partial<VideoDoc> {
@@ -46,7 +36,8 @@ export function demoVideo(overrides: Partial<VideoDoc> = {}): Partial<VideoDoc> 
 /** Inserts `videos` old and `fresh` new approved short videos; returns their ids. */
 export async function seedVideos(model: VideoModel, options: SeedOptions): Promise<string[]> {
   const now = (options.now ?? new Date()).getTime();
-  const random = mulberry32(options.seed ?? 42);
+  // The queue shuffle's seeded PRNG: demo data is the same on every machine.
+  const random = seededRandom(`demo-data:${options.seed ?? 42}`, 0);
   const total = options.videos + (options.fresh ?? 0);
   const ids: string[] = [];
   // Generated and inserted a batch at a time: a million demo videos never sit in memory at once.

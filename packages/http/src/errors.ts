@@ -1,0 +1,91 @@
+/**
+ * One error shape for both deployables: expected failures are `AppError`s, and each app ends in
+ * `errorHandler`. Clients get JSON `{ error: { code, message } }` and never a stack trace; a store
+ * that is down or unreachable is a `503 unavailable`, never a generic 500.
+ */
+import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import { logger } from '@feed/logger';
+
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** Operational errors are expected (bad input, missing video, a store down); others are bugs. */
+    readonly isOperational = true,
+  ) {
+    super(message);
+  }
+}
+
+export const badRequest = (message: string) => new AppError(400, 'bad_request', message);
+export const unauthorized = (message = 'a valid bearer token is required') => new AppError(401, 'unauthorized', message);
+export const notFound = (message: string) => new AppError(404, 'not_found', message);
+export const unavailable = (message: string) => new AppError(503, 'unavailable', message);
+
+export const notFoundRoute: RequestHandler = (req, _res, next) => next(notFound(`no route ${req.method} ${req.path}`));
+
+/** Writes `error` as the one error body. */
+export function sendError(res: Response, error: AppError): void {
+  res.status(error.status).json({ error: { code: error.code, message: error.message } });
+}
+
+/** Errors of the MongoDB driver, mongoose, node-redis and ioredis that mean "the store is not answering". */
+const STORE_DOWN_NAMES = new Set([
+  'MongoServerSelectionError',
+  'MongooseServerSelectionError',
+  'MongoNetworkError',
+  'MongoNetworkTimeoutError',
+  'MongoNotConnectedError',
+  'MongoTopologyClosedError',
+  'MongoPoolClearedError',
+  'ClientClosedError',
+  'ClientOfflineError',
+  'ConnectionTimeoutError',
+  'SocketClosedUnexpectedlyError',
+  'MaxRetriesPerRequestError',
+]);
+const STORE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH']);
+
+export function isStoreUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const { code } = err as { code?: unknown };
+  return (
+    STORE_DOWN_NAMES.has(err.name) ||
+    STORE_DOWN_NAMES.has(err.constructor.name) ||
+    (typeof code === 'string' && STORE_DOWN_CODES.has(code)) ||
+    /buffering timed out|Connection is closed|client is closed/i.test(err.message)
+  );
+}
+
+interface HttpishError {
+  status?: number;
+  type?: string;
+}
+
+/** The error an unexpected exception is answered with. */
+function toAppError(err: unknown, unexpected: 'internal' | 'unavailable'): AppError {
+  if (err instanceof AppError) return err;
+  const { status, type } = (err ?? {}) as HttpishError;
+  if (type === 'entity.parse.failed') return badRequest('request body is not valid JSON');
+  if (type === 'entity.too.large') return new AppError(413, 'payload_too_large', 'request body is too large');
+  if (status !== undefined && status >= 400 && status < 500) return new AppError(status, 'bad_request', String((err as Error).message));
+  if (isStoreUnavailable(err)) return unavailable(`a store this request needs is unavailable (${(err as Error).message}); try again shortly`);
+  return unexpected === 'unavailable' ? unavailable('a store this page needs is unavailable; try again shortly') : new AppError(500, 'internal', 'internal server error', false);
+}
+
+/**
+ * The app's last middleware. `unexpected` answers errors that are neither ours nor a known store
+ * failure: `internal` (a bug: 500) in the API; the worker's admin pages fail only through their
+ * stores (bull-board's ioredis among them), so there they are `unavailable`.
+ */
+export function errorHandler(options: { unexpected?: 'internal' | 'unavailable' } = {}): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const error = toAppError(err, options.unexpected ?? 'internal');
+    const requestId = res.locals.requestId as string | undefined;
+    if (error.isOperational) logger.info('request rejected', { requestId, status: error.status, code: error.code, reason: error.message, path: req.path });
+    else logger.error('request failed', { requestId, path: req.path, err });
+    if (res.headersSent) return;
+    sendError(res, error);
+  };
+}

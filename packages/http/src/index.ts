@@ -1,0 +1,3 @@
+/** HTTP pieces both deployables share: the one error shape and handler, and admin Basic auth. */
+export * from './errors';
+export * from './basic-auth';
