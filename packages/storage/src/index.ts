@@ -1,6 +1,7 @@
 export * from './redis-keys';
 export * from './redis-client';
 export * from './lua-scripts';
+export * from './ring';
 export * from './mongo';
 export * from './models/video';
 export * from './queue-meta';

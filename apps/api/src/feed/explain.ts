@@ -4,7 +4,7 @@
  * `pnpm cli build --at` and explained again.
  */
 import { BLOCK_SIZE, isNew } from '@feed/domain';
-import { readMeta, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { readMeta, readRing, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { UserHistory } from '../users/user-history';
 import { judgeCandidate, type Verdict } from './candidate-verdict';
@@ -36,25 +36,21 @@ export async function explainNextPage(
   pageSize = 20,
 ): Promise<Explanation | null> {
   const { redis, keys } = deps;
-  const [length, storedOffset, meta, filter] = await Promise.all([
-    redis.lLen(keys.queue(version)),
-    redis.hGet(keys.offset(version), identity.key),
+  const [{ length, offset }, meta, filter] = await Promise.all([
+    readRing(redis, keys, version, identity.key, 0, { skip: 0 }),
     readMeta(redis, keys, version),
     deps.history.load(identity.key),
   ]);
   if (length === 0) return null;
-  const offset = Number(storedOffset ?? 0) % length;
   const generatedAt = meta ? Date.parse(meta.generatedAt) : null;
   const candidates: ExplainedCandidate[] = [];
   const inPage = new Set<string>();
   let served = 0;
   // Scan as the ring read would: until the page is full or one circle is done.
   for (let scanned = 0; served < pageSize && scanned < length; ) {
-    const count = Math.min(pageSize - served, length - scanned);
+    // The ring read itself, read-only: the same positions a claim would take, the same wrap.
+    const { ids } = await readRing(redis, keys, version, identity.key, Math.min(pageSize - served, length - scanned), { skip: scanned });
     const start = (offset + scanned) % length;
-    const ids = start + count <= length
-      ? await redis.lRange(keys.queue(version), start, start + count - 1)
-      : [...(await redis.lRange(keys.queue(version), start, length - 1)), ...(await redis.lRange(keys.queue(version), 0, start + count - length - 1))];
     const [videos, scores] = await Promise.all([
       deps.catalog.load(ids),
       deps.videos.find({ _id: { $in: ids } }).select({ recommendScore: 1 }).lean(),

@@ -13,7 +13,7 @@
  */
 import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { runScript, type Redis, type RedisKeys } from '@feed/storage';
+import { readRing, type Redis, type RedisKeys } from '@feed/storage';
 import { AppError } from '@feed/http';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
@@ -139,17 +139,12 @@ export class FeedService {
 
   /** One Lua call: claims `count` positions of the ring for this user (R11). */
   private async claim(version: string, request: PageRequest, count: number): Promise<{ length: number; ids: string[] }> {
-    const reply = await request.deadline.run(
-      runScript<Array<number | string>>(this.redis, 'ring-read', [this.keys.queue(version), this.keys.offset(version)], [request.identity.key, String(count)]),
-      'ring claim',
-    );
-    const length = Number(reply[0]);
+    const { length, ids } = await request.deadline.run(readRing(this.redis, this.keys, version, request.identity.key, count), 'ring claim');
     if (length === 0) {
       this.settings.invalidate();
       throw new NotApplicable(`queue of version ${version} is gone`);
     }
-    // reply[1] is the old offset: the ids already start there.
-    return { length, ids: reply.slice(2) as string[] };
+    return { length, ids };
   }
 
   /**
