@@ -157,7 +157,7 @@ async function writeStaging(deps: BuildDeps, build: AssembledBuild, signal?: Abo
   const { redis, keys } = deps;
   const { version } = build.meta;
   await redis.del([keys.queueStaging(version), keys.metaStaging(version)]);
-  await writeIds(redis, keys.queueStaging(version), build.candidates, build.order, 'rPush', signal);
+  await writeIds(redis, keys.queueStaging(version), build.candidates, build.order, 'RPUSH', signal);
   await redis.hSet(keys.metaStaging(version), encodeMeta(build.meta));
 }
 
@@ -204,7 +204,7 @@ async function switchCurrent(deps: BuildDeps, meta: QueueMeta): Promise<string |
 async function refillLegacySet(deps: BuildDeps, build: AssembledBuild, signal?: AbortSignal): Promise<void> {
   const { redis, keys } = deps;
   await redis.del(keys.legacyIdsStaging);
-  await writeIds(redis, keys.legacyIdsStaging, build.candidates, build.order, 'sAdd', signal);
+  await writeIds(redis, keys.legacyIdsStaging, build.candidates, build.order, 'SADD', signal);
   await redis.rename(keys.legacyIdsStaging, keys.legacyIds);
 }
 

@@ -20,10 +20,12 @@ export async function writeBackScores(
   for (let start = 0; start < changed.length; start += SCORE_BATCH) {
     options.signal?.throwIfAborted();
     const batch = changed.subarray(start, start + SCORE_BATCH);
-    await videos.bulkWrite(
+    // The driver's bulkWrite under the model: the two fields are already typed, and mongoose's
+    // per-operation casting made most of the phase's garbage.
+    await videos.collection.bulkWrite(
       Array.from(batch, (i) => ({
         updateOne: {
-          filter: { _id: new Types.ObjectId(candidates.ids.slice(i * ID_BYTES, (i + 1) * ID_BYTES)) },
+          filter: { _id: new Types.ObjectId(candidates.ids.subarray(i * ID_BYTES, (i + 1) * ID_BYTES)) },
           update: { $set: { recommendScore: candidates.scores[i], recommendScoreAt: generatedAt } },
         },
       })),

@@ -1,29 +1,46 @@
 /**
- * Writes candidate ids to a Redis list or set in queue order, as 24-hex strings made batch by
- * batch from the columns' bytes: no full second copy of the ids is ever held.
+ * Writes candidate ids to a Redis list or set in queue order, as 24-hex ids made batch by batch
+ * from the columns' bytes: no second full copy of the ids is ever held.
+ *
+ * Each batch is one Buffer of hex digits, written straight from the columns, and one call of
+ * lua/push-ids.lua, which splits it and RPUSHes (SADDs) the ids. Measured at 1M ids: about half
+ * the time of one string argument per id (making, encoding and collecting a million strings cost
+ * more than the Redis commands), and within 2x of a bare RPUSH of ready-made strings.
  */
 import { ID_BYTES, type CandidateColumns } from '@feed/domain';
-import type { Redis } from '@feed/storage';
+import { runScript, type Redis } from '@feed/storage';
 
-/** Ids per RPUSH/SADD command. */
+/** Ids per script call: ~1 ms of Redis time, so other clients are never held up for long. */
 const WRITE_BATCH = 5000;
-/** Commands pipelined at once: enough to keep Redis busy, few enough to bound the memory of encoded commands. */
+/** Calls pipelined at once: enough to keep Redis busy while the next batch is made. */
 const IN_FLIGHT = 8;
 
-export async function writeIds(redis: Redis, key: string, candidates: CandidateColumns, order: Uint32Array, command: 'rPush' | 'sAdd', signal?: AbortSignal): Promise<void> {
-  const bytes = Buffer.from(candidates.ids.buffer, candidates.ids.byteOffset, candidates.length * ID_BYTES);
-  const scratch = Buffer.allocUnsafe(WRITE_BATCH * ID_BYTES);
+const HEX_BYTES = 2 * ID_BYTES;
+/** ASCII of the two hex digits of each byte value: HEX_DIGITS[2b], HEX_DIGITS[2b + 1]. */
+const HEX_DIGITS = Uint8Array.from({ length: 512 }, (_, i) => (i >> 1).toString(16).padStart(2, '0').charCodeAt(i & 1));
+
+/** The hex digits of the ids at order[start, start + count), end to end. */
+function packHexIds(bytes: Uint8Array, order: Uint32Array, start: number, count: number): Buffer {
+  const packed = Buffer.allocUnsafe(count * HEX_BYTES);
+  for (let i = 0; i < count; i++) {
+    const from = order[start + i] * ID_BYTES;
+    const to = i * HEX_BYTES;
+    for (let k = 0; k < ID_BYTES; k++) {
+      const digits = bytes[from + k] * 2;
+      packed[to + 2 * k] = HEX_DIGITS[digits];
+      packed[to + 2 * k + 1] = HEX_DIGITS[digits + 1];
+    }
+  }
+  return packed;
+}
+
+export async function writeIds(redis: Redis, key: string, candidates: CandidateColumns, order: Uint32Array, command: 'RPUSH' | 'SADD', signal?: AbortSignal): Promise<void> {
   const pending: Promise<unknown>[] = [];
   for (let start = 0; start < order.length; start += WRITE_BATCH) {
     signal?.throwIfAborted();
-    const end = Math.min(order.length, start + WRITE_BATCH);
-    for (let i = start; i < end; i++) bytes.copy(scratch, (i - start) * ID_BYTES, order[i] * ID_BYTES, (order[i] + 1) * ID_BYTES);
-    // One hex conversion per batch, then 24-char slices of it.
-    const hex = scratch.toString('hex', 0, (end - start) * ID_BYTES);
-    const ids = new Array<string>(end - start);
-    for (let i = 0; i < ids.length; i++) ids[i] = hex.substring(i * 2 * ID_BYTES, (i + 1) * 2 * ID_BYTES);
+    const packed = packHexIds(candidates.ids, order, start, Math.min(WRITE_BATCH, order.length - start));
     // Issued back to back on one connection: node-redis pipelines them and Redis applies them in order.
-    pending.push(redis[command](key, ids));
+    pending.push(runScript(redis, 'push-ids', [key], [command, String(HEX_BYTES), packed]));
     if (pending.length >= IN_FLIGHT) await pending.shift();
   }
   await Promise.all(pending);
