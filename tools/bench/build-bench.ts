@@ -2,14 +2,14 @@
  * `pnpm bench build --videos N [--fresh M]`: one daily build over N videos, then the next day's
  * build after 1 % of the videos got new interactions. Each build runs in a process of its own from
  * the compiled packages (build-child.cjs; `pnpm build` runs first), so its peak RSS is the build's.
- * Prints each phase, videos/s, and the Redis write phase against the limit: a pipelined RPUSH of
- * the same ids (measured warm, after the build, and cold, as a fresh process's first RPUSHes).
+ * Prints each phase, videos/s, and the Redis write phase against the limit: bare pipelined RPUSHes
+ * of the same ids, three times in the build's process after the build (the median counts; the
+ * first shows the client's first-use cost), and the legacy-set refill against a bare SADD.
  * Last two lines:
  *   next-day changed=<c> scores_written=<w> scores_seconds=<s>
- *   videos=<n> seconds=<s> write/limit=<x> peak_rss_mb=<m>      (limit = the warm RPUSH)
+ *   videos=<n> seconds=<s> write/limit=<x> peak_rss_mb=<m>
  */
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import mongoose from 'mongoose';
@@ -23,32 +23,28 @@ const exec = promisify(execFile);
 interface ChildBuild {
   result: BuildResult;
   seconds: number;
+  /** Three bare RPUSH runs of the queue's ids, after the build (empty unless asked for). */
+  limitSeconds: number[];
   peakRssMb: number;
   /** The peak RSS (MB) so far when each phase started. */
   peakBefore: Record<string, number>;
   startRssMb: number;
 }
 
-async function buildInChild(mongoUri: string, prefix: string, at: Date, options: { switch?: boolean } = {}): Promise<ChildBuild> {
+async function buildInChild(mongoUri: string, prefix: string, at: Date, options: { switch?: boolean; limit?: boolean } = {}): Promise<ChildBuild> {
   const { stdout } = await exec(process.execPath, [path.join(__dirname, 'build-child.cjs')], {
     cwd: ROOT,
-    env: { ...process.env, BENCH_MONGO_URI: mongoUri, BENCH_REDIS_PREFIX: prefix, BENCH_AT: at.toISOString(), BENCH_SWITCH: options.switch ? '1' : '0' },
+    env: { ...process.env, BENCH_MONGO_URI: mongoUri, BENCH_REDIS_PREFIX: prefix, BENCH_AT: at.toISOString(), BENCH_SWITCH: options.switch ? '1' : '0', BENCH_LIMIT: options.limit ? '1' : '0' },
     maxBuffer: 16 * 1024 * 1024,
   });
   return JSON.parse(stdout.trim().split('\n').pop()!) as ChildBuild;
 }
 
-/** 24-hex ids from random bytes. */
-function randomIds(count: number): string[] {
-  const bytes = randomBytes(count * 12);
-  return Array.from({ length: count }, (_, i) => bytes.toString('hex', i * 12, i * 12 + 12));
-}
-
-/** Seconds to RPUSH `ids` in 5000-id commands, all pipelined; the key is deleted after. */
-async function bareRPush(redis: Redis, key: string, ids: string[]): Promise<number> {
+/** Seconds to SADD `ids` in 5000-id commands, all pipelined: the legacy set's own limit. */
+async function bareSAdd(redis: Redis, key: string, ids: string[]): Promise<number> {
   const started = performance.now();
   const writes: Promise<unknown>[] = [];
-  for (let i = 0; i < ids.length; i += 5000) writes.push(redis.rPush(key, ids.slice(i, i + 5000)));
+  for (let i = 0; i < ids.length; i += 5000) writes.push(redis.sAdd(key, ids.slice(i, i + 5000)));
   await Promise.all(writes);
   const seconds = (performance.now() - started) / 1000;
   await redis.del(key);
@@ -71,13 +67,12 @@ export async function runBuildBench(): Promise<void> {
     await seedInChild(mongo.uri, videos, fresh);
     console.log(`seeded ${videos + fresh} videos in ${((performance.now() - seedStart) / 1000).toFixed(2)} s (not part of the build)`);
 
-    // A fresh process's first RPUSHes are slower than later ones: this process has sent none yet.
-    const coldLimit = await bareRPush(redis, keys.queue('limit-cold'), randomIds(videos + fresh));
     const at = new Date();
-    const first = await buildInChild(mongo.uri, prefix, at);
+    const first = await buildInChild(mongo.uri, prefix, at, { limit: true });
     const { result } = first;
     const ids = await redis.lRange(keys.queue(result.version), 0, -1);
-    const limit = await bareRPush(redis, keys.queue('limit'), ids);
+    const limit = [...first.limitSeconds].sort((a, b) => a - b)[1];
+    const saddLimit = await bareSAdd(redis, `${prefix}sadd-limit`, ids);
 
     const t = result.timings;
     console.log('phase        seconds   peak RSS MB at start');
@@ -85,8 +80,8 @@ export async function runBuildBench(): Promise<void> {
       console.log(`${phase.padEnd(12)} ${(t[phase] ?? 0).toFixed(3).padStart(7)}   ${first.peakBefore[phase] ?? ''}`);
     }
     console.log(`queue length ${ids.length}, high ${result.meta?.highCount}, new ${result.meta?.newCount}; rss ${first.startRssMb} MB connected, ${first.peakRssMb} MB peak`);
-    console.log(`videos/s (whole build) ${Math.round((videos + fresh) / first.seconds)}; redis write ${t.write?.toFixed(3)} s vs pipelined RPUSH limit ${limit.toFixed(3)} s warm, ${coldLimit.toFixed(3)} s cold`);
-    console.log(`legacy set refill ${t.legacy?.toFixed(3)} s = ${((t.legacy ?? 0) / Math.max(limit, 0.001)).toFixed(2)} x the RPUSH limit; scores written ${result.scoresWritten}`);
+    console.log(`videos/s (whole build) ${Math.round((videos + fresh) / first.seconds)}; redis write ${t.write?.toFixed(3)} s vs bare pipelined RPUSH ${first.limitSeconds.map((x) => x.toFixed(3)).join(' / ')} s (first / second / third run)`);
+    console.log(`legacy set refill ${t.legacy?.toFixed(3)} s = ${((t.legacy ?? 0) / Math.max(saddLimit, 0.001)).toFixed(2)} x a bare pipelined SADD (${saddLimit.toFixed(3)} s; a set costs Redis ${(saddLimit / Math.max(limit, 0.001)).toFixed(1)} x a list); scores written ${result.scoresWritten}`);
 
     // The next day: 1 % of the videos got an interaction since.
     const changed = ids.filter((_, i) => i % 100 === 0);

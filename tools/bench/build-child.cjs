@@ -1,23 +1,41 @@
 // One daily build in a process of its own, from the compiled packages (`pnpm build`: what the
 // worker runs in production), so its peak RSS is the build's and the worker code's alone.
 // Started by build-bench.ts: BENCH_MONGO_URI, BENCH_REDIS_PREFIX, BENCH_AT (ISO), BENCH_SWITCH.
-// Prints one JSON line: the build result and the peak RSS in MB.
+// Prints one JSON line: the build result, the peak RSS in MB, and (BENCH_LIMIT=1) the limit: the
+// seconds of bare pipelined RPUSHes of the same ids in 5000-id commands, run three times after the
+// build in this same process.
 const { createLogger } = require('@feed/logger');
 const { connectMongo, connectRedis, createRedisKeys, videoModel } = require('@feed/storage');
 const { runDailyBuild } = require('@feed/worker');
+
+async function bareRPushLimit(redis, keys, version) {
+  const ids = await redis.lRange(keys.queue(version), 0, -1);
+  const runs = [];
+  for (let run = 0; run < 3; run++) {
+    const key = keys.queue('limit');
+    const started = performance.now();
+    const writes = [];
+    for (let i = 0; i < ids.length; i += 5000) writes.push(redis.rPush(key, ids.slice(i, i + 5000)));
+    await Promise.all(writes);
+    runs.push((performance.now() - started) / 1000);
+    await redis.del(key);
+  }
+  return runs;
+}
 
 async function main() {
   let peak = process.memoryUsage().rss;
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
   const redis = await connectRedis({ redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
   const mongo = await connectMongo({ mongoUrl: process.env.BENCH_MONGO_URI });
+  const keys = createRedisKeys(process.env.BENCH_REDIS_PREFIX);
   const startRss = process.memoryUsage().rss;
   const peakBefore = {};
   const started = performance.now();
   const result = await runDailyBuild(
     {
       redis,
-      keys: createRedisKeys(process.env.BENCH_REDIS_PREFIX),
+      keys,
       videos: videoModel(mongo.connection),
       logger: createLogger({ silent: true }),
       businessTimeZone: 'Asia/Shanghai',
@@ -34,7 +52,8 @@ async function main() {
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
   peak = Math.max(peak, process.memoryUsage().rss);
-  process.stdout.write(`${JSON.stringify({ result, seconds, peakRssMb: Math.round(peak / 1048576), peakBefore, startRssMb: Math.round(startRss / 1048576) })}\n`);
+  const limitSeconds = process.env.BENCH_LIMIT === '1' ? await bareRPushLimit(redis, keys, result.version) : [];
+  process.stdout.write(`${JSON.stringify({ result, seconds, limitSeconds, peakRssMb: Math.round(peak / 1048576), peakBefore, startRssMb: Math.round(startRss / 1048576) })}\n`);
   await mongo.close();
   await redis.close();
 }
