@@ -2,12 +2,16 @@
  * The score write-back (SPEC R2): only documents whose score changed since their last
  * write-back (or that were never written) get `recommendScore` and, as `recommendScoreAt`, the
  * `generatedAt` of this build. A day on which 1 % of videos got interactions writes 1 %.
+ *
+ * Changed videos are grouped by their new score: each group is one `updateMany` by `_id $in`, and
+ * groups go to MongoDB in unordered bulk writes of at most SCORE_BATCH ids. Measured against one
+ * `updateOne` per video: fewer, smaller operations, and a fraction of the client's garbage.
  */
 import { Types } from 'mongoose';
 import { ID_BYTES, type CandidateColumns } from '@feed/domain';
 import type { VideoModel } from '@feed/storage';
 
-/** Updates per unordered bulkWrite: well under MongoDB's 100,000 operations and 48 MB per batch. */
+/** Ids per unordered bulkWrite: well under MongoDB's 100,000 operations and 16 MB per command. */
 const SCORE_BATCH = 1000;
 
 export async function writeBackScores(
@@ -16,22 +20,31 @@ export async function writeBackScores(
   generatedAt: Date,
   options: { signal?: AbortSignal; onBatch?: (written: number, total: number) => void | Promise<void> } = {},
 ): Promise<number> {
-  const changed = candidates.changedScores();
-  for (let start = 0; start < changed.length; start += SCORE_BATCH) {
+  const { scores, ids } = candidates;
+  const changed = candidates.changedScores().sort((a, b) => scores[a] - scores[b]);
+  const objectId = (i: number) => new Types.ObjectId(ids.subarray(i * ID_BYTES, (i + 1) * ID_BYTES));
+  let written = 0;
+  while (written < changed.length) {
     options.signal?.throwIfAborted();
-    const batch = changed.subarray(start, start + SCORE_BATCH);
-    // The driver's bulkWrite under the model: the two fields are already typed, and mongoose's
-    // per-operation casting made most of the phase's garbage.
-    await videos.collection.bulkWrite(
-      Array.from(batch, (i) => ({
-        updateOne: {
-          filter: { _id: new Types.ObjectId(candidates.ids.subarray(i * ID_BYTES, (i + 1) * ID_BYTES)) },
-          update: { $set: { recommendScore: candidates.scores[i], recommendScoreAt: generatedAt } },
+    const batchEnd = Math.min(changed.length, written + SCORE_BATCH);
+    const operations = [];
+    for (let start = written; start < batchEnd; ) {
+      const score = scores[changed[start]];
+      let end = start + 1;
+      while (end < batchEnd && scores[changed[end]] === score) end++;
+      operations.push({
+        updateMany: {
+          filter: { _id: { $in: Array.from(changed.subarray(start, end), objectId) } },
+          update: { $set: { recommendScore: score, recommendScoreAt: generatedAt } },
         },
-      })),
-      { ordered: false },
-    );
-    await options.onBatch?.(start + batch.length, changed.length);
+      });
+      start = end;
+    }
+    // The driver's bulkWrite under the model: the fields are already typed; mongoose's casting
+    // of every operation made most of the phase's garbage.
+    await videos.collection.bulkWrite(operations, { ordered: false });
+    written = batchEnd;
+    await options.onBatch?.(written, changed.length);
   }
   return changed.length;
 }
