@@ -1,7 +1,8 @@
 /**
  * `pnpm bench build --videos N [--fresh M]`: one daily build over N videos, then the next day's
  * build after 1 % of the videos got new interactions. Each build runs in a process of its own from
- * the compiled packages (build-child.cjs; `pnpm build` runs first), so its peak RSS is the build's.
+ * the compiled packages (build-child.cjs; `pnpm build` runs first) with the worker image's
+ * NODE_OPTIONS, so its peak RSS is the build's as the worker runs it.
  * Prints each phase, videos/s, and the Redis write phase against the limit: bare pipelined RPUSHes
  * of the same ids, three times in the build's process after the build (the median counts; the
  * first shows the client's first-use cost), and the legacy-set refill against a bare SADD.
@@ -10,6 +11,7 @@
  *   videos=<n> seconds=<s> write/limit=<x> peak_rss_mb=<m>
  */
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import mongoose from 'mongoose';
@@ -31,8 +33,16 @@ interface ChildBuild {
   startRssMb: number;
 }
 
+/** The worker image's NODE_OPTIONS (its heap cap): the bench runs the build as the image does. */
+function workerNodeOptions(): string {
+  const dockerfile = readFileSync(path.join(ROOT, 'infra/Dockerfile.worker'), 'utf8');
+  const options = /^ENV NODE_OPTIONS="([^"]*)"/m.exec(dockerfile)?.[1];
+  if (options === undefined) throw new Error('infra/Dockerfile.worker sets no NODE_OPTIONS');
+  return options;
+}
+
 async function buildInChild(mongoUri: string, prefix: string, at: Date, options: { switch?: boolean; limit?: boolean } = {}): Promise<ChildBuild> {
-  const { stdout } = await exec(process.execPath, [path.join(__dirname, 'build-child.cjs')], {
+  const { stdout } = await exec(process.execPath, [...workerNodeOptions().split(' '), path.join(__dirname, 'build-child.cjs')], {
     cwd: ROOT,
     env: { ...process.env, BENCH_MONGO_URI: mongoUri, BENCH_REDIS_PREFIX: prefix, BENCH_AT: at.toISOString(), BENCH_SWITCH: options.switch ? '1' : '0', BENCH_LIMIT: options.limit ? '1' : '0' },
     maxBuffer: 16 * 1024 * 1024,

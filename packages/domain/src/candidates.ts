@@ -43,11 +43,14 @@ export class CandidateColumns {
     return columns;
   }
 
-  /** Appends a candidate and returns its index. `id` is the ObjectId's 12 bytes. */
-  push(id: ArrayLike<number>, score: number, reviewAt: number | null, storedScore: number | null): number {
+  /**
+   * Appends a candidate and returns its index. The ObjectId's 12 bytes are read from `id` at
+   * `idOffset`, so a reader can pass the buffer it parses without making a view per video.
+   */
+  push(id: ArrayLike<number>, score: number, reviewAt: number | null, storedScore: number | null, idOffset = 0): number {
     if (this.length === this.scores.length) this.grow();
     const i = this.length++;
-    this.ids.set(id, i * ID_BYTES);
+    for (let k = 0; k < ID_BYTES; k++) this.ids[i * ID_BYTES + k] = id[idOffset + k];
     this.scores[i] = score;
     this.reviewAt[i] = reviewAt ?? -Infinity;
     this.storedScores[i] = storedScore ?? NaN;

@@ -11,22 +11,31 @@ const DEFAULT_BATCH_SIZE = 101;
 /** A batch never exceeds this many BSON bytes, as in MongoDB (replies must fit in one message). */
 const MAX_BATCH_BYTES = 16 * 1024 * 1024 - 16 * 1024;
 
-/** Up to `count` documents from `start`, stopping before the batch would pass MAX_BATCH_BYTES. */
-function takeBatch(docs: Document[], start: number, count: number): Document[] {
-  const batch: Document[] = [];
+/** Shapes a batch for the reply (a find's projection); identity when absent. */
+type Shape = (docs: Document[]) => Document[];
+
+/**
+ * Up to `count` documents from `start`, shaped, stopping before the batch would pass
+ * MAX_BATCH_BYTES. Shaping a batch at a time keeps a large cursor from projecting every
+ * document up front (at a million documents that was most of a find's time and memory).
+ */
+function takeBatch(docs: Document[], start: number, count: number, shape?: Shape): Document[] {
+  const window = docs.slice(start, start + count);
+  const shaped = shape ? shape(window) : window;
   let bytes = 0;
-  for (let i = start; i < docs.length && batch.length < count; i++) {
-    bytes += calculateObjectSize(docs[i]);
-    if (bytes > MAX_BATCH_BYTES && batch.length > 0) break;
-    batch.push(docs[i]);
+  let taken = 0;
+  for (; taken < shaped.length; taken++) {
+    bytes += calculateObjectSize(shaped[taken]);
+    if (bytes > MAX_BATCH_BYTES && taken > 0) break;
   }
-  return batch;
+  return taken === shaped.length ? shaped : shaped.slice(0, taken);
 }
 const CURSOR_IDLE_TIMEOUT_MS = 10 * 60_000;
 
 interface OpenCursor {
   ns: string;
   docs: Document[];
+  shape?: Shape;
   position: number;
   lastUsed: number;
 }
@@ -47,13 +56,13 @@ export class CursorRegistry {
   private nextId = 1;
 
   /** The first batch; registers the remainder as a cursor when there is more. */
-  open(ns: string, docs: Document[], batchSize: number | undefined, singleBatch = false): Document {
+  open(ns: string, docs: Document[], batchSize: number | undefined, singleBatch = false, shape?: Shape): Document {
     const size = batchSize && batchSize > 0 ? batchSize : DEFAULT_BATCH_SIZE;
-    const firstBatch = takeBatch(docs, 0, size);
+    const firstBatch = takeBatch(docs, 0, size, shape);
     let id = 0;
     if (!singleBatch && docs.length > firstBatch.length) {
       id = this.nextId++;
-      this.cursors.set(id, { ns, docs, position: firstBatch.length, lastUsed: Date.now() });
+      this.cursors.set(id, { ns, docs, shape, position: firstBatch.length, lastUsed: Date.now() });
     }
     return { cursor: { firstBatch, id: Long.fromNumber(id), ns }, ok: 1 };
   }
@@ -62,7 +71,7 @@ export class CursorRegistry {
     const cursor = this.cursors.get(id);
     if (!cursor) throw new CommandError(43, 'CursorNotFound', `cursor id ${id} not found`);
     const size = batchSize && batchSize > 0 ? batchSize : cursor.docs.length;
-    const nextBatch = takeBatch(cursor.docs, cursor.position, size);
+    const nextBatch = takeBatch(cursor.docs, cursor.position, size, cursor.shape);
     cursor.position += nextBatch.length;
     cursor.lastUsed = Date.now();
     const exhausted = cursor.position >= cursor.docs.length;
@@ -133,13 +142,14 @@ const handlers: Record<string, Handler> = {
     const docs = collection
       ? collection.find((command.filter as Document) ?? {}, {
           sort: command.sort as Document,
-          projection: command.projection as Document,
           skip: command.skip ? toNumber(command.skip) : 0,
           limit: command.limit ? toNumber(command.limit) : 0,
         })
       : [];
     const batchSize = command.batchSize === undefined ? undefined : toNumber(command.batchSize);
-    return cursors.open(`${db}.${command.find}`, docs, batchSize, Boolean(command.singleBatch) || toNumber(command.limit ?? 0) < 0);
+    const projection = command.projection as Document | undefined;
+    const shape = collection && projection && Object.keys(projection).length > 0 ? (batch: Document[]) => collection.project(batch, projection) : undefined;
+    return cursors.open(`${db}.${command.find}`, docs, batchSize, Boolean(command.singleBatch) || toNumber(command.limit ?? 0) < 0, shape);
   },
 
   getMore(command, _db, _ctx, cursors) {

@@ -246,10 +246,12 @@ export class Collection {
     let docs = this.match(filter, options.sort);
     if (options.skip) docs = docs.slice(options.skip);
     if (options.limit) docs = docs.slice(0, Math.abs(options.limit));
-    if (options.projection && Object.keys(options.projection).length > 0) {
-      return find(docs, {}, options.projection).all() as Document[];
-    }
-    return docs;
+    return options.projection ? this.project(docs, options.projection) : docs;
+  }
+
+  /** `docs` with `projection` applied (new documents; unchanged when the projection is empty). */
+  project(docs: Document[], projection: Document): Document[] {
+    return Object.keys(projection).length > 0 ? (find(docs, {}, projection).all() as Document[]) : docs;
   }
 
   /** Applies `spec` to a copy of `doc`; returns the copy, or the same object when nothing changed. */

@@ -132,5 +132,5 @@ export function pushRawCandidate(candidates: CandidateColumns, bytes: Uint8Array
   }
   if (idAt < 0) throw new Error('a video document without an ObjectId _id');
   // A score counts as written back only with its recommendScoreAt (R2); else it is written.
-  candidates.push(bytes.subarray(idAt, idAt + ID_BYTES), recommendScore(counters), reviewAt, scoreAtSet ? storedScore : null);
+  candidates.push(bytes, recommendScore(counters), reviewAt, scoreAtSet ? storedScore : null, idAt);
 }
