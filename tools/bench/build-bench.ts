@@ -6,6 +6,7 @@
  * Prints each phase, videos/s, and the Redis write phase against the limit: bare pipelined RPUSHes
  * of the same ids, three times in the build's process after the build (the median counts; the
  * first shows the client's first-use cost), and the legacy-set refill against a bare SADD.
+ * `pnpm bench build --assemble-only --videos N`: the domain alone on synthetic candidates.
  * Last two lines:
  *   next-day changed=<c> scores_written=<w> scores_seconds=<s>
  *   videos=<n> seconds=<s> write/limit=<x> peak_rss_mb=<m>
@@ -14,7 +15,9 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
 import mongoose from 'mongoose';
+import { assembleQueue, CandidateColumns, splitPools, versionFor } from '@feed/domain';
 import { videoModel, type Redis } from '@feed/storage';
 import type { BuildResult } from '@feed/worker';
 import { ROOT } from '../support/processes';
@@ -61,10 +64,43 @@ async function bareSAdd(redis: Redis, key: string, ids: string[]): Promise<numbe
   return seconds;
 }
 
+/**
+ * `--assemble-only`: the domain alone on synthetic candidates (no stores): columns, pools, the
+ * duplicate check and the 17+3 assembly, with this process's peak RSS.
+ */
+function assembleOnly(videos: number, fresh: number): void {
+  const now = Date.now();
+  let peak = process.memoryUsage().rss;
+  const sample = () => (peak = Math.max(peak, process.memoryUsage().rss));
+  const started = performance.now();
+  const candidates = new CandidateColumns(videos + fresh);
+  const ids = randomBytes(12 * 4096);
+  for (let i = 0; i < videos + fresh; i++) {
+    // Unique ids: a random 8-byte head and the index as the 4-byte counter, as ObjectIds have.
+    const id = ids.subarray((i % 4096) * 12, (i % 4096) * 12 + 12);
+    id.writeUInt32BE(i, 8);
+    const reviewAt = i < videos ? now - 2 * 86_400_000 - (i % 2_592_000) * 1000 : now - (i % 86_000) * 1000;
+    candidates.push(id, (i * 2654435761) % 1500, reviewAt, null);
+    if (i % 1_000_000 === 0) sample();
+  }
+  const read = performance.now();
+  sample();
+  const duplicates = candidates.countDuplicateIds();
+  sample();
+  const pools = splitPools(candidates, now);
+  sample();
+  const { ids: order, blocks } = assembleQueue(pools.high, pools.fresh, versionFor(new Date(now), 'Asia/Shanghai'));
+  sample();
+  const seconds = (performance.now() - started) / 1000;
+  console.log(`columns filled in ${((read - started) / 1000).toFixed(2)} s; assembled ${order.length} ids in ${blocks.length} blocks, ${duplicates} duplicates, in ${((performance.now() - read) / 1000).toFixed(2)} s`);
+  console.log(`assemble-only videos=${videos + fresh} seconds=${seconds.toFixed(2)} peak_rss_mb=${Math.round(peak / 1048576)}`);
+}
+
 export async function runBuildBench(): Promise<void> {
   const videos = Number(argValue('videos', '100000'));
   const fresh = Number(argValue('fresh', String(Math.round(videos * 0.01))));
   if (!Number.isInteger(videos) || videos <= 0) throw new Error('--videos must be a positive integer');
+  if (process.argv.includes('--assemble-only')) return assembleOnly(videos, fresh);
   console.log('compiling (pnpm build) so the build runs as the worker does');
   await exec('pnpm', ['build'], { cwd: ROOT });
   const mongo = await benchMongo();
