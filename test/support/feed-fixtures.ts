@@ -1,6 +1,6 @@
 /** Fixtures for read-path tests: tokens, and queues published the way the build publishes them. */
 import jwt from 'jsonwebtoken';
-import type { Redis, RedisKeys } from '@feed/storage';
+import { makeCurrent, type Redis, type RedisKeys } from '@feed/storage';
 
 export const TEST_JWT_SECRET = 'local-development-jwt-secret';
 
@@ -17,8 +17,5 @@ export async function publishQueue(redis: Redis, keys: RedisKeys, version: strin
   await redis.hSet(keys.meta(version), { version, length: String(ids.length), startOffset: '0', generatedAt: new Date().toISOString() });
   await redis.expire(keys.queue(version), 3600);
   await redis.expire(keys.meta(version), 3600);
-  if (options.makeCurrent !== false) {
-    const previous = await redis.set(keys.current, version, { GET: true });
-    if (previous && previous !== version) await redis.set(keys.previous, previous);
-  }
+  if (options.makeCurrent !== false) await makeCurrent(redis, keys, version);
 }

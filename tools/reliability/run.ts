@@ -10,11 +10,14 @@ import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { createClient } from 'redis';
 import mongoose from 'mongoose';
+import { versionFor } from '@feed/domain';
 import { createRedisKeys, interactionModels, videoModel } from '@feed/storage';
 import { cli, freePort, startMongoProcess, startProcess, startRedis, tsx, waitUntil, type Managed } from '../support/processes';
 import { badInputCases } from './bad-input';
 
 const QUICK = process.argv.includes('--quick');
+/** The version a build `--at` this instant makes (the default TZ_BUSINESS). */
+const businessDay = (at: string) => versionFor(new Date(at), 'Asia/Shanghai');
 const LOAD_SECONDS = QUICK ? 8 : 60;
 const LOAD_USERS = QUICK ? 60 : 300;
 const SECRET = 'reliability-jwt-secret-4f1c9a';
@@ -236,8 +239,9 @@ async function main(): Promise<void> {
     await check('faults', 'Redis restarted in the middle of a build: old version serves, next attempt succeeds, nothing lost', async () => {
       const offsetsBefore = await redisClient.hGetAll(keys.offset(current));
       const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
-      const build = startProcess(tsx('tools/cli.ts', 'build', '--at', tomorrow), env);
-      await waitUntil('build reading', async () => build.output.join('').includes('read'));
+      // A later day becomes current only when asked (--switch): this build is meant to publish.
+      const build = startProcess(tsx('tools/cli.ts', 'build', '--at', tomorrow, '--switch'), env);
+      await waitUntil('the build to hold its lock', async () => (await redisClient.exists(keys.buildLock(businessDay(tomorrow)))) === 1);
       await redis.stop();
       // While Redis is down and the build is stuck, the API still answers (degraded).
       const during = await fetch(`${api}/api/app/recommend/vid/list`, { headers: { Authorization: `Bearer ${token('mid-build')}` } });
@@ -247,7 +251,7 @@ async function main(): Promise<void> {
       const now = await redisClient.get(keys.current);
       expect(now === current || code === 0, `current moved to ${now} although the build failed`);
       if (now) expect((await redisClient.lLen(keys.queue(now))) === Number(await redisClient.hGet(keys.meta(now), 'length')), 'current version is half-written');
-      const retry = await cli(env, 'build', '--at', tomorrow);
+      const retry = await cli(env, 'build', '--at', tomorrow, '--switch');
       expect(retry.code === 0 && /"status": "(built|already-current)"/.test(retry.output), `retry failed: ${retry.output.slice(-300)}`);
       const offsetsAfter = await redisClient.hGetAll(keys.offset(current));
       dataLost += Object.entries(offsetsBefore).filter(([user, offset]) => offsetsAfter[user] !== offset).length;
@@ -258,22 +262,24 @@ async function main(): Promise<void> {
     await check('faults', 'worker killed mid-build: the lock expires, no half-written version becomes current, the next build succeeds', async () => {
       const before = await redisClient.get(keys.current);
       const day = new Date(Date.now() + 2 * 86_400_000).toISOString();
-      const build = startProcess(tsx('tools/cli.ts', 'build', '--at', day), env);
-      await waitUntil('build writing', async () => /assemble|write/.test(build.output.join('')));
+      const version = businessDay(day);
+      const build = startProcess(tsx('tools/cli.ts', 'build', '--at', day, '--switch'), env);
+      // The lock is held from the first step to the last: the build is under way.
+      await waitUntil('the build to hold its lock', async () => (await redisClient.exists(keys.buildLock(version))) === 1);
       await build.stop('SIGKILL');
       expect((await redisClient.get(keys.current)) === before, 'current moved after the kill');
-      const lockKeys = await redisClient.keys('recommend:short:build-lock:*');
-      await waitUntil('lock expiry', async () => (await redisClient.exists(lockKeys.length ? lockKeys : ['none'])) === 0, 10_000);
-      const next = await cli(env, 'build', '--at', day);
+      expect((await redisClient.exists(keys.buildLock(version))) === 1, 'the killed build left no lock behind');
+      await waitUntil('lock expiry', async () => (await redisClient.exists(keys.buildLock(version))) === 0, 10_000);
+      const next = await cli(env, 'build', '--at', day, '--switch');
       expect(next.code === 0 && next.output.includes('"status": "built"'), `next build failed: ${next.output.slice(-300)}`);
       const now = (await redisClient.get(keys.current))!;
       expect((await redisClient.lLen(keys.queue(now))) === Number(await redisClient.hGet(keys.meta(now), 'length')), 'new current is half-written');
-      return `lock ${lockKeys.length ? 'expired' : 'was not taken yet'}; rebuilt ${now}`;
+      return `lock expired; rebuilt ${now}`;
     });
 
     await check('faults', 'two workers started together: exactly one builds', async () => {
       const day = new Date(Date.now() + 3 * 86_400_000).toISOString();
-      const [a, b] = await Promise.all([cli(env, 'build', '--at', day), cli(env, 'build', '--at', day)]);
+      const [a, b] = await Promise.all([cli(env, 'build', '--at', day, '--switch'), cli(env, 'build', '--at', day, '--switch')]);
       const built = [a, b].filter((r) => r.output.includes('"status": "built"')).length;
       const refused = [a, b].filter((r) => r.code !== 0 && r.output.includes('holds the lock')).length;
       expect(built === 1 && refused === 1, `built ${built}, refused ${refused}: ${a.output.slice(-200)} | ${b.output.slice(-200)}`);
@@ -288,9 +294,10 @@ async function main(): Promise<void> {
 
     await check('faults', 'MongoDB unavailable during reads: a clear 503', async () => {
       await mongoServer.stop();
-      // Past the video cache, a read needs MongoDB.
-      await new Promise((resolve) => setTimeout(resolve, 600));
-      const res = await fetch(`${api}/api/app/recommend/vid/list`, { headers: { Authorization: `Bearer ${token('no-mongo')}` } });
+      // Once the video cache (VIDEO_CACHE_MS) has lapsed, a read needs MongoDB: wait for that, bounded.
+      const read = () => fetch(`${api}/api/app/recommend/vid/list`, { headers: { Authorization: `Bearer ${token('no-mongo')}` } });
+      await waitUntil('a read to need MongoDB', async () => (await read()).status !== 200, 5_000);
+      const res = await read();
       const body = (await res.json()) as { error?: { code: string } };
       expect(res.status === 503 && body.error?.code === 'unavailable', `answered ${res.status} ${JSON.stringify(body)}`);
       expect((await fetch(`${api}/readyz`)).status === 503, '/readyz did not report MongoDB down');

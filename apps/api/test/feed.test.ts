@@ -28,6 +28,11 @@ beforeAll(async () => {
 
 afterAll(() => s.cleanup());
 
+/** Clients a test opens are closed after it, also when it fails. */
+const disposals: Array<() => void> = [];
+const disposeAfter = (dispose: () => void) => disposals.push(dispose);
+afterEach(() => disposals.splice(0).forEach((dispose) => dispose()));
+
 beforeEach(async () => {
   await s.redis.del([s.keys.current, s.keys.previous, s.keys.legacyIds]);
   await publishQueue(s.redis, s.keys, V1, ids);
@@ -156,6 +161,7 @@ describe('degradation (R17)', () => {
     // A real client pointed at a port where nothing listens: with the offline queue disabled
     // (as the API runs), every command fails at once.
     const dead = await connectRedis({ redisUrl: 'redis://127.0.0.1:1' }, { failFast: true, background: true });
+    disposeAfter(() => dead.destroy());
     const broken = createApp({ config: s.config, redis: dead, mongo: s.mongo });
     const res = await request(broken.app).get('/api/app/recommend/vid/list').set(bearer('no-redis')).expect(200);
     expect(res.body.queueVersion).toBe('fallback');
@@ -178,7 +184,6 @@ describe('degradation (R17)', () => {
     // A bad rollout value is a 400 before any store is touched.
     const admin = { Authorization: `Basic ${Buffer.from(`${s.config.adminUser}:${s.config.adminPassword}`).toString('base64')}` };
     await request(broken.app).put('/api/admin/rollout').set(admin).send({ percent: 101 }).expect(400);
-    dead.destroy();
   });
 });
 

@@ -5,6 +5,7 @@ import { demoVideo } from '@feed/demo-data';
 import { createApp, type Api } from '../src/app';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
+import { waitUntil } from '../../../tools/support/processes';
 
 let s: TestServices;
 let api: Api;
@@ -69,8 +70,8 @@ describe('recently viewed (V1, V2)', () => {
     await request(shortLived.app).post('/api/app/vid/view').set(bearer('expiring')).send({ vid: ids[0] }).expect(200);
     const key = s.keys.views('u:expiring');
     expect(await s.redis.pTTL(key)).toBeGreaterThan(0);
-    // Wait for Redis's own expiry of the key (an event, not a fixed sleep).
-    while ((await s.redis.exists(key)) === 1) await new Promise((r) => setImmediate(r));
+    // Wait, bounded, for Redis's own expiry of the key (observed state, not a fixed sleep).
+    await waitUntil('the view window to expire', async () => (await s.redis.exists(key)) === 0, 5_000);
     await nextDay();
     expect(vids(await feed(bearer('expiring'), 1).expect(200))).toEqual([ids[0]]);
   });

@@ -15,6 +15,7 @@ import { runDailyBuild } from '../src/daily-build/daily-build';
 import { bullConnectionFactory, startBuildQueue } from '../src/jobs/build-queue';
 import { createWorkerMetrics } from '../src/metrics';
 import { browserIt, hasBrowser, launchBrowser } from '../../../test/support/browser';
+import { waitUntil } from '../../../tools/support/processes';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 
 
@@ -117,8 +118,8 @@ describe('queue inspector', () => {
       await page.keyboard.press('Control+A');
       await page.keyboard.insertText('{"jobId": "manual-20260724"}');
       await page.getByRole('button', { name: 'Add', exact: true }).click();
-      let job = await jobs.queue.getJob('manual-20260724');
-      for (const started = Date.now(); !job && Date.now() - started < 10_000; ) job = await jobs.queue.getJob('manual-20260724');
+      await waitUntil('the added job in the queue', async () => (await jobs.queue.getJob('manual-20260724')) !== undefined, 10_000);
+      const job = await jobs.queue.getJob('manual-20260724');
       expect(job).toBeDefined();
       expect(job!.name).toBe('manual-rebuild');
       expect(job!.data).toEqual({ force: true });

@@ -5,6 +5,7 @@ export * from './ring';
 export * from './mongo';
 export * from './models/video';
 export * from './queue-meta';
+export * from './version-pointers';
 export * from './fingerprint';
 export * from './models/interactions';
 export * from './counters/recommend-counters';

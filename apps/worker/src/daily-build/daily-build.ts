@@ -11,7 +11,7 @@
 import type { Config } from '@feed/config';
 import type { Logger } from '@feed/logger';
 import { assembleQueue, splitPools, summarizeBlocks, versionFor, type CandidateColumns } from '@feed/domain';
-import { encodeMeta, type QueueMeta, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { encodeMeta, makeCurrent, type QueueMeta, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 import { acquireBuildLock, type BuildLock } from './build-lock';
 import { readCandidates } from './read-candidates';
 import { writeBackScores } from './score-write-back';
@@ -193,8 +193,7 @@ async function switchCurrent(deps: BuildDeps, meta: QueueMeta): Promise<string |
   const { redis, keys } = deps;
   const { version } = meta;
   await moveStaging(deps, version, keys.queue(version), keys.meta(version), [keys.offset(version)]);
-  const previous = await redis.set(keys.current, version, { GET: true });
-  if (previous && previous !== version) await redis.set(keys.previous, previous);
+  const previous = await makeCurrent(redis, keys, version);
   meta.switchedAt = new Date().toISOString();
   await redis.hSet(keys.meta(version), 'switchedAt', meta.switchedAt);
   return previous;

@@ -1,0 +1,61 @@
+/**
+ * The build lock's heartbeat (SPEC R10). Time is the subject here, so the heartbeat's interval runs
+ * on Jest's fake timers; Redis, its TTLs and the Lua scripts are real.
+ */
+import { acquireBuildLock } from '../src/daily-build/build-lock';
+import { startTestServices, type TestServices } from '../../../test/support/services';
+import { waitUntil } from '../../../tools/support/processes';
+
+let s: TestServices;
+const TTL_MS = 60_000;
+
+beforeAll(async () => {
+  s = await startTestServices('lock');
+});
+afterAll(() => s.cleanup());
+
+beforeEach(() => {
+  // Only the heartbeat's interval is faked: I/O and the waits below keep real time.
+  jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'setTimeout', 'clearTimeout', 'queueMicrotask', 'Date', 'performance', 'hrtime'] });
+});
+afterEach(() => jest.useRealTimers());
+
+describe('build lock heartbeat', () => {
+  it('when a third of the TTL passes, then the heartbeat renews the lock to the full TTL', async () => {
+    const key = s.keys.buildLock('20260801');
+    const lock = (await acquireBuildLock(s.redis, key, TTL_MS))!;
+    try {
+      // As if most of the TTL had run out while the build worked.
+      await s.redis.set(key, lock.token, { PX: 1_000 });
+      jest.advanceTimersByTime(TTL_MS / 3);
+      await waitUntil('the heartbeat to renew the lock', async () => (await s.redis.pTTL(key)) > TTL_MS / 2, 5_000);
+      expect(await lock.stillOwned()).toBe(true);
+    } finally {
+      await lock.release();
+    }
+  });
+
+  it('when the lock was released, then the heartbeat no longer renews it', async () => {
+    const key = s.keys.buildLock('20260802');
+    const lock = (await acquireBuildLock(s.redis, key, TTL_MS))!;
+    expect(await lock.release()).toBe(true);
+    // Another worker takes the version with a short TTL; our stopped heartbeat must not extend it.
+    await s.redis.set(key, 'other-worker', { PX: 1_000 });
+    jest.advanceTimersByTime(TTL_MS);
+    expect(await s.redis.get(key)).toBe('other-worker');
+    expect(await s.redis.pTTL(key)).toBeLessThanOrEqual(1_000);
+  });
+
+  it('when another owner holds the lock, then our heartbeat does not renew it and release leaves it', async () => {
+    const key = s.keys.buildLock('20260803');
+    const lock = (await acquireBuildLock(s.redis, key, TTL_MS))!;
+    await s.redis.set(key, 'other-worker', { PX: 1_000 });
+    jest.advanceTimersByTime(TTL_MS / 3);
+    // The renewal (compare-token-and-extend in Lua) went out on this connection when the
+    // interval fired; commands on one connection are answered in order, so this read comes after it.
+    expect(await s.redis.pTTL(key)).toBeLessThanOrEqual(1_000);
+    expect(await lock.stillOwned()).toBe(false);
+    expect(await lock.release()).toBe(false);
+    expect(await s.redis.get(key)).toBe('other-worker');
+  });
+});
