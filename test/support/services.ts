@@ -23,6 +23,9 @@ export async function startTestServices(name: string, env: Record<string, string
     REDIS_URL: process.env.TEST_REDIS_URL!,
     MONGO_URL: `${process.env.TEST_MONGO_URI}/t_${name.replace(/\W/g, '_')}_${randomBytes(3).toString('hex')}`,
     REDIS_KEY_PREFIX: prefix,
+    // The read path's Redis deadline is the subject of the fault tests only (they set their own):
+    // elsewhere a busy CI machine must not turn a slow answer into a fallback page.
+    REDIS_DEADLINE_MS: '10000',
     ...env,
   });
   const redis = await connectRedis(config);
