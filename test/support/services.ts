@@ -25,7 +25,7 @@ export async function startTestServices(name: string, env: Record<string, string
     REDIS_KEY_PREFIX: prefix,
     // The read path's Redis deadline is the subject of the fault tests only (they set their own):
     // elsewhere a busy CI machine must not turn a slow answer into a fallback page.
-    REDIS_DEADLINE_MS: '10000',
+    REDIS_DEADLINE_MS: '5000',
     ...env,
   });
   const redis = await connectRedis(config);
