@@ -43,6 +43,10 @@ interface OpenCursor {
 export interface CommandContext {
   store: Store;
   connectionId: number;
+  /** Open and ever-opened client connections of the server, for serverStatus. */
+  connections?: () => { current: number; totalCreated: number };
+  /** Epoch ms the server started, for serverStatus's uptime. */
+  startedAt?: number;
 }
 
 function toNumber(value: unknown): number {
@@ -129,6 +133,23 @@ function hello(_command: Document, _db: string, ctx: CommandContext): Document {
 
 const handlers: Record<string, Handler> = {
   hello,
+  /** The documented top-level shape; counters this server does not keep are absent, not invented. */
+  serverStatus: (_command, _db, ctx) => {
+    const uptimeMillis = Date.now() - (ctx.startedAt ?? Date.now());
+    const connections = ctx.connections?.() ?? { current: 1, totalCreated: 1 };
+    return {
+      host: 'embedded',
+      version: '7.0.0-embedded',
+      process: 'mongod',
+      pid: Long.fromNumber(process.pid),
+      uptime: Math.floor(uptimeMillis / 1000),
+      uptimeMillis: Long.fromNumber(uptimeMillis),
+      uptimeEstimate: Long.fromNumber(Math.floor(uptimeMillis / 1000)),
+      localTime: new Date(),
+      connections: { current: connections.current, available: 1_000_000 - connections.current, totalCreated: connections.totalCreated, active: connections.current },
+      ok: 1,
+    };
+  },
   ismaster: hello,
   isMaster: hello,
   ping: () => ({ ok: 1 }),
@@ -279,8 +300,9 @@ const handlers: Record<string, Handler> = {
   createIndexes(command, db, ctx) {
     const { collection, created } = ctx.store.db(db).ensure(String(command.createIndexes));
     const before = collection.listIndexes().length;
-    for (const spec of (command.indexes as Document[]) ?? []) {
-      collection.createIndex({ name: String(spec.name), key: spec.key as Record<string, number>, unique: Boolean(spec.unique) });
+    for (const { v: _version, ns: _ns, ...spec } of (command.indexes as Document[]) ?? []) {
+      // Every option is kept as given (listIndexes reports them, as mongoose's diffIndexes compares).
+      collection.createIndex({ ...spec, name: String(spec.name), key: spec.key as Record<string, number> });
     }
     return { createdCollectionAutomatically: created, numIndexesBefore: before, numIndexesAfter: collection.listIndexes().length, ok: 1 };
   },

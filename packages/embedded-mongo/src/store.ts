@@ -9,10 +9,15 @@ import { Aggregator, Query, find, update as applyModifier } from 'mingo';
 import * as updateOperators from 'mingo/operators/update';
 import { CommandError, duplicateKeyError } from './errors';
 
+/** An index as createIndexes gave it: every option is kept, so listIndexes reports it back. */
 export interface IndexSpec {
   name: string;
   key: Record<string, number | string>;
   unique?: boolean;
+  sparse?: boolean;
+  /** Only documents matching it are in the index (and so in its uniqueness). */
+  partialFilterExpression?: Document;
+  [option: string]: unknown;
 }
 
 /** Key of a document (or an index tuple) in the maps: typed, so 1 and "1" differ. */
@@ -49,6 +54,31 @@ export function cloneDocument<T>(value: T): T {
     return out as T;
   }
   return value;
+}
+
+const IMMUTABLE_ID = () => new CommandError(66, 'ImmutableField', "Performing an update on the path '_id' would modify the immutable field '_id'");
+
+/**
+ * `modifier` without a `$set` of `_id` to the value it already has (MongoDB accepts that as a
+ * no-op); any other update of `_id` (another value, `$unset`, `$rename`, a sub-path) is ImmutableField.
+ */
+function withoutUnchangedId(modifier: Document, id: unknown): Document {
+  let effective = modifier;
+  for (const [operator, fields] of Object.entries(modifier)) {
+    if (fields === null || typeof fields !== 'object') continue;
+    for (const [path, value] of Object.entries(fields as Document)) {
+      const named = operator === '$rename' && typeof value === 'string' ? [path, value] : [path];
+      if (!named.some((p) => p === '_id' || p.startsWith('_id.'))) continue;
+      if (operator !== '$set' || path !== '_id' || keyOf(value) !== keyOf(id)) throw IMMUTABLE_ID();
+      const { _id: unchanged, ...rest } = fields as Document;
+      effective = { ...effective, $set: rest };
+      if (Object.keys(rest).length === 0) {
+        const { $set: empty, ...others } = effective;
+        effective = others;
+      }
+    }
+  }
+  return effective;
 }
 
 /** MongoDB stores `_id` first, generating one when absent. */
@@ -158,6 +188,20 @@ export class Collection {
     return keyOf(Object.keys(index.key).map((field) => getPath(doc, field) ?? null));
   }
 
+  private readonly partialFilters = new Map<string, Query>();
+
+  /** Whether `doc` is in `index`: a partial index holds only matches, a sparse one only documents with a key field. */
+  private inIndex(index: IndexSpec, doc: Document): boolean {
+    if (index.sparse && Object.keys(index.key).every((field) => getPath(doc, field) === undefined)) return false;
+    if (!index.partialFilterExpression) return true;
+    let filter = this.partialFilters.get(index.name);
+    if (!filter) {
+      filter = new Query(index.partialFilterExpression);
+      this.partialFilters.set(index.name, filter);
+    }
+    return filter.test(doc);
+  }
+
   private uniqueIndexes(): IndexSpec[] {
     return this.indexes.filter((i) => i.unique);
   }
@@ -169,6 +213,7 @@ export class Collection {
       throw duplicateKeyError(this.ns, '_id_', { _id: 1 }, { _id: doc._id });
     }
     for (const index of this.uniqueIndexes()) {
+      if (!this.inIndex(index, doc)) continue;
       const holder = this.uniqueMaps.get(index.name)!.get(this.uniqueKey(index, doc));
       if (holder && holder !== self) {
         throw this.duplicateOn(index, doc);
@@ -178,7 +223,7 @@ export class Collection {
 
   private addToIndexes(doc: Document): void {
     this.byId.set(keyOf(doc._id), doc);
-    for (const index of this.uniqueIndexes()) this.uniqueMaps.get(index.name)!.set(this.uniqueKey(index, doc), doc);
+    for (const index of this.uniqueIndexes()) if (this.inIndex(index, doc)) this.uniqueMaps.get(index.name)!.set(this.uniqueKey(index, doc), doc);
   }
 
   private removeFromIndexes(doc: Document): void {
@@ -222,6 +267,8 @@ export class Collection {
       return { docs: [...docs], exact: onlyKeys(['_id']) };
     }
     for (const index of this.uniqueIndexes()) {
+      // A partial or sparse index holds only some documents: its map cannot answer for the rest.
+      if (index.partialFilterExpression || index.sparse) continue;
       const values = Object.keys(index.key).map((field) => equalityValue(filter, field));
       if (values.every((v) => v.found)) {
         const doc = this.uniqueMaps.get(index.name)!.get(keyOf(values.map((v) => v.value ?? null)));
@@ -281,14 +328,13 @@ export class Collection {
       if (!isNumeric(amount)) throw new CommandError(14, 'TypeMismatch', `Cannot increment with non-numeric argument: {${path}: ${keyOf(amount)}}`);
     }
     let changed = false;
-    if (Object.keys(modifier).length > 0) changed = applyOperators(next, modifier, arrayFilters);
+    const effective = withoutUnchangedId(modifier, doc._id);
+    if (Object.keys(effective).length > 0) changed = applyOperators(next, effective, arrayFilters);
     if (inserting && $setOnInsert) {
       for (const [path, value] of Object.entries($setOnInsert as Document)) setPath(next, path, cloneDocument(value));
       changed = true;
     }
-    if (next._id !== doc._id && keyOf(next._id) !== keyOf(doc._id)) {
-      throw new CommandError(66, 'ImmutableField', "Performing an update on the path '_id' would modify the immutable field '_id'");
-    }
+    if (next._id !== doc._id && keyOf(next._id) !== keyOf(doc._id)) throw IMMUTABLE_ID();
     return changed ? next : doc;
   }
 
@@ -351,6 +397,7 @@ export class Collection {
     if (spec.unique) {
       const map = new Map<string, Document>();
       for (const doc of this.byId.values()) {
+        if (!this.inIndex(spec, doc)) continue;
         const key = this.uniqueKey(spec, doc);
         if (map.has(key)) {
           throw this.duplicateOn(spec, doc);
@@ -359,7 +406,7 @@ export class Collection {
       }
       this.uniqueMaps.set(spec.name, map);
     }
-    this.indexes.push({ name: spec.name, key: spec.key, ...(spec.unique ? { unique: true } : {}) });
+    this.indexes.push({ ...spec });
     return true;
   }
 
@@ -368,12 +415,14 @@ export class Collection {
     if (at <= 0) return false;
     this.indexes.splice(at, 1);
     this.uniqueMaps.delete(name);
+    this.partialFilters.delete(name);
     return true;
   }
 
   dropAllIndexes(): void {
     this.indexes.splice(1);
     this.uniqueMaps.clear();
+    this.partialFilters.clear();
   }
 
   aggregate(pipeline: Document[]): Document[] {

@@ -186,3 +186,94 @@ describe('embedded MongoDB server batches', () => {
     expect(newPool).toContain('IXSCAN');
   });
 });
+
+// Written from the MongoDB manual's documented behaviour (serverStatus, partial and sparse unique
+// indexes, listIndexes, updates of _id, unordered bulk writes), checked through mongoose.
+describe('embedded MongoDB server: documented behaviours mongoose relies on', () => {
+  const Item = () => conn.models.Item ?? conn.model<Item>('Item', itemSchema);
+
+  beforeEach(async () => {
+    await Item().init();
+    await Item().deleteMany({});
+  });
+
+  it('when serverStatus is run, then it answers with the documented top-level fields', async () => {
+    const status = await conn.db!.admin().serverStatus();
+    expect(status.ok).toBe(1);
+    expect(typeof status.version).toBe('string');
+    expect(status.process).toMatch(/mongod/);
+    expect(Number(status.uptime)).toBeGreaterThanOrEqual(0);
+    expect(status.localTime).toBeInstanceOf(Date);
+    expect(status.connections.current).toBeGreaterThanOrEqual(1);
+  });
+
+  it('when a unique index has a partialFilterExpression, then only matching documents must be unique', async () => {
+    const schema = new Schema({ email: Schema.Types.Mixed, tenant: String });
+    schema.index({ email: 1 }, { unique: true, partialFilterExpression: { email: { $type: 'string' } } });
+    const Account = conn.model('PartialAccount', schema);
+    await Account.init();
+    // Documents outside the filter (no email, or a non-string one) never collide.
+    await Account.create([{ tenant: 'a' }, { tenant: 'b' }, { email: 42 }, { email: 42 }]);
+    await Account.create({ email: 'x@example.com' });
+    await expect(Account.create({ email: 'x@example.com' })).rejects.toMatchObject({ code: 11000 });
+    // An update that brings a document into the filter is checked too.
+    const outside = await Account.findOne({ email: 42 });
+    expect(outside).not.toBeNull();
+    await expect(Account.updateOne({ _id: outside!._id }, { $set: { email: 'x@example.com' } })).rejects.toMatchObject({ code: 11000 });
+  });
+
+  it('when a unique index is sparse, then documents without the field never collide', async () => {
+    const schema = new Schema({ handle: String });
+    schema.index({ handle: 1 }, { unique: true, sparse: true });
+    const Profile = conn.model('SparseProfile', schema);
+    await Profile.init();
+    await Profile.create([{}, {}, { handle: 'h' }]);
+    await expect(Profile.create({ handle: 'h' })).rejects.toMatchObject({ code: 11000 });
+  });
+
+  it('when indexes with options are listed, then every option comes back and diffIndexes sees nothing to change', async () => {
+    const schema = new Schema({ email: String, seenAt: Date, code: String });
+    schema.index({ email: 1 }, { unique: true, partialFilterExpression: { email: { $exists: true } } });
+    schema.index({ seenAt: 1 }, { expireAfterSeconds: 3600 });
+    schema.index({ code: 1 }, { sparse: true });
+    const Visit = conn.model('OptionedVisit', schema);
+    await Visit.init();
+    const indexes = await Visit.listIndexes();
+    expect(indexes).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ key: { email: 1 }, unique: true, partialFilterExpression: { email: { $exists: true } } }),
+        expect.objectContaining({ key: { seenAt: 1 }, expireAfterSeconds: 3600 }),
+        expect.objectContaining({ key: { code: 1 }, sparse: true }),
+      ]),
+    );
+    expect(await Visit.diffIndexes()).toEqual({ toDrop: [], toCreate: [] });
+  });
+
+  it('when $set gives _id its current value, then the update succeeds; a different value is ImmutableField (66)', async () => {
+    const item = await Item().create({ name: 'fixed-id' });
+    await expect(Item().updateOne({ _id: item._id }, { $set: { _id: item._id, n: 5 } })).resolves.toMatchObject({ matchedCount: 1 });
+    expect((await Item().findById(item._id).lean())!.n).toBe(5);
+    await expect(Item().collection.updateOne({ _id: item._id }, { $set: { _id: new mongoose.Types.ObjectId() } })).rejects.toMatchObject({ code: 66 });
+  });
+
+  it('when an unordered bulkWrite has failing operations, then the others apply and writeErrors carry each failing index', async () => {
+    await Item().create({ name: 'taken' });
+    const error = await Item()
+      .bulkWrite(
+        [
+          { insertOne: { document: { name: 'fresh-1' } } },
+          { insertOne: { document: { name: 'taken' } } },
+          { insertOne: { document: { name: 'fresh-2' } } },
+          { updateOne: { filter: { name: 'fresh-1' }, update: { $inc: { name: 1 } } } },
+        ],
+        { ordered: false },
+      )
+      .catch((err: unknown) => err as { writeErrors?: Array<{ index: number; code: number }>; result?: { insertedCount: number } });
+    const failures = (error as { writeErrors: Array<{ index: number; code: number }> }).writeErrors.map((e) => ({ index: e.index, code: e.code }));
+    expect(failures).toEqual([
+      { index: 1, code: 11000 },
+      { index: 3, code: 14 },
+    ]);
+    expect(await Item().countDocuments({ name: { $in: ['fresh-1', 'fresh-2'] } })).toBe(2);
+  });
+});
