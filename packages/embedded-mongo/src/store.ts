@@ -134,11 +134,42 @@ const UPDATE_OPERATORS = updateOperators as unknown as Record<string, UpdateOper
  * operators run directly: mingo's `update()` rebuilds its operator registry on every call,
  * which made bulk updates ~50x slower.
  */
+/**
+ * MongoDB's path-conflict rule: one update may not name the same path twice, or a path and a
+ * prefix of it (`a` and `a.b`). Siblings (`a.0.x`, `a.1.x`) and different array filters
+ * (`a.$[m].x`, `a.$[o].x`) do not conflict. $rename's target counts as a path.
+ */
+function checkPathConflicts(modifier: Document): void {
+  const paths: string[] = [];
+  for (const [operator, fields] of Object.entries(modifier)) {
+    if (fields === null || typeof fields !== 'object') continue;
+    for (const [path, value] of Object.entries(fields as Document)) {
+      paths.push(path);
+      if (operator === '$rename' && typeof value === 'string') paths.push(value);
+    }
+  }
+  const sorted = [...paths].sort();
+  for (let i = 1; i < sorted.length; i++) {
+    const [shorter, longer] = [sorted[i - 1], sorted[i]];
+    if (longer === shorter || longer.startsWith(`${shorter}.`)) {
+      throw new CommandError(40, 'ConflictingUpdateOperators', `Updating the path '${longer}' would create a conflict at '${shorter}'`);
+    }
+  }
+}
+
 function applyOperators(doc: Document, modifier: Document, arrayFilters?: Document[]): boolean {
   const unknown = Object.keys(modifier).find((op) => !UPDATE_OPERATORS[op]);
   if (unknown) throw new CommandError(9, 'FailedToParse', `Unknown modifier: ${unknown}. Expected a valid update modifier or pipeline-style update specified as an array`);
   if (arrayFilters && arrayFilters.length > 0) {
-    return applyModifier(doc, modifier as never, arrayFilters, undefined, { cloneMode: 'deep' }).length > 0;
+    // One path at a time: mingo rejects two array-filter paths under one array ('a.$[m].x' and
+    // 'a.$[o].x') as a conflict, which MongoDB allows; real conflicts were refused above.
+    let changed = false;
+    for (const [op, fields] of Object.entries(modifier)) {
+      for (const [path, value] of Object.entries(fields as Document)) {
+        if (applyModifier(doc, { [op]: { [path]: value } } as never, arrayFilters, undefined, { cloneMode: 'deep' }).length > 0) changed = true;
+      }
+    }
+    return changed;
   }
   let changed = false;
   for (const [op, expr] of Object.entries(modifier)) {
@@ -298,7 +329,28 @@ export class Collection {
 
   /** `docs` with `projection` applied (new documents; unchanged when the projection is empty). */
   project(docs: Document[], projection: Document): Document[] {
-    return Object.keys(projection).length > 0 ? (find(docs, {}, projection).all() as Document[]) : docs;
+    if (Object.keys(projection).length === 0) return docs;
+    // `$slice` goes with an inclusion or an exclusion projection alike (MongoDB 4.4+); mingo counts
+    // it as an inclusion, so the slices are applied here, after the rest of the projection.
+    const slices = Object.entries(projection).filter(([, v]) => v !== null && typeof v === 'object' && '$slice' in (v as Document));
+    if (slices.length === 0) return find(docs, {}, projection).all() as Document[];
+    const dotted = slices.find(([field]) => field.includes('.'));
+    if (dotted) throw new CommandError(2, 'BadValue', `$slice of the embedded field '${dotted[0]}' is not supported by the embedded server`);
+    const rest = Object.fromEntries(Object.entries(projection).filter(([field]) => !slices.some(([sliced]) => sliced === field)));
+    const inclusion = Object.entries(rest).some(([field, v]) => field !== '_id' && (v === 1 || v === true));
+    const base = inclusion ? { ...rest, ...Object.fromEntries(slices.map(([field]) => [field, 1])) } : rest;
+    const projected = Object.keys(base).length > 0 ? (find(docs, {}, base).all() as Document[]) : docs.map((d) => ({ ...d }));
+    for (const doc of projected) {
+      for (const [field, spec] of slices) {
+        const value = getPath(doc, field);
+        if (!Array.isArray(value)) continue;
+        const arg = (spec as Document).$slice;
+        const [skip, limit] = Array.isArray(arg) ? [Number(arg[0]), Number(arg[1])] : Number(arg) >= 0 ? [0, Number(arg)] : [Number(arg), undefined];
+        const start = skip < 0 ? Math.max(0, value.length + skip) : skip;
+        setPath(doc, field, value.slice(start, limit === undefined ? undefined : start + limit));
+      }
+    }
+    return projected;
   }
 
   /** Applies `spec` to a copy of `doc`; returns the copy, or the same object when nothing changed. */
@@ -316,6 +368,7 @@ export class Collection {
       return { _id: doc._id, ...replacement };
     }
     const { $setOnInsert, ...modifier } = spec as Document;
+    checkPathConflicts(inserting ? (spec as Document) : modifier);
     for (const [path, amount] of Object.entries((modifier.$inc ?? {}) as Document)) {
       const current = getPath(next, path);
       if (current !== undefined && current !== null && !isNumeric(current)) {

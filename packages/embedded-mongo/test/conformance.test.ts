@@ -277,3 +277,44 @@ describe('embedded MongoDB server: documented behaviours mongoose relies on', ()
     expect(await Item().countDocuments({ name: { $in: ['fresh-1', 'fresh-2'] } })).toBe(2);
   });
 });
+
+describe('embedded MongoDB server: queries, projections and update paths as the manual documents them', () => {
+  const docSchema = new Schema({ name: String, tags: [String], scores: [{ subject: String, score: Number }], owner: Schema.Types.Mixed, n: Number, list: [Number] }, { strict: false });
+  const Doc = () => conn.models.QueryDoc ?? conn.model('QueryDoc', docSchema);
+
+  beforeEach(async () => {
+    await Doc().deleteMany({});
+    await Doc().create([
+      { name: 'a', tags: ['red', 'blue'], scores: [{ subject: 'math', score: 90 }, { subject: 'art', score: 40 }], list: [1, 2, 3, 4, 5], owner: { $ref: 'users', $id: 1 } },
+      { name: 'b', tags: ['red'], scores: [{ subject: 'math', score: 50 }], list: [6, 7], owner: { $ref: 'users', $id: 2 } },
+      { name: 'c', tags: ['green'], scores: [], list: [] },
+    ]);
+  });
+  const names = async (filter: Record<string, unknown>) => (await Doc().find(filter).sort({ name: 1 }).lean()).map((d) => d.name);
+
+  it('when $all, $elemMatch (with $in and $gte inside) and $not on a string array are queried, then matches follow the manual', async () => {
+    expect(await names({ tags: { $all: ['red', 'blue'] } })).toEqual(['a']);
+    expect(await names({ scores: { $elemMatch: { subject: { $in: ['math', 'music'] }, score: { $gte: 60 } } } })).toEqual(['a']);
+    expect(await names({ tags: { $not: { $in: ['red'] } } })).toEqual(['c']);
+    expect(await names({ tags: { $not: /^gr/ } })).toEqual(['a', 'b']);
+  });
+
+  it('when $slice is combined with an inclusion or an exclusion projection, then both shapes follow the manual', async () => {
+    const included = await Doc().findOne({ name: 'a' }).select({ name: 1, list: { $slice: 2 } }).lean();
+    expect(included).toEqual({ _id: expect.anything(), name: 'a', list: [1, 2] });
+    const excluded = await Doc().findOne({ name: 'a' }).select({ tags: 0, list: { $slice: -2 } }).lean();
+    expect(excluded).toMatchObject({ name: 'a', list: [4, 5] });
+    expect(excluded).not.toHaveProperty('tags');
+  });
+
+  it('when one update names the same path or a path and its prefix, then it is a conflict (40); sibling paths and array filters are not', async () => {
+    await expect(Doc().collection.updateOne({ name: 'a' }, { $set: { n: 1 }, $inc: { n: 1 } })).rejects.toMatchObject({ code: 40 });
+    await expect(Doc().collection.updateOne({ name: 'a' }, { $set: { scores: [], 'scores.0.score': 1 } })).rejects.toMatchObject({ code: 40 });
+    await expect(Doc().collection.updateOne({ name: 'a' }, { $set: { 'scores.0.score': 1, 'scores.1.score': 2, n: 3 } })).resolves.toMatchObject({ modifiedCount: 1 });
+    await expect(
+      Doc().collection.updateOne({ name: 'a' }, { $set: { 'scores.$[m].score': 99, 'scores.$[o].score': 0 } }, { arrayFilters: [{ 'm.subject': 'math' }, { 'o.subject': 'art' }] }),
+    ).resolves.toMatchObject({ modifiedCount: 1 });
+    const a = await Doc().findOne({ name: 'a' }).lean<{ scores: Array<{ score: number }> }>();
+    expect(a!.scores.map((s) => s.score)).toEqual([99, 0]);
+  });
+});
