@@ -5,6 +5,7 @@
 import { Long, calculateObjectSize, type Document } from 'bson';
 import { Query } from 'mingo';
 import { CommandError } from './errors';
+import { explainCommand } from './explain';
 import { getPath, type Collection, type Store } from './store';
 
 const DEFAULT_BATCH_SIZE = 101;
@@ -101,6 +102,27 @@ export class CursorRegistry {
 
 type Handler = (command: Document, db: string, ctx: CommandContext, cursors: CursorRegistry) => Document;
 
+/** Collection options this server keeps, reports and honours (capped: max and size). */
+const SUPPORTED_COLLECTION_OPTIONS = new Set(['capped', 'size', 'max', 'changeStreamPreAndPostImages', 'comment']);
+/** Fields of a `create` command that are not collection options. */
+const COMMAND_FIELDS = new Set(['create', '$db', 'lsid', '$clusterTime', 'txnNumber', 'writeConcern', 'apiVersion', 'apiStrict', 'apiDeprecationErrors', '$readPreference']);
+
+/**
+ * The options of a `create` command, kept for listCollections. An option whose behaviour this
+ * server does not implement (validation, collation, time series, views, clustered or expiring
+ * collections) is refused by name rather than accepted and ignored.
+ */
+function collectionOptions(command: Document): Document {
+  const options: Document = {};
+  for (const [option, value] of Object.entries(command)) {
+    if (COMMAND_FIELDS.has(option)) continue;
+    if (!SUPPORTED_COLLECTION_OPTIONS.has(option)) throw new CommandError(115, 'CommandNotSupported', `collection option '${option}' is not supported by the embedded server`);
+    options[option] = value;
+  }
+  if (options.capped && !(Number(options.size) > 0)) throw new CommandError(72, 'InvalidOptions', 'the size field is required when capped is true');
+  return options;
+}
+
 function collectionOf(ctx: CommandContext, db: string, name: unknown): Collection | undefined {
   return ctx.store.db(db).collection(String(name));
 }
@@ -133,6 +155,7 @@ function hello(_command: Document, _db: string, ctx: CommandContext): Document {
 
 const handlers: Record<string, Handler> = {
   hello,
+  explain: (command, db, ctx) => explainCommand(command.explain as Document, db, (name) => collectionOf(ctx, db, name)),
   /** The documented top-level shape; counters this server does not keep are absent, not invented. */
   serverStatus: (_command, _db, ctx) => {
     const uptimeMillis = Date.now() - (ctx.startedAt ?? Date.now());
@@ -330,7 +353,7 @@ const handlers: Record<string, Handler> = {
     const infos = ctx.store
       .db(db)
       .names()
-      .map((name) => ({ name, type: 'collection', options: {}, info: { readOnly: false }, idIndex: { v: 2, key: { _id: 1 }, name: '_id_' } }));
+      .map((name) => ({ name, type: 'collection', options: ctx.store.db(db).collection(name)?.options ?? {}, info: { readOnly: false }, idIndex: { v: 2, key: { _id: 1 }, name: '_id_' } }));
     const filter = (command.filter as Document) ?? {};
     const query = new Query(filter);
     const matching = infos.filter((i) => query.test(i));
@@ -339,8 +362,10 @@ const handlers: Record<string, Handler> = {
   },
 
   create(command, db, ctx) {
-    const { created } = ctx.store.db(db).ensure(String(command.create));
+    const options = collectionOptions(command);
+    const { collection, created } = ctx.store.db(db).ensure(String(command.create));
     if (!created) throw new CommandError(48, 'NamespaceExists', `Collection ${db}.${command.create} already exists.`);
+    collection.options = options;
     return { ok: 1 };
   },
 

@@ -4,7 +4,7 @@
  * `$inc` type checks and `nModified` that counts only changed documents.
  * Query, update and aggregation operators come from mingo.
  */
-import { EJSON, ObjectId, type Document } from 'bson';
+import { EJSON, ObjectId, calculateObjectSize, type Document } from 'bson';
 import { Aggregator, Query, find, update as applyModifier } from 'mingo';
 import * as updateOperators from 'mingo/operators/update';
 import { CommandError, duplicateKeyError } from './errors';
@@ -191,6 +191,9 @@ export class Collection {
   /** Unique index name -> (key tuple -> document). */
   private readonly uniqueMaps = new Map<string, Map<string, Document>>();
 
+  /** The options the collection was created with (`create`), reported by listCollections. */
+  options: Document = {};
+
   constructor(
     readonly db: Database,
     readonly name: string,
@@ -274,6 +277,23 @@ export class Collection {
     const doc = withIdFirst(input);
     this.checkUnique(doc);
     this.addToIndexes(doc);
+    if (this.options.capped) this.trimCapped();
+  }
+
+  /** A capped collection keeps its newest documents within `max` documents and `size` bytes (insertion order). */
+  private trimCapped(): void {
+    const max = Number(this.options.max ?? 0);
+    const size = Number(this.options.size ?? 0);
+    while (max > 0 && this.byId.size > max) this.removeFromIndexes(this.byId.values().next().value!);
+    if (size > 0) {
+      let bytes = 0;
+      for (const doc of this.byId.values()) bytes += calculateObjectSize(doc);
+      while (bytes > size && this.byId.size > 1) {
+        const oldest = this.byId.values().next().value!;
+        bytes -= calculateObjectSize(oldest);
+        this.removeFromIndexes(oldest);
+      }
+    }
   }
 
   /**

@@ -175,7 +175,9 @@ describe('embedded MongoDB server batches', () => {
 });
 
 // Only a real MongoDB has a query planner: R19's indexes are checked there.
-(process.env.MONGO_URL_CONFORMANCE ? describe : describe.skip)('R19 indexes on a real MongoDB', () => {
+// On a real MongoDB (MONGO_URL_CONFORMANCE) as on the embedded server, whose explain reports the
+// index MongoDB's rules pick for the query.
+describe('R19 indexes (explain)', () => {
   it('when the build and new-pool queries are explained, then they use the status+newsType indexes', async () => {
     const { videoModel } = await import('@feed/storage');
     const videos = videoModel(conn);
@@ -184,6 +186,28 @@ describe('embedded MongoDB server batches', () => {
     expect(plan).toContain('status_1_newsType_1_recommendScore_-1_reviewAt_-1');
     const newPool = JSON.stringify(await videos.find({ status: 'approved', newsType: 'short', reviewAt: { $gte: new Date(Date.now() - 86_400_000) } }).explain());
     expect(newPool).toContain('IXSCAN');
+  });
+
+  it('when find, count and aggregate are explained, then queryPlanner names the winning index, or COLLSCAN without one', async () => {
+    const { videoModel } = await import('@feed/storage');
+    const videos = videoModel(conn);
+    await videos.init();
+    /** An explain reply as plain JSON (mongoose types it loosely). */
+    const plain = (reply: unknown) => JSON.parse(JSON.stringify(reply));
+    const find = plain(await videos.find({ status: 'approved', newsType: 'short', reviewAt: { $gte: new Date(0) } }).explain());
+    expect(find.queryPlanner.namespace).toMatch(/\.videos$/);
+    expect(JSON.stringify(find.queryPlanner.winningPlan)).toContain('"indexName":"status_1_newsType_1_reviewAt_-1"');
+    // mongoose has no explain for counts: the count command's explain, as the shell sends it.
+    const count = await conn.db!.command({ explain: { count: 'videos', query: { status: 'approved', newsType: 'short' } }, verbosity: 'queryPlanner' });
+    expect(count.queryPlanner.winningPlan.stage).toBe('COUNT');
+    expect(JSON.stringify(count.queryPlanner.winningPlan)).toMatch(/IXSCAN/);
+    const aggregate = await videos.aggregate([{ $match: { status: 'approved', newsType: 'short' } }, { $group: { _id: '$authorId', n: { $sum: 1 } } }]).explain();
+    expect(JSON.stringify(aggregate)).toMatch(/"indexName":"status_1_newsType_1_/);
+    const unindexed = plain(await videos.find({ title: 'x' }).explain());
+    expect(unindexed.queryPlanner.winningPlan.stage).toBe('COLLSCAN');
+    // Model.exists() is a findOne with a projection and options: it answers, and explains too.
+    expect(await videos.exists({ status: 'approved' })).toBeNull();
+    expect(JSON.stringify(await videos.exists({ status: 'approved', newsType: 'short' }).explain())).toMatch(/IXSCAN/);
   });
 });
 
@@ -316,5 +340,22 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
     ).resolves.toMatchObject({ modifiedCount: 1 });
     const a = await Doc().findOne({ name: 'a' }).lean<{ scores: Array<{ score: number }> }>();
     expect(a!.scores.map((s) => s.score)).toEqual([99, 0]);
+  });
+});
+
+describe('embedded MongoDB server: collection options', () => {
+  it("when a schema's collectionOptions create a capped collection, then listCollections reports them and the oldest documents go", async () => {
+    const Log = conn.model('CappedLog', new Schema({ line: Number }, { collectionOptions: { capped: true, size: 1_000_000, max: 3 } }));
+    await Log.init();
+    await Log.createCollection();
+    const [info] = await conn.db!.listCollections({ name: Log.collection.collectionName }, { nameOnly: false }).toArray();
+    expect(info && 'options' in info ? info.options : undefined).toMatchObject({ capped: true, size: 1_000_000, max: 3 });
+    for (let line = 1; line <= 5; line++) await Log.create({ line });
+    expect((await Log.find().lean()).map((d) => d.line)).toEqual([3, 4, 5]);
+  });
+
+  // The embedded server's own answer (a real MongoDB implements validators).
+  (process.env.MONGO_URL_CONFORMANCE ? it.skip : it)('when a collection option the server does not implement is given, then it answers a clear not-supported error', async () => {
+    await expect(conn.db!.createCollection('validated_things', { validator: { n: { $gte: 0 } } })).rejects.toThrow(/not supported by the embedded server/);
   });
 });
