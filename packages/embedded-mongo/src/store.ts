@@ -56,6 +56,41 @@ export function cloneDocument<T>(value: T): T {
   return value;
 }
 
+const POSITIONAL = /^(.+?)\.\$(?=\.|$)/;
+const NO_POSITIONAL_MATCH = () => new CommandError(2, 'BadValue', 'The positional operator did not find the match needed from the query.');
+
+/** The index of the first element of the array at `arrayPath` that the filter's conditions on that array match. */
+function matchedIndex(doc: Document, arrayPath: string, filter: Document): number {
+  const array = getPath(doc, arrayPath);
+  const conditions = Object.fromEntries(Object.entries(filter).filter(([field]) => field === arrayPath || field.startsWith(`${arrayPath}.`)));
+  if (!Array.isArray(array) || Object.keys(conditions).length === 0) throw NO_POSITIONAL_MATCH();
+  const query = new Query(conditions);
+  for (let i = 0; i < array.length; i++) {
+    const probe: Document = {};
+    setPath(probe, arrayPath, [array[i]]);
+    if (query.test(probe)) return i;
+  }
+  throw NO_POSITIONAL_MATCH();
+}
+
+/**
+ * The positional `$` (`arr.$.field`): each path's `$` becomes the index of the array element the
+ * query matched in this document, as MongoDB resolves it per document.
+ */
+function resolvePositional(spec: Document, doc: Document, filter: Document): Document {
+  let resolved: Document | undefined;
+  for (const [operator, fields] of Object.entries(spec)) {
+    if (fields === null || typeof fields !== 'object' || !Object.keys(fields as Document).some((path) => POSITIONAL.test(path))) continue;
+    const renamed: Document = {};
+    for (const [path, value] of Object.entries(fields as Document)) {
+      const arrayPath = POSITIONAL.exec(path)?.[1];
+      renamed[arrayPath ? path.replace(POSITIONAL, `${arrayPath}.${matchedIndex(doc, arrayPath, filter)}`) : path] = value;
+    }
+    resolved = { ...(resolved ?? spec), [operator]: renamed };
+  }
+  return resolved ?? spec;
+}
+
 const IMMUTABLE_ID = () => new CommandError(66, 'ImmutableField', "Performing an update on the path '_id' would modify the immutable field '_id'");
 
 /**
@@ -435,7 +470,7 @@ export class Collection {
     let before: Document | undefined;
     let after: Document | undefined;
     for (const doc of targets) {
-      const next = this.applyUpdate(doc, spec, options.arrayFilters);
+      const next = this.applyUpdate(doc, Array.isArray(spec) ? spec : resolvePositional(spec as Document, doc, filter), options.arrayFilters);
       if (next !== doc) {
         this.replace(doc, next);
         modified += 1;

@@ -3,7 +3,7 @@
  * (OP_QUERY for the first handshake, OP_MSG for everything after) and their replies.
  * https://www.mongodb.com/docs/manual/reference/mongodb-wire-protocol/
  */
-import { deserialize, serialize, type Document } from 'bson';
+import { DBRef, deserialize, serialize, type Document } from 'bson';
 
 export const OP_REPLY = 1;
 export const OP_QUERY = 2004;
@@ -54,6 +54,24 @@ function readCString(buffer: Buffer, offset: number): { value: string; next: num
   return { value: buffer.toString('utf8', offset, end), next: end + 1 };
 }
 
+const DBREF_KEY = Buffer.from('$ref\0', 'latin1');
+
+/**
+ * BSON deserialises `{ $ref, $id }` into DBRef objects; stored like that, queries on `field.$id`
+ * or `field.$ref` would not see them. Messages that hold a `$ref` key get them back as plain
+ * documents, the shape MongoDB stores and matches.
+ */
+function plainDbRefs(value: unknown): unknown {
+  if (value instanceof DBRef) {
+    return { $ref: value.collection, $id: plainDbRefs(value.oid), ...(value.db ? { $db: value.db } : {}), ...(value.fields as Document) };
+  }
+  if (Array.isArray(value)) return value.map(plainDbRefs);
+  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    for (const [key, inner] of Object.entries(value as Document)) (value as Document)[key] = plainDbRefs(inner);
+  }
+  return value;
+}
+
 function parseOpQuery(message: Buffer, requestId: number): Request {
   let offset = HEADER_BYTES + 4; // flags
   const ns = readCString(message, offset);
@@ -93,6 +111,7 @@ function parseOpMsg(message: Buffer, requestId: number): Request {
   }
   if (!body) throw new Error('OP_MSG without a body section');
   Object.assign(body, sequences);
+  if (message.includes(DBREF_KEY)) plainDbRefs(body);
   return {
     requestId,
     opCode: OP_MSG,

@@ -323,12 +323,38 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
     expect(await names({ tags: { $not: /^gr/ } })).toEqual(['a', 'b']);
   });
 
+  it('when DBRef fields are queried by $ref and $id, then they match', async () => {
+    expect(await names({ 'owner.$id': 2 })).toEqual(['b']);
+    expect(await names({ 'owner.$ref': 'users' })).toEqual(['a', 'b']);
+  });
+
   it('when $slice is combined with an inclusion or an exclusion projection, then both shapes follow the manual', async () => {
     const included = await Doc().findOne({ name: 'a' }).select({ name: 1, list: { $slice: 2 } }).lean();
     expect(included).toEqual({ _id: expect.anything(), name: 'a', list: [1, 2] });
     const excluded = await Doc().findOne({ name: 'a' }).select({ tags: 0, list: { $slice: -2 } }).lean();
     expect(excluded).toMatchObject({ name: 'a', list: [4, 5] });
     expect(excluded).not.toHaveProperty('tags');
+  });
+
+  it('when the positional $ names the element the filter matched, then $set, $push and $addToSet change that element', async () => {
+    await Doc().collection.updateOne({ name: 'a', 'scores.subject': 'art' }, { $set: { 'scores.$.score': 45 } });
+    // The driver's types do not know positional paths: the updates as plain documents.
+    const pushNote: mongoose.mongo.Document = { $push: { 'scores.$.notes': 'good' } };
+    const addNote: mongoose.mongo.Document = { $addToSet: { 'scores.$.notes': 'good' } };
+    await Doc().collection.updateOne({ name: 'a', 'scores.subject': 'math' }, pushNote);
+    await Doc().collection.updateOne({ name: 'a', 'scores.subject': 'math' }, addNote);
+    await Doc().collection.updateOne({ name: 'a', tags: 'blue' }, { $set: { 'tags.$': 'navy' } });
+    const a = await Doc().findOne({ name: 'a' }).lean<{ tags: string[]; scores: Array<{ subject: string; score: number; notes?: string[] }> }>();
+    expect(a!.scores).toEqual([
+      { _id: expect.anything(), subject: 'math', score: 90, notes: ['good'] },
+      { _id: expect.anything(), subject: 'art', score: 45 },
+    ]);
+    expect(a!.tags).toEqual(['red', 'navy']);
+    // Per document: each gets the index of its own matched element.
+    await Doc().collection.updateMany({ 'scores.subject': 'math' }, { $inc: { 'scores.$.score': 1 } });
+    expect((await Doc().find({ name: { $in: ['a', 'b'] } }).sort({ name: 1 }).lean()).map((d) => d.scores![0].score)).toEqual([91, 51]);
+    // Without a condition on the array, MongoDB refuses.
+    await expect(Doc().collection.updateOne({ name: 'a' }, { $set: { 'scores.$.score': 0 } })).rejects.toMatchObject({ code: 2 });
   });
 
   it('when one update names the same path or a path and its prefix, then it is a conflict (40); sibling paths and array filters are not', async () => {
