@@ -280,6 +280,18 @@ describe('embedded MongoDB server: documented behaviours mongoose relies on', ()
     await expect(Item().collection.updateOne({ _id: item._id }, { $set: { _id: new mongoose.Types.ObjectId() } })).rejects.toMatchObject({ code: 66 });
   });
 
+  it('when an unordered bulkWrite has an operation mongoose cannot validate, then the rest apply and mongoose reports the validation error', async () => {
+    const result = await Item().bulkWrite(
+      [{ insertOne: { document: { name: 'valid-1' } } }, { insertOne: { document: { n: 1 } } }, { insertOne: { document: { name: 'valid-2' } } }],
+      { ordered: false },
+    );
+    expect(result.insertedCount).toBe(2);
+    const { validationErrors } = (result as { mongoose?: { validationErrors: Array<{ errors: Record<string, unknown> }> } }).mongoose!;
+    expect(validationErrors).toHaveLength(1);
+    expect(Object.keys(validationErrors[0].errors)).toEqual(['name']);
+    expect(await Item().countDocuments({ name: { $in: ['valid-1', 'valid-2'] } })).toBe(2);
+  });
+
   it('when an unordered bulkWrite has failing operations, then the others apply and writeErrors carry each failing index', async () => {
     await Item().create({ name: 'taken' });
     const error = await Item()
@@ -321,6 +333,12 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
     expect(await names({ scores: { $elemMatch: { subject: { $in: ['math', 'music'] }, score: { $gte: 60 } } } })).toEqual(['a']);
     expect(await names({ tags: { $not: { $in: ['red'] } } })).toEqual(['c']);
     expect(await names({ tags: { $not: /^gr/ } })).toEqual(['a', 'b']);
+  });
+
+  it('when find has conditionals with nested operators, then matches follow the manual', async () => {
+    expect(await names({ $or: [{ list: { $elemMatch: { $gt: 6 } } }, { tags: { $size: 1, $all: ['green'] } }] })).toEqual(['b', 'c']);
+    expect(await names({ $and: [{ 'scores.score': { $not: { $lt: 50 } } }, { name: { $nin: ['c'] } }] })).toEqual(['b']);
+    expect(await names({ $nor: [{ tags: 'red' }], list: { $exists: true, $size: 0 } })).toEqual(['c']);
   });
 
   it('when DBRef fields are queried by $ref and $id, then they match', async () => {
