@@ -386,11 +386,31 @@ const handlers: Record<string, Handler> = {
 };
 
 /** Runs one command; failures come back as MongoDB-shaped error replies, never as exceptions. */
+/** Statement lists of write commands, where per-statement options live. */
+const STATEMENT_LISTS = ['updates', 'deletes'];
+
+/**
+ * Features this server would otherwise ignore and so answer wrongly: transactions (MongoDB
+ * itself refuses them outside a replica set, as here) and collations (string order and equality
+ * would silently be binary).
+ */
+function refuseUnsupported(command: Document): void {
+  if (command.startTransaction || command.autocommit === false) {
+    throw new CommandError(20, 'IllegalOperation', 'Transaction numbers are only allowed on a replica set member or mongos (the embedded server is a standalone)');
+  }
+  const statements = STATEMENT_LISTS.flatMap((list) => (Array.isArray(command[list]) ? (command[list] as Document[]) : []));
+  const indexes = Array.isArray(command.indexes) ? (command.indexes as Document[]) : [];
+  if (command.collation || statements.some((s) => s.collation) || indexes.some((i) => i.collation)) {
+    throw new CommandError(115, 'CommandNotSupported', 'collation is not supported by the embedded server');
+  }
+}
+
 export function runCommand(command: Document, db: string, ctx: CommandContext, cursors: CursorRegistry): Document {
   const name = Object.keys(command)[0];
   const handler = handlers[name];
   if (!handler) return new CommandError(59, 'CommandNotFound', `no such command: '${name}'`).toReply();
   try {
+    refuseUnsupported(command);
     return handler(command, db, ctx, cursors);
   } catch (err) {
     if (err instanceof CommandError) return err.toReply();

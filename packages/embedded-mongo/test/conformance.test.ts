@@ -403,3 +403,25 @@ describe('embedded MongoDB server: collection options', () => {
     await expect(conn.db!.createCollection('validated_things', { validator: { n: { $gte: 0 } } })).rejects.toThrow(/not supported by the embedded server/);
   });
 });
+
+// What the embedded server does not implement, it refuses by name instead of ignoring.
+(process.env.MONGO_URL_CONFORMANCE ? describe.skip : describe)('embedded MongoDB server: unsupported features answer clearly', () => {
+  const Thing = () => conn.models.Thing ?? conn.model('Thing', new Schema({ name: String }));
+
+  it('when a collation is asked for, then the server refuses it instead of comparing bytes', async () => {
+    await expect(Thing().find({ name: 'a' }).collation({ locale: 'en', strength: 2 }).lean()).rejects.toThrow(/collation is not supported/);
+    await expect(Thing().updateOne({ name: 'a' }, { $set: { name: 'b' } }, { collation: { locale: 'en' } })).rejects.toThrow(/collation is not supported/);
+  });
+
+  it('when a transaction is started, then the server refuses it as a standalone MongoDB does', async () => {
+    const session = await conn.startSession();
+    try {
+      session.startTransaction();
+      // The driver rewords the server's code 20 ("Transaction numbers are only allowed on a replica set member").
+      await expect(Thing().create([{ name: 'in-transaction' }], { session })).rejects.toThrow(/does not support retryable writes|Transaction numbers/);
+    } finally {
+      await session.endSession();
+    }
+    expect(await Thing().countDocuments({ name: 'in-transaction' })).toBe(0);
+  });
+});
