@@ -34,8 +34,31 @@ export interface Managed {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
+/** Children still running: killed when this process exits or is interrupted, so none outlives it. */
+const running = new Set<ChildProcess>();
+
+function killRunning(): void {
+  for (const child of running) child.kill('SIGKILL');
+}
+
+let cleanupInstalled = false;
+function installCleanup(): void {
+  if (cleanupInstalled) return;
+  cleanupInstalled = true;
+  process.once('exit', killRunning);
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    process.once(signal, () => {
+      killRunning();
+      process.exit(code);
+    });
+  }
+}
+
 export function startProcess(args: string[], env: Record<string, string>, command = process.execPath, options: { detached?: boolean } = {}): Managed {
+  installCleanup();
   const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: options.detached });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   const output: string[] = [];
   child.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
