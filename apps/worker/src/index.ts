@@ -7,4 +7,4 @@ export { startWorker, type RunningWorker } from './main';
 export { buildDepsFrom, runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from './daily-build/daily-build';
 export { BUILD_QUEUE, bullConnectionFactory, startBuildQueue, type BuildJobData } from './jobs/build-queue';
 export { createWorkerMetrics, type WorkerMetrics } from './metrics';
-export { diffVersions, listVersions, reportVersion, summarizeVersions, versionPointers } from './inspect/inspect-versions';
+export { listVersions, reportVersion, summarizeVersions, versionPointers } from './inspect/inspect-versions';

@@ -128,7 +128,7 @@ function resized(column: Float64Array, capacity: number): Float64Array {
   return next;
 }
 
-export function hexToBytes(hex: string): Uint8Array {
+function hexToBytes(hex: string): Uint8Array {
   if (!/^[0-9a-f]{24}$/i.test(hex)) throw new Error(`not a 24-hex ObjectId: ${hex}`);
   const bytes = new Uint8Array(ID_BYTES);
   for (let b = 0; b < ID_BYTES; b++) bytes[b] = parseInt(hex.slice(b * 2, b * 2 + 2), 16);

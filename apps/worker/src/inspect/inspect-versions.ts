@@ -119,7 +119,7 @@ export async function summarizeVersions(redis: Redis, keys: RedisKeys, versions?
 const SCORE_SAMPLE = 2000;
 const SCORE_BUCKETS = 12;
 
-export interface ScoreHistogram {
+interface ScoreHistogram {
   sampled: number;
   buckets: Array<{ from: number; to: number; count: number }>;
 }
