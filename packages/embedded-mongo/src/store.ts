@@ -22,6 +22,8 @@ export interface IndexSpec {
 
 /** Key of a document (or an index tuple) in the maps: typed, so 1 and "1" differ. */
 function keyOf(value: unknown): string {
+  // ObjectIds (nearly every _id) by their hex: the same key every time, and no EJSON per lookup.
+  if (value instanceof ObjectId) return `\u0000oid:${value.toHexString()}`;
   return EJSON.stringify(value === undefined ? null : (value as Document), { relaxed: false });
 }
 
@@ -114,6 +116,25 @@ function withoutUnchangedId(modifier: Document, id: unknown): Document {
     }
   }
   return effective;
+}
+
+/**
+ * A copy of `doc` that `modifier` may change: the top-level fields it names are deep-copied, the
+ * others shared with `doc`. Stored documents are never changed in place (an update stores a new
+ * object), so sharing is safe, and a one-field update of a large document no longer copies it all.
+ */
+function copyForUpdate(doc: Document, modifier: Document): Document {
+  const next: Document = { ...doc };
+  for (const [operator, fields] of Object.entries(modifier)) {
+    if (fields === null || typeof fields !== 'object') continue;
+    for (const [path, value] of Object.entries(fields as Document)) {
+      for (const named of operator === '$rename' && typeof value === 'string' ? [path, value] : [path]) {
+        const top = named.split('.')[0];
+        if (Object.prototype.hasOwnProperty.call(doc, top)) next[top] = cloneDocument(doc[top]);
+      }
+    }
+  }
+  return next;
 }
 
 /** MongoDB stores `_id` first, generating one when absent. */
@@ -410,9 +431,8 @@ export class Collection {
 
   /** Applies `spec` to a copy of `doc`; returns the copy, or the same object when nothing changed. */
   private applyUpdate(doc: Document, spec: UpdateSpec, arrayFilters?: Document[], inserting = false): Document {
-    const next = cloneDocument(doc);
     if (Array.isArray(spec)) {
-      const result = new Aggregator(spec).run([next])[0] as Document;
+      const result = new Aggregator(spec).run([cloneDocument(doc)])[0] as Document;
       result._id = doc._id;
       return result;
     }
@@ -424,6 +444,7 @@ export class Collection {
     }
     const { $setOnInsert, ...modifier } = spec as Document;
     checkPathConflicts(inserting ? (spec as Document) : modifier);
+    const next = copyForUpdate(doc, spec as Document);
     for (const [path, amount] of Object.entries((modifier.$inc ?? {}) as Document)) {
       const current = getPath(next, path);
       if (current !== undefined && current !== null && !isNumeric(current)) {
