@@ -45,9 +45,9 @@ export interface CommandContext {
   store: Store;
   connectionId: number;
   /** Open and ever-opened client connections of the server, for serverStatus. */
-  connections?: () => { current: number; totalCreated: number };
+  connections: () => { current: number; totalCreated: number };
   /** Epoch ms the server started, for serverStatus's uptime. */
-  startedAt?: number;
+  startedAt: number;
 }
 
 function toNumber(value: unknown): number {
@@ -158,8 +158,8 @@ const handlers: Record<string, Handler> = {
   explain: (command, db, ctx) => explainCommand(command.explain as Document, db, (name) => collectionOf(ctx, db, name)),
   /** The documented top-level shape; counters this server does not keep are absent, not invented. */
   serverStatus: (_command, _db, ctx) => {
-    const uptimeMillis = Date.now() - (ctx.startedAt ?? Date.now());
-    const connections = ctx.connections?.() ?? { current: 1, totalCreated: 1 };
+    const uptimeMillis = Date.now() - ctx.startedAt;
+    const connections = ctx.connections();
     return {
       host: 'embedded',
       version: '7.0.0-embedded',
@@ -192,7 +192,7 @@ const handlers: Record<string, Handler> = {
       : [];
     const batchSize = command.batchSize === undefined ? undefined : toNumber(command.batchSize);
     const projection = command.projection as Document | undefined;
-    const shape = collection && projection && Object.keys(projection).length > 0 ? (batch: Document[]) => collection.project(batch, projection) : undefined;
+    const shape = collection && projection ? (batch: Document[]) => collection.project(batch, projection) : undefined;
     return cursors.open(`${db}.${command.find}`, docs, batchSize, Boolean(command.singleBatch) || toNumber(command.limit ?? 0) < 0, shape);
   },
 
@@ -385,7 +385,6 @@ const handlers: Record<string, Handler> = {
   },
 };
 
-/** Runs one command; failures come back as MongoDB-shaped error replies, never as exceptions. */
 /** Statement lists of write commands, where per-statement options live. */
 const STATEMENT_LISTS = ['updates', 'deletes'];
 
@@ -405,6 +404,7 @@ function refuseUnsupported(command: Document): void {
   }
 }
 
+/** Runs one command; failures come back as MongoDB-shaped error replies, never as exceptions. */
 export function runCommand(command: Document, db: string, ctx: CommandContext, cursors: CursorRegistry): Document {
   const name = Object.keys(command)[0];
   const handler = handlers[name];

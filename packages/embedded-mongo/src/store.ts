@@ -95,27 +95,31 @@ function resolvePositional(spec: Document, doc: Document, filter: Document): Doc
 
 const IMMUTABLE_ID = () => new CommandError(66, 'ImmutableField', "Performing an update on the path '_id' would modify the immutable field '_id'");
 
+/** Every path an update names, per operator field; a `$rename` names its target too. */
+function namedPaths(modifier: Document): string[] {
+  const paths: string[] = [];
+  for (const [operator, fields] of Object.entries(modifier)) {
+    if (fields === null || typeof fields !== 'object') continue;
+    for (const [path, value] of Object.entries(fields as Document)) {
+      paths.push(path);
+      if (operator === '$rename' && typeof value === 'string') paths.push(value);
+    }
+  }
+  return paths;
+}
+
 /**
  * `modifier` without a `$set` of `_id` to the value it already has (MongoDB accepts that as a
  * no-op); any other update of `_id` (another value, `$unset`, `$rename`, a sub-path) is ImmutableField.
  */
 function withoutUnchangedId(modifier: Document, id: unknown): Document {
-  let effective = modifier;
-  for (const [operator, fields] of Object.entries(modifier)) {
-    if (fields === null || typeof fields !== 'object') continue;
-    for (const [path, value] of Object.entries(fields as Document)) {
-      const named = operator === '$rename' && typeof value === 'string' ? [path, value] : [path];
-      if (!named.some((p) => p === '_id' || p.startsWith('_id.'))) continue;
-      if (operator !== '$set' || path !== '_id' || keyOf(value) !== keyOf(id)) throw IMMUTABLE_ID();
-      const { _id: unchanged, ...rest } = fields as Document;
-      effective = { ...effective, $set: rest };
-      if (Object.keys(rest).length === 0) {
-        const { $set: empty, ...others } = effective;
-        effective = others;
-      }
-    }
-  }
-  return effective;
+  const idPaths = namedPaths(modifier).filter((path) => path === '_id' || path.startsWith('_id.'));
+  if (idPaths.length === 0) return modifier;
+  const set = modifier.$set as Document | undefined;
+  if (idPaths.length > 1 || !set || !Object.prototype.hasOwnProperty.call(set, '_id') || keyOf(set._id) !== keyOf(id)) throw IMMUTABLE_ID();
+  const { _id: unchanged, ...rest } = set;
+  const { $set: replaced, ...others } = modifier;
+  return Object.keys(rest).length > 0 ? { ...others, $set: rest } : others;
 }
 
 /**
@@ -125,14 +129,9 @@ function withoutUnchangedId(modifier: Document, id: unknown): Document {
  */
 function copyForUpdate(doc: Document, modifier: Document): Document {
   const next: Document = { ...doc };
-  for (const [operator, fields] of Object.entries(modifier)) {
-    if (fields === null || typeof fields !== 'object') continue;
-    for (const [path, value] of Object.entries(fields as Document)) {
-      for (const named of operator === '$rename' && typeof value === 'string' ? [path, value] : [path]) {
-        const top = named.split('.')[0];
-        if (Object.prototype.hasOwnProperty.call(doc, top)) next[top] = cloneDocument(doc[top]);
-      }
-    }
+  for (const path of namedPaths(modifier)) {
+    const top = path.split('.')[0];
+    if (Object.prototype.hasOwnProperty.call(doc, top)) next[top] = cloneDocument(doc[top]);
   }
   return next;
 }
@@ -186,25 +185,12 @@ type UpdateOperator = (expr: unknown, arrayFilters?: Document[], options?: unkno
 const UPDATE_OPERATORS = updateOperators as unknown as Record<string, UpdateOperator>;
 
 /**
- * Applies update operators in place; true when the document changed. Without arrayFilters the
- * operators run directly: mingo's `update()` rebuilds its operator registry on every call,
- * which made bulk updates ~50x slower.
- */
-/**
  * MongoDB's path-conflict rule: one update may not name the same path twice, or a path and a
  * prefix of it (`a` and `a.b`). Siblings (`a.0.x`, `a.1.x`) and different array filters
  * (`a.$[m].x`, `a.$[o].x`) do not conflict. $rename's target counts as a path.
  */
 function checkPathConflicts(modifier: Document): void {
-  const paths: string[] = [];
-  for (const [operator, fields] of Object.entries(modifier)) {
-    if (fields === null || typeof fields !== 'object') continue;
-    for (const [path, value] of Object.entries(fields as Document)) {
-      paths.push(path);
-      if (operator === '$rename' && typeof value === 'string') paths.push(value);
-    }
-  }
-  const sorted = [...paths].sort();
+  const sorted = namedPaths(modifier).sort();
   for (let i = 1; i < sorted.length; i++) {
     const [shorter, longer] = [sorted[i - 1], sorted[i]];
     if (longer === shorter || longer.startsWith(`${shorter}.`)) {
@@ -213,6 +199,11 @@ function checkPathConflicts(modifier: Document): void {
   }
 }
 
+/**
+ * Applies update operators in place; true when the document changed. Without arrayFilters the
+ * operators run directly: mingo's `update()` rebuilds its operator registry on every call,
+ * which made bulk updates ~50x slower.
+ */
 function applyOperators(doc: Document, modifier: Document, arrayFilters?: Document[]): boolean {
   const unknown = Object.keys(modifier).find((op) => !UPDATE_OPERATORS[op]);
   if (unknown) throw new CommandError(9, 'FailedToParse', `Unknown modifier: ${unknown}. Expected a valid update modifier or pipeline-style update specified as an array`);
@@ -249,6 +240,8 @@ export class Collection {
 
   /** The options the collection was created with (`create`), reported by listCollections. */
   options: Document = {};
+  /** BSON bytes of a capped collection's documents, kept as they come and go (its `size` bound). */
+  private cappedBytes = 0;
 
   constructor(
     readonly db: Database,
@@ -313,11 +306,13 @@ export class Collection {
 
   private addToIndexes(doc: Document): void {
     this.byId.set(keyOf(doc._id), doc);
+    if (this.options.capped) this.cappedBytes += calculateObjectSize(doc);
     for (const index of this.uniqueIndexes()) if (this.inIndex(index, doc)) this.uniqueMaps.get(index.name)!.set(this.uniqueKey(index, doc), doc);
   }
 
   private removeFromIndexes(doc: Document): void {
     this.byId.delete(keyOf(doc._id));
+    if (this.options.capped) this.cappedBytes -= calculateObjectSize(doc);
     for (const index of this.uniqueIndexes()) {
       const map = this.uniqueMaps.get(index.name)!;
       const key = this.uniqueKey(index, doc);
@@ -340,16 +335,9 @@ export class Collection {
   private trimCapped(): void {
     const max = Number(this.options.max ?? 0);
     const size = Number(this.options.size ?? 0);
-    while (max > 0 && this.byId.size > max) this.removeFromIndexes(this.byId.values().next().value!);
-    if (size > 0) {
-      let bytes = 0;
-      for (const doc of this.byId.values()) bytes += calculateObjectSize(doc);
-      while (bytes > size && this.byId.size > 1) {
-        const oldest = this.byId.values().next().value!;
-        bytes -= calculateObjectSize(oldest);
-        this.removeFromIndexes(oldest);
-      }
-    }
+    const oldest = () => this.byId.values().next().value!;
+    while (max > 0 && this.byId.size > max) this.removeFromIndexes(oldest());
+    while (size > 0 && this.cappedBytes > size && this.byId.size > 1) this.removeFromIndexes(oldest());
   }
 
   /**
