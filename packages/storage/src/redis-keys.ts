@@ -48,3 +48,11 @@ export function createRedisKeys(prefix = '') {
 }
 
 export type RedisKeys = ReturnType<typeof createRedisKeys>;
+
+/** A version's live keys (what the API serves) or its shadow build's own keys (R20). */
+export type QueueSlot = 'live' | 'shadow';
+
+/** The queue and meta keys of `version` in `slot`. */
+export function slotKeys(keys: RedisKeys, version: string, slot: QueueSlot): { queue: string; meta: string } {
+  return slot === 'shadow' ? { queue: keys.shadowQueue(version), meta: keys.shadowMeta(version) } : { queue: keys.queue(version), meta: keys.meta(version) };
+}

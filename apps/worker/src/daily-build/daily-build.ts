@@ -11,7 +11,7 @@
 import type { Config } from '@feed/config';
 import type { Logger } from '@feed/logger';
 import { assembleQueue, splitPools, summarizeBlocks, versionFor, type CandidateColumns } from '@feed/domain';
-import { encodeMeta, makeCurrent, type QueueMeta, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { encodeMeta, makeCurrent, slotKeys, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 import { acquireBuildLock, type BuildLock } from './build-lock';
 import { readCandidates } from './read-candidates';
 import { writeBackScores } from './score-write-back';
@@ -174,17 +174,18 @@ async function verifyStaging(deps: BuildDeps, build: AssembledBuild, lock: Build
   if (!(await lock.stillOwned())) throw new BuildVerificationError('build lock expired before the switch');
 }
 
-/** RENAMEs staging onto `queueKey`/`metaKey` (same slot: atomic) and counts their expiry from now (R10). */
-async function moveStaging(deps: BuildDeps, version: string, queueKey: string, metaKey: string, alsoExpire: string[] = []): Promise<void> {
+/** RENAMEs staging onto the version's keys in `slot` (same slot: atomic) and counts their expiry from now (R10). */
+async function moveStaging(deps: BuildDeps, version: string, slot: QueueSlot, alsoExpire: string[] = []): Promise<void> {
   const { redis, keys } = deps;
-  await redis.rename(keys.queueStaging(version), queueKey);
-  await redis.rename(keys.metaStaging(version), metaKey);
-  await Promise.all([queueKey, metaKey, ...alsoExpire].map((key) => redis.expire(key, deps.keyTtlHours * 3600)));
+  const target = slotKeys(keys, version, slot);
+  await redis.rename(keys.queueStaging(version), target.queue);
+  await redis.rename(keys.metaStaging(version), target.meta);
+  await Promise.all([target.queue, target.meta, ...alsoExpire].map((key) => redis.expire(key, deps.keyTtlHours * 3600)));
 }
 
 /** R20: the shadow's own keys; the version's live queue, meta and offsets are never touched. */
 async function publishShadow(deps: BuildDeps, version: string): Promise<void> {
-  await moveStaging(deps, version, deps.keys.shadowQueue(version), deps.keys.shadowMeta(version));
+  await moveStaging(deps, version, 'shadow');
   await deps.redis.set(deps.keys.shadow, version);
 }
 
@@ -192,7 +193,7 @@ async function publishShadow(deps: BuildDeps, version: string): Promise<void> {
 async function switchCurrent(deps: BuildDeps, meta: QueueMeta): Promise<string | null> {
   const { redis, keys } = deps;
   const { version } = meta;
-  await moveStaging(deps, version, keys.queue(version), keys.meta(version), [keys.offset(version)]);
+  await moveStaging(deps, version, 'live', [keys.offset(version)]);
   const previous = await makeCurrent(redis, keys, version);
   meta.switchedAt = new Date().toISOString();
   await redis.hSet(keys.meta(version), 'switchedAt', meta.switchedAt);

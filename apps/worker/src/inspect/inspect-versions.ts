@@ -6,7 +6,7 @@ import { CronExpressionParser } from 'cron-parser';
 import { Types } from 'mongoose';
 import type { Config } from '@feed/config';
 import { countDuplicates, expandBlocks, fullBlockRatio } from '@feed/domain';
-import { readMeta, readRolloutOverride, resolveRollout, type QueueMeta, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { readMeta, readRolloutOverride, resolveRollout, slotKeys, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 
 export interface VersionReport {
   version: string;
@@ -44,17 +44,12 @@ export async function versionPointers(redis: Redis, keys: RedisKeys): Promise<Po
   return { current, previous, shadow };
 }
 
-/** A version's live queue (what the API serves) or its shadow build's queue (R20). */
-export type QueueSlot = 'live' | 'shadow';
-
-const queueKey = (keys: RedisKeys, version: string, slot: QueueSlot) => (slot === 'shadow' ? keys.shadowQueue(version) : keys.queue(version));
-
 /** One version's report; `pointers` (read once by the caller) give its roles. A shadow has no readers, so no offsets. */
 export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers, slot: QueueSlot = 'live'): Promise<VersionReport> {
   const [meta, queueLength, ttlSeconds, usersWithOffset] = await Promise.all([
     readMeta(redis, keys, version, slot),
-    redis.lLen(queueKey(keys, version, slot)),
-    redis.ttl(queueKey(keys, version, slot)),
+    redis.lLen(slotKeys(keys, version, slot).queue),
+    redis.ttl(slotKeys(keys, version, slot).queue),
     slot === 'shadow' ? 0 : redis.hLen(keys.offset(version)),
   ]);
   const blocks = meta ? expandBlocks(meta.blocks) : [];
@@ -66,7 +61,7 @@ export async function reportVersion(redis: Redis, keys: RedisKeys, version: stri
 
 /** How `other`'s queue (live, or its shadow build's) differs from `base`'s live queue. */
 export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string, otherSlot: QueueSlot = 'live'): Promise<VersionDiff> {
-  const [a, b] = await Promise.all([redis.lRange(keys.queue(base), 0, -1), redis.lRange(queueKey(keys, other, otherSlot), 0, -1)]);
+  const [a, b] = await Promise.all([redis.lRange(keys.queue(base), 0, -1), redis.lRange(slotKeys(keys, other, otherSlot).queue, 0, -1)]);
   const inA = new Set(a);
   const both = b.filter((id) => inA.has(id)).length;
   const inB = new Set(b);
