@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import mongoose from 'mongoose';
 import { assembleQueue, CandidateColumns, splitPools, versionFor } from '@feed/domain';
-import { videoModel, type Redis } from '@feed/storage';
+import { videoModel } from '@feed/storage';
 import type { BuildResult } from '@feed/worker';
 import { ROOT } from '../support/processes';
 import { argValue, benchMongo, benchRedis, seedInChild } from './support';
@@ -28,8 +28,8 @@ const exec = promisify(execFile);
 interface ChildBuild {
   result: BuildResult;
   seconds: number;
-  /** Three bare RPUSH runs of the queue's ids, after the build (empty unless asked for). */
-  limitSeconds: number[];
+  /** Bare writes of the queue's ids after the build: three RPUSH runs and one SADD (when asked for). */
+  limitSeconds?: { rPush: number[]; sAdd: number };
   peakRssMb: number;
   /** The peak RSS (MB) so far when each phase started. */
   peakBefore: Record<string, number>;
@@ -51,17 +51,6 @@ async function buildInChild(mongoUri: string, prefix: string, at: Date, options:
     maxBuffer: 16 * 1024 * 1024,
   });
   return JSON.parse(stdout.trim().split('\n').pop()!) as ChildBuild;
-}
-
-/** Seconds to SADD `ids` in 5000-id commands, all pipelined: the legacy set's own limit. */
-async function bareSAdd(redis: Redis, key: string, ids: string[]): Promise<number> {
-  const started = performance.now();
-  const writes: Promise<unknown>[] = [];
-  for (let i = 0; i < ids.length; i += 5000) writes.push(redis.sAdd(key, ids.slice(i, i + 5000)));
-  await Promise.all(writes);
-  const seconds = (performance.now() - started) / 1000;
-  await redis.del(key);
-  return seconds;
 }
 
 /**
@@ -117,8 +106,8 @@ export async function runBuildBench(): Promise<void> {
     const first = await buildInChild(mongo.uri, prefix, at, { limit: true });
     const { result } = first;
     const ids = await redis.lRange(keys.queue(result.version), 0, -1);
-    const limit = [...first.limitSeconds].sort((a, b) => a - b)[1];
-    const saddLimit = await bareSAdd(redis, `${prefix}sadd-limit`, ids);
+    const { rPush, sAdd: saddLimit } = first.limitSeconds!;
+    const limit = [...rPush].sort((a, b) => a - b)[1];
 
     const t = result.timings;
     console.log('phase        seconds   peak RSS MB at start');
@@ -126,7 +115,7 @@ export async function runBuildBench(): Promise<void> {
       console.log(`${phase.padEnd(12)} ${(t[phase] ?? 0).toFixed(3).padStart(7)}   ${first.peakBefore[phase] ?? ''}`);
     }
     console.log(`queue length ${ids.length}, high ${result.meta?.highCount}, new ${result.meta?.newCount}; rss ${first.startRssMb} MB connected, ${first.peakRssMb} MB peak`);
-    console.log(`videos/s (whole build) ${Math.round((videos + fresh) / first.seconds)}; redis write ${t.write?.toFixed(3)} s vs bare pipelined RPUSH ${first.limitSeconds.map((x) => x.toFixed(3)).join(' / ')} s (first / second / third run)`);
+    console.log(`videos/s (whole build) ${Math.round((videos + fresh) / first.seconds)}; redis write ${t.write?.toFixed(3)} s vs bare pipelined RPUSH ${rPush.map((x) => x.toFixed(3)).join(' / ')} s (first / second / third run)`);
     console.log(`legacy set refill ${t.legacy?.toFixed(3)} s = ${((t.legacy ?? 0) / Math.max(saddLimit, 0.001)).toFixed(2)} x a bare pipelined SADD (${saddLimit.toFixed(3)} s; a set costs Redis ${(saddLimit / Math.max(limit, 0.001)).toFixed(1)} x a list); scores written ${result.scoresWritten}`);
 
     // The next day: 1 % of the videos got an interaction since.
