@@ -76,6 +76,6 @@ export function fullBlockRatio(blocks: readonly BlockComposition[]): number {
 }
 
 /** Number of ids that occur more than once (0 for every valid queue). */
-export function countDuplicates(ids: readonly unknown[]): number {
+export function countDuplicates(ids: readonly string[]): number {
   return ids.length - new Set(ids).size;
 }
