@@ -354,6 +354,38 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
     expect(excluded).not.toHaveProperty('tags');
   });
 
+  it('when a projection names only top-level fields, then inclusion keeps _id first and the stored order, exclusion drops the named fields', async () => {
+    const raw = Doc().collection;
+    const included = await raw.findOne({ name: 'a' }, { projection: { list: 1, name: 1 } });
+    expect(Object.keys(included!)).toEqual(['_id', 'name', 'list']);
+    expect(await raw.findOne({ name: 'a' }, { projection: { _id: 0, name: 1, missing: 1 } })).toEqual({ name: 'a' });
+    expect(Object.keys((await raw.findOne({ name: 'a' }, { projection: { _id: 1 } }))!)).toEqual(['_id']);
+    const excluded = await raw.findOne({ name: 'b' }, { projection: { tags: 0, scores: false } });
+    expect(excluded).toMatchObject({ name: 'b', list: [6, 7] });
+    expect(excluded).not.toHaveProperty('tags');
+    expect(excluded).not.toHaveProperty('scores');
+    expect(Object.keys((await raw.findOne({ name: 'b' }, { projection: { _id: 0 } }))!)).not.toContain('_id');
+    // Inclusion and exclusion of other fields in one projection: refused, as by MongoDB.
+    await expect(raw.findOne({ name: 'a' }, { projection: { name: 1, tags: 0 } })).rejects.toThrow();
+  });
+
+  it('when $set writes scalars to top-level fields, then only real changes count as modified and new fields are added', async () => {
+    const raw = Doc().collection;
+    const at = new Date('2026-11-30T00:00:00Z');
+    const first = await raw.updateMany({ name: { $in: ['a', 'b'] } }, { $set: { n: 7, at } });
+    expect(first).toMatchObject({ matchedCount: 2, modifiedCount: 2 });
+    // The same values again (an equal Date too): matched, not modified.
+    expect(await raw.updateMany({ name: { $in: ['a', 'b'] } }, { $set: { n: 7, at: new Date(at.getTime()) } })).toMatchObject({ matchedCount: 2, modifiedCount: 0 });
+    expect(await raw.updateOne({ name: 'a' }, { $set: { n: 8, at } })).toMatchObject({ modifiedCount: 1 });
+    expect(await raw.find({ name: { $in: ['a', 'b'] } }, { projection: { _id: 0, name: 1, n: 1, at: 1 } }).sort({ name: 1 }).toArray()).toEqual([
+      { name: 'a', n: 8, at },
+      { name: 'b', n: 7, at },
+    ]);
+    // A scalar over an array or an object replaces it, as MongoDB does.
+    await raw.updateOne({ name: 'a' }, { $set: { tags: 'none', owner: null } });
+    expect(await raw.findOne({ name: 'a' }, { projection: { _id: 0, tags: 1, owner: 1 } })).toEqual({ tags: 'none', owner: null });
+  });
+
   it('when the positional $ names the element the filter matched, then $set, $push and $addToSet change that element', async () => {
     await Doc().collection.updateOne({ name: 'a', 'scores.subject': 'art' }, { $set: { 'scores.$.score': 45 } });
     // The driver's types do not know positional paths: the updates as plain documents.
