@@ -271,7 +271,8 @@ const handlers: Record<string, Handler> = {
     const project = (doc: Document | undefined): Document | null => {
       if (!doc) return null;
       const fields = command.fields as Document | undefined;
-      return fields && Object.keys(fields).length > 0 ? collection.find({ _id: doc._id }, { projection: fields })[0] ?? null : doc;
+      // The image itself, projected: a lookup by _id would find the updated document for `new: false`.
+      return fields && Object.keys(fields).length > 0 ? collection.project([doc], fields)[0] : doc;
     };
     if (command.remove) {
       const [removed] = collection.delete(query, 1, sort);

@@ -381,6 +381,9 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
       { name: 'a', n: 8, at },
       { name: 'b', n: 7, at },
     ]);
+    // findOneAndUpdate returns the document as it was, or as it is, as asked.
+    expect(await raw.findOneAndUpdate({ name: 'b' }, { $set: { n: 9 } }, { returnDocument: 'before', projection: { _id: 0, n: 1 } })).toEqual({ n: 7 });
+    expect(await raw.findOneAndUpdate({ name: 'b' }, { $set: { n: 10 } }, { returnDocument: 'after', projection: { _id: 0, n: 1 } })).toEqual({ n: 10 });
     // A scalar over an array or an object replaces it, as MongoDB does.
     await raw.updateOne({ name: 'a' }, { $set: { tags: 'none', owner: null } });
     expect(await raw.findOne({ name: 'a' }, { projection: { _id: 0, tags: 1, owner: 1 } })).toEqual({ tags: 'none', owner: null });
