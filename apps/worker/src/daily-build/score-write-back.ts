@@ -10,9 +10,15 @@
 import { Types } from 'mongoose';
 import { ID_BYTES, type CandidateColumns } from '@feed/domain';
 import type { VideoModel } from '@feed/storage';
+import { InFlight } from './in-flight';
 
 /** Ids per unordered bulkWrite: well under MongoDB's 100,000 operations and 16 MB per command. */
 const SCORE_BATCH = 1000;
+/**
+ * Bulk writes sent and unanswered at once, each on a connection of the driver's pool: the next
+ * batch is made while MongoDB applies the last (one at a time, the two took turns).
+ */
+const SCORE_IN_FLIGHT = 4;
 
 export async function writeBackScores(
   videos: VideoModel,
@@ -23,12 +29,12 @@ export async function writeBackScores(
   const { scores, ids } = candidates;
   const changed = candidates.changedScores().sort((a, b) => scores[a] - scores[b]);
   const objectId = (i: number) => new Types.ObjectId(ids.subarray(i * ID_BYTES, (i + 1) * ID_BYTES));
-  let written = 0;
-  while (written < changed.length) {
+  const writes = new InFlight(SCORE_IN_FLIGHT);
+  for (let batchStart = 0; batchStart < changed.length; batchStart += SCORE_BATCH) {
     options.signal?.throwIfAborted();
-    const batchEnd = Math.min(changed.length, written + SCORE_BATCH);
+    const batchEnd = Math.min(changed.length, batchStart + SCORE_BATCH);
     const operations = [];
-    for (let start = written; start < batchEnd; ) {
+    for (let start = batchStart; start < batchEnd; ) {
       const score = scores[changed[start]];
       let end = start + 1;
       while (end < batchEnd && scores[changed[end]] === score) end++;
@@ -42,9 +48,8 @@ export async function writeBackScores(
     }
     // The driver's bulkWrite under the model: the fields are already typed; mongoose's casting
     // of every operation made most of the phase's garbage.
-    await videos.collection.bulkWrite(operations, { ordered: false });
-    written = batchEnd;
-    await options.onBatch?.(written, changed.length);
+    await writes.add(videos.collection.bulkWrite(operations, { ordered: false }), () => options.onBatch?.(batchEnd, changed.length));
   }
+  await writes.drain();
   return changed.length;
 }
