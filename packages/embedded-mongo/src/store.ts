@@ -22,9 +22,20 @@ export interface IndexSpec {
 
 /** Key of a document (or an index tuple) in the maps: typed, so 1 and "1" differ. */
 function keyOf(value: unknown): string {
-  // ObjectIds (nearly every _id) by their hex: the same key every time, and no EJSON per lookup.
-  if (value instanceof ObjectId) return `\u0000oid:${value.toHexString()}`;
+  // ObjectIds (nearly every _id) by their 12 bytes as six UTF-16 code units after a NUL, which no
+  // EJSON text starts with. A short flat string hashes and compares fast: lookups in a million-entry
+  // Map took a third of the time of a prefixed hex key (and no EJSON per lookup).
+  if (value instanceof ObjectId) {
+    const b = value.id;
+    return String.fromCharCode(0, (b[0] << 8) | b[1], (b[2] << 8) | b[3], (b[4] << 8) | b[5], (b[6] << 8) | b[7], (b[8] << 8) | b[9], (b[10] << 8) | b[11]);
+  }
   return EJSON.stringify(value === undefined ? null : (value as Document), { relaxed: false });
+}
+
+/** A value as MongoDB's error messages show it. */
+function shown(value: unknown): string {
+  if (value instanceof ObjectId) return `ObjectId('${value.toHexString()}')`;
+  return EJSON.stringify(value === undefined ? null : (value as Document), { relaxed: true });
 }
 
 export function getPath(doc: Document, path: string): unknown {
@@ -162,6 +173,40 @@ function copyForUpdate(doc: Document, modifier: Document): Document {
     if (Object.prototype.hasOwnProperty.call(doc, top)) next[top] = cloneDocument(doc[top]);
   }
   return next;
+}
+
+type ScalarValue = string | number | boolean;
+const isScalarValue = (value: unknown): value is ScalarValue =>
+  typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && !Number.isNaN(value));
+
+/**
+ * For a filter of top-level equalities and `$ne`s to strings, numbers and booleans (the build's
+ * eligibility filter), a direct test of a document; undefined for any other filter. The test
+ * answers undefined for a document whose field holds anything but such a scalar or nothing (an
+ * array matches by its elements, a BSON wrapper by its value): mingo decides those. Over a million
+ * documents, mingo's generic matching took seconds per scan.
+ */
+function scalarEqualityMatcher(filter: Document): ((doc: Document) => boolean | undefined) | undefined {
+  const conditions: Array<{ field: string; value: ScalarValue; equal: boolean }> = [];
+  for (const [field, condition] of Object.entries(filter)) {
+    if (field.startsWith('$') || field.includes('.')) return undefined;
+    if (isScalarValue(condition)) {
+      conditions.push({ field, value: condition, equal: true });
+      continue;
+    }
+    const operators = isOperatorObject(condition) ? Object.keys(condition) : [];
+    if (operators.length !== 1 || (operators[0] !== '$eq' && operators[0] !== '$ne') || !isScalarValue(condition[operators[0]])) return undefined;
+    conditions.push({ field, value: condition[operators[0]] as ScalarValue, equal: operators[0] === '$eq' });
+  }
+  return (doc) => {
+    let matches = true;
+    for (const { field, value, equal } of conditions) {
+      const stored = doc[field];
+      if (stored !== undefined && stored !== null && !isScalarValue(stored)) return undefined;
+      if ((stored === value) !== equal) matches = false;
+    }
+    return matches;
+  };
 }
 
 /** MongoDB stores `_id` first, generating one when absent. */
@@ -449,7 +494,8 @@ export class Collection {
     }
     if (exact) return docs;
     const query = new Query(filter);
-    return docs.filter((d) => query.test(d));
+    const direct = scalarEqualityMatcher(filter);
+    return docs.filter((d) => direct?.(d) ?? query.test(d));
   }
 
   find(filter: Document, options: { sort?: Document; projection?: Document; skip?: number; limit?: number }): Document[] {
@@ -509,10 +555,10 @@ export class Collection {
         throw new CommandError(
           14,
           'TypeMismatch',
-          `Cannot apply $inc to a value of non-numeric type. {_id: ${keyOf(doc._id)}} has the field '${path}' of non-numeric type ${typeName(current)}`,
+          `Cannot apply $inc to a value of non-numeric type. {_id: ${shown(doc._id)}} has the field '${path}' of non-numeric type ${typeName(current)}`,
         );
       }
-      if (!isNumeric(amount)) throw new CommandError(14, 'TypeMismatch', `Cannot increment with non-numeric argument: {${path}: ${keyOf(amount)}}`);
+      if (!isNumeric(amount)) throw new CommandError(14, 'TypeMismatch', `Cannot increment with non-numeric argument: {${path}: ${shown(amount)}}`);
     }
     let changed = false;
     const effective = withoutUnchangedId(modifier, doc._id);

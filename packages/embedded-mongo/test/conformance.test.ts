@@ -108,6 +108,9 @@ describe('embedded MongoDB server with the real mongoose stack', () => {
     const raw = conn.collection(`raw_inc_${Date.now()}`);
     await raw.insertOne({ _id: 'x' as never, s: 'text' });
     await expect(raw.updateOne({ _id: 'x' as never }, { $inc: { s: 1 } })).rejects.toMatchObject({ code: 14 });
+    // The message names the document as MongoDB does.
+    const { insertedId } = await raw.insertOne({ s: 'text' });
+    await expect(raw.updateOne({ _id: insertedId }, { $inc: { s: 1 } })).rejects.toThrow(`ObjectId('${insertedId.toHexString()}')`);
   });
 
   it('when bulkWrite mixes operations, then counts match', async () => {
@@ -387,6 +390,23 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
     // A scalar over an array or an object replaces it, as MongoDB does.
     await raw.updateOne({ name: 'a' }, { $set: { tags: 'none', owner: null } });
     expect(await raw.findOne({ name: 'a' }, { projection: { _id: 0, tags: 1, owner: 1 } })).toEqual({ tags: 'none', owner: null });
+  });
+
+  it('when a filter has top-level equalities and $ne, then arrays match by their elements and missing fields count as not equal', async () => {
+    const raw = conn.collection(`raw_eq_${Date.now()}`);
+    await raw.insertMany([
+      { k: 'a', status: 'approved', deleted: false, n: 1 },
+      { k: 'b', status: 'approved', deleted: true, n: '1' },
+      { k: 'c', status: ['draft', 'approved'], n: 1.0 },
+      { k: 'd', status: 'approved', deleted: null, n: true },
+      { k: 'e', status: 'pending', deleted: [true] },
+    ]);
+    const keys = async (filter: mongoose.mongo.Filter<mongoose.mongo.Document>) => (await raw.find(filter).sort({ k: 1 }).toArray()).map((d) => d.k);
+    expect(await keys({ status: 'approved', deleted: { $ne: true } })).toEqual(['a', 'c', 'd']);
+    expect(await keys({ n: 1 })).toEqual(['a', 'c']);
+    expect(await keys({ n: { $eq: '1' } })).toEqual(['b']);
+    expect(await keys({ deleted: { $ne: true } })).toEqual(['a', 'c', 'd']);
+    expect(await raw.countDocuments({ status: 'approved', deleted: { $ne: true } })).toBe(3);
   });
 
   it('when the positional $ names the element the filter matched, then $set, $push and $addToSet change that element', async () => {
