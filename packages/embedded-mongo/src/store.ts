@@ -175,8 +175,9 @@ function copyForUpdate(doc: Document, modifier: Document): Document {
   return next;
 }
 
-type ScalarValue = string | number | boolean;
-const isScalarValue = (value: unknown): value is ScalarValue =>
+/** A value a filter's equality can be tested on with `===` (NaN is left to mingo). */
+type EqualityScalar = string | number | boolean;
+const isEqualityScalar = (value: unknown): value is EqualityScalar =>
   typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && !Number.isNaN(value));
 
 /**
@@ -187,22 +188,22 @@ const isScalarValue = (value: unknown): value is ScalarValue =>
  * documents, mingo's generic matching took seconds per scan.
  */
 function scalarEqualityMatcher(filter: Document): ((doc: Document) => boolean | undefined) | undefined {
-  const conditions: Array<{ field: string; value: ScalarValue; equal: boolean }> = [];
+  const conditions: Array<{ field: string; value: EqualityScalar; equal: boolean }> = [];
   for (const [field, condition] of Object.entries(filter)) {
     if (field.startsWith('$') || field.includes('.')) return undefined;
-    if (isScalarValue(condition)) {
+    if (isEqualityScalar(condition)) {
       conditions.push({ field, value: condition, equal: true });
       continue;
     }
     const operators = isOperatorObject(condition) ? Object.keys(condition) : [];
-    if (operators.length !== 1 || (operators[0] !== '$eq' && operators[0] !== '$ne') || !isScalarValue(condition[operators[0]])) return undefined;
-    conditions.push({ field, value: condition[operators[0]] as ScalarValue, equal: operators[0] === '$eq' });
+    if (operators.length !== 1 || (operators[0] !== '$eq' && operators[0] !== '$ne') || !isEqualityScalar(condition[operators[0]])) return undefined;
+    conditions.push({ field, value: condition[operators[0]] as EqualityScalar, equal: operators[0] === '$eq' });
   }
   return (doc) => {
     let matches = true;
     for (const { field, value, equal } of conditions) {
       const stored = doc[field];
-      if (stored !== undefined && stored !== null && !isScalarValue(stored)) return undefined;
+      if (stored !== undefined && stored !== null && !isEqualityScalar(stored)) return undefined;
       if ((stored === value) !== equal) matches = false;
     }
     return matches;
@@ -304,7 +305,7 @@ const hasField = (doc: Document, field: string) => Object.prototype.hasOwnProper
 
 /** A value `$set` may assign and compare directly: a number, string, boolean, null or Date. */
 function isScalar(value: unknown): value is number | string | boolean | null | Date {
-  return value === null || value instanceof Date || (typeof value !== 'object' && typeof value !== 'undefined');
+  return value === null || value instanceof Date || typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean';
 }
 
 function sameScalar(a: unknown, b: unknown): boolean {
