@@ -38,6 +38,9 @@ function shown(value: unknown): string {
   return EJSON.stringify(value === undefined ? null : (value as Document), { relaxed: true });
 }
 
+/** Whether `doc` has `field` itself (not through its prototype). */
+const hasField = (doc: Document, field: string) => Object.prototype.hasOwnProperty.call(doc, field);
+
 export function getPath(doc: Document, path: string): unknown {
   let value: unknown = doc;
   for (const part of path.split('.')) {
@@ -154,7 +157,7 @@ function withoutUnchangedId(modifier: Document, id: unknown): Document {
   const idPaths = namedPaths(modifier).filter((path) => path === '_id' || path.startsWith('_id.'));
   if (idPaths.length === 0) return modifier;
   const set = modifier.$set as Document | undefined;
-  if (idPaths.length > 1 || !set || !Object.prototype.hasOwnProperty.call(set, '_id') || keyOf(set._id) !== keyOf(id)) throw IMMUTABLE_ID();
+  if (idPaths.length > 1 || !set || !hasField(set, '_id') || keyOf(set._id) !== keyOf(id)) throw IMMUTABLE_ID();
   const { _id: unchanged, ...rest } = set;
   const { $set: replaced, ...others } = modifier;
   return Object.keys(rest).length > 0 ? { ...others, $set: rest } : others;
@@ -170,7 +173,7 @@ function copyForUpdate(doc: Document, modifier: Document): Document {
   const next: Document = { ...doc };
   for (const path of namedPaths(modifier)) {
     const top = path.split('.')[0];
-    if (Object.prototype.hasOwnProperty.call(doc, top)) next[top] = cloneDocument(doc[top]);
+    if (hasField(doc, top)) next[top] = cloneDocument(doc[top]);
   }
   return next;
 }
@@ -294,14 +297,13 @@ function applyOperators(doc: Document, modifier: Document, arrayFilters?: Docume
   }
   let changed = false;
   for (const [op, expr] of Object.entries(modifier)) {
-    const direct = op === '$set' ? setScalars(doc, expr as Document) : undefined;
+    const scalars = op === '$set' ? scalarSet(expr as Document) : undefined;
+    const direct = scalars ? setScalars(doc, scalars) : undefined;
     if (direct !== undefined) changed ||= direct;
     else if (UPDATE_OPERATORS[op](cloneDocument(expr))(doc).length > 0) changed = true;
   }
   return changed;
 }
-
-const hasField = (doc: Document, field: string) => Object.prototype.hasOwnProperty.call(doc, field);
 
 /** A value `$set` may assign and compare directly: a number, string, boolean, null or Date. */
 function isScalar(value: unknown): value is number | string | boolean | null | Date {
@@ -314,13 +316,22 @@ function sameScalar(a: unknown, b: unknown): boolean {
 }
 
 /**
- * `$set` of top-level fields from scalars onto scalars (or absent fields), assigned directly;
- * true when a value changed. Undefined (nothing done) for any other `$set`, which mingo applies:
- * mingo builds a path graph per document, which made a large daily score write-back server-bound.
+ * The fields of a `$set` that assigns scalars to top-level fields, which `setScalars` applies
+ * directly; undefined for any other `$set`, which mingo applies: mingo builds a path graph per
+ * document, which made a large daily score write-back server-bound.
+ */
+function scalarSet(fields: Document): Document | undefined {
+  if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) return undefined;
+  return Object.entries(fields).every(([path, value]) => !path.includes('.') && isScalar(value)) ? fields : undefined;
+}
+
+/**
+ * Applies a `scalarSet` to `doc` when the fields it names hold scalars or nothing; true when a
+ * value changed. Undefined (nothing done) when one holds an object or array: mingo replaces those.
  */
 function setScalars(doc: Document, fields: Document): boolean | undefined {
-  for (const [path, value] of Object.entries(fields)) {
-    if (path.includes('.') || !isScalar(value) || (hasField(doc, path) && !isScalar(doc[path]))) return undefined;
+  for (const path of Object.keys(fields)) {
+    if (hasField(doc, path) && !isScalar(doc[path])) return undefined;
   }
   let changed = false;
   for (const [path, value] of Object.entries(fields)) {
@@ -627,13 +638,12 @@ export class Collection {
   private inPlaceSet(spec: UpdateSpec, arrayFilters?: Document[]): Document | undefined {
     if (Array.isArray(spec) || (arrayFilters && arrayFilters.length > 0) || this.options.capped) return undefined;
     const operators = Object.keys(spec);
-    const fields = spec.$set as Document | undefined;
-    if (operators.length !== 1 || operators[0] !== '$set' || fields === null || typeof fields !== 'object' || Array.isArray(fields)) return undefined;
+    const fields = operators.length === 1 && operators[0] === '$set' ? scalarSet(spec.$set as Document) : undefined;
+    if (!fields) return undefined;
     const unique = this.uniqueIndexes();
     if (unique.some((index) => index.partialFilterExpression)) return undefined;
     const indexed = new Set(unique.flatMap((index) => Object.keys(index.key).map((field) => field.split('.')[0])));
-    const eligible = Object.entries(fields).every(([path, value]) => path !== '_id' && !path.includes('.') && !path.startsWith('$') && !indexed.has(path) && isScalar(value));
-    return eligible ? fields : undefined;
+    return Object.keys(fields).every((path) => path !== '_id' && !path.startsWith('$') && !indexed.has(path)) ? fields : undefined;
   }
 
   /** The document an upsert starts from: the filter's equality fields (MongoDB's rule). */
