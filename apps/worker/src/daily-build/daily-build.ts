@@ -71,11 +71,18 @@ export interface BuildResult {
   scoresWritten?: number;
   /** For `locked`: milliseconds until the other holder's lock expires. */
   lockExpiresInMs?: number;
+  /** For `locked`: whether `version` is today's, the build that is due (a lost one is retried). */
+  due?: boolean;
   /** Seconds per phase. */
   timings: Partial<Record<BuildPhase, number>>;
 }
 
 export class BuildVerificationError extends Error {}
+
+/** The version the business day of now builds: the one that is due. */
+function todayVersion(deps: BuildDeps): string {
+  return versionFor(deps.now?.() ?? new Date(), deps.businessTimeZone);
+}
 
 /** What this build will do once it has the lock. */
 type Plan = { publish: 'current' } | { publish: 'shadow'; reason?: string } | { skip: BuildResult };
@@ -92,7 +99,7 @@ async function plan(deps: BuildDeps, version: string, options: BuildOptions): Pr
     return { skip: { version, status: 'already-current', timings: {} } };
   }
   if (options.switch) return { publish: 'current' };
-  const today = versionFor(deps.now?.() ?? new Date(), deps.businessTimeZone);
+  const today = todayVersion(deps);
   if (version > today) return { publish: 'shadow', reason: `${version} is later than today (${today}); pass switch to make it current` };
   if (current && version < current) return { publish: 'shadow', reason: `${version} is older than current ${current}; pass switch to make it current` };
   return { publish: 'current' };
@@ -228,7 +235,7 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
   if (!lock) {
     const lockExpiresInMs = Math.max(0, await redis.pTTL(keys.buildLock(version)));
     logger.warn('daily build skipped: another worker holds the lock', { version, lockExpiresInMs });
-    return { version, status: 'locked', lockExpiresInMs, timings: run.timings };
+    return { version, status: 'locked', lockExpiresInMs, due: version === todayVersion(deps), timings: run.timings };
   }
   try {
     const candidates = await run.phase('read', 5, () => readCandidates(deps.videos, signal));

@@ -5,7 +5,7 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import IORedis, { Cluster } from 'ioredis';
 import type { Config } from '@feed/config';
-import { parseBuildAt, versionFor } from '@feed/domain';
+import { parseBuildAt } from '@feed/domain';
 import type { Logger } from '@feed/logger';
 import { oncePerMessage, withLogContext } from '@feed/logger';
 import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../daily-build/daily-build';
@@ -149,7 +149,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
             endTimer({ result: result.status });
             metrics.builds.inc({ result: result.status });
             if (result.meta) recordBuildMeta(metrics, result.meta);
-            if (result.status === 'locked' && result.version === versionFor(new Date(), options.timeZone)) {
+            if (result.status === 'locked' && result.due) {
               // Counted as `locked` above; the lock expires within its TTL, so retry just after.
               throw new BuildLockedError(result.version, (result.lockExpiresInMs ?? 0) + LOCK_RETRY_MARGIN_MS);
             }
