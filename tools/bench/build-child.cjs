@@ -1,30 +1,11 @@
 // One daily build in a process of its own, from the compiled packages (`pnpm build`: what the
 // worker runs in production), so its peak RSS is the build's and the worker code's alone.
 // Started by build-bench.ts: BENCH_MONGO_URI, BENCH_REDIS_PREFIX, BENCH_AT (ISO), BENCH_SWITCH.
-// Prints one JSON line: the build result, the peak RSS in MB, and (BENCH_LIMIT=1) the limits,
-// measured after the build in this same process: the seconds of bare pipelined RPUSHes of the same
-// ids in 5000-id commands (three runs), and of one bare SADD of them (the legacy set's own limit).
+// Prints one JSON line: the build result and the peak RSS in MB (limit-child.cjs measures the
+// write's limit).
 const { createLogger } = require('@feed/logger');
 const { connectMongo, connectRedis, createRedisKeys, videoModel } = require('@feed/storage');
 const { runDailyBuild } = require('@feed/worker');
-
-/** Seconds to write `ids` to `key` with `command` ('rPush' or 'sAdd') in 5000-id commands, all pipelined; the key is deleted after. */
-async function barePush(redis, key, ids, command) {
-  const started = performance.now();
-  const writes = [];
-  for (let i = 0; i < ids.length; i += 5000) writes.push(redis[command](key, ids.slice(i, i + 5000)));
-  await Promise.all(writes);
-  const seconds = (performance.now() - started) / 1000;
-  await redis.del(key);
-  return seconds;
-}
-
-async function limits(redis, keys, version) {
-  const ids = await redis.lRange(keys.queue(version), 0, -1);
-  const rPush = [];
-  for (let run = 0; run < 3; run++) rPush.push(await barePush(redis, keys.queue('limit'), ids, 'rPush'));
-  return { rPush, sAdd: await barePush(redis, keys.queue('sadd-limit'), ids, 'sAdd') };
-}
 
 async function main() {
   let peak = process.memoryUsage().rss;
@@ -55,8 +36,7 @@ async function main() {
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
   peak = Math.max(peak, process.memoryUsage().rss);
-  const limitSeconds = process.env.BENCH_LIMIT === '1' ? await limits(redis, keys, result.version) : undefined;
-  process.stdout.write(`${JSON.stringify({ result, seconds, limitSeconds, peakRssMb: Math.round(peak / 1048576), peakBefore, startRssMb: Math.round(startRss / 1048576) })}\n`);
+  process.stdout.write(`${JSON.stringify({ result, seconds, peakRssMb: Math.round(peak / 1048576), peakBefore, startRssMb: Math.round(startRss / 1048576) })}\n`);
   await mongo.close();
   await redis.close();
 }
