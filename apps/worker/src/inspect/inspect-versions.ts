@@ -46,10 +46,11 @@ export async function versionPointers(redis: Redis, keys: RedisKeys): Promise<Po
 
 /** One version's report; `pointers` (read once by the caller) give its roles. A shadow has no readers, so no offsets. */
 export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers, slot: QueueSlot = 'live'): Promise<VersionReport> {
+  const { queue } = slotKeys(keys, version, slot);
   const [meta, queueLength, ttlSeconds, usersWithOffset] = await Promise.all([
     readMeta(redis, keys, version, slot),
-    redis.lLen(slotKeys(keys, version, slot).queue),
-    redis.ttl(slotKeys(keys, version, slot).queue),
+    redis.lLen(queue),
+    redis.ttl(queue),
     slot === 'shadow' ? 0 : redis.hLen(keys.offset(version)),
   ]);
   const blocks = meta ? expandBlocks(meta.blocks) : [];
