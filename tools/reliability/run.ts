@@ -10,14 +10,13 @@ import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { createClient } from 'redis';
 import mongoose from 'mongoose';
+import { loadConfig } from '@feed/config';
 import { versionFor } from '@feed/domain';
 import { createRedisKeys, interactionModels, videoModel } from '@feed/storage';
 import { cli, freePort, startMongoProcess, startProcess, startRedis, tsx, waitUntil, type Managed } from '../support/processes';
 import { badInputCases } from './bad-input';
 
 const QUICK = process.argv.includes('--quick');
-/** The version a build `--at` this instant makes (the default TZ_BUSINESS). */
-const businessDay = (at: string) => versionFor(new Date(at), 'Asia/Shanghai');
 const LOAD_SECONDS = QUICK ? 8 : 60;
 const LOAD_USERS = QUICK ? 60 : 300;
 const SECRET = 'reliability-jwt-secret-4f1c9a';
@@ -72,6 +71,10 @@ async function main(): Promise<void> {
     VIDEO_CACHE_MS: '500',
     BUILD_LOCK_TTL_MS: '4000',
   };
+  // The time zone the started processes read from this environment (TZ_BUSINESS or its default).
+  const { businessTimeZone } = loadConfig({ ...process.env, ...env });
+  /** The version a build `--at` this instant makes. */
+  const businessDay = (at: string) => versionFor(new Date(at), businessTimeZone);
   const api = `http://127.0.0.1:${apiPort}`;
   const worker = `http://127.0.0.1:${workerPort}`;
   const keys = createRedisKeys('');
@@ -295,9 +298,10 @@ async function main(): Promise<void> {
     await check('faults', 'MongoDB unavailable during reads: a clear 503', async () => {
       await mongoServer.stop();
       // Once the video cache (VIDEO_CACHE_MS) has lapsed, a read needs MongoDB: wait for that, bounded.
-      const read = () => fetch(`${api}/api/app/recommend/vid/list`, { headers: { Authorization: `Bearer ${token('no-mongo')}` } });
+      // The last answer is the one checked below (waitUntil reads at least once, or throws).
+      let res!: Response;
+      const read = async () => (res = await fetch(`${api}/api/app/recommend/vid/list`, { headers: { Authorization: `Bearer ${token('no-mongo')}` } }));
       await waitUntil('a read to need MongoDB', async () => (await read()).status !== 200, 5_000);
-      const res = await read();
       const body = (await res.json()) as { error?: { code: string } };
       expect(res.status === 503 && body.error?.code === 'unavailable', `answered ${res.status} ${JSON.stringify(body)}`);
       expect((await fetch(`${api}/readyz`)).status === 503, '/readyz did not report MongoDB down');
