@@ -74,7 +74,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const json = express.json({ limit: '16kb' });
   app.use((req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? next() : json(req, res, next)));
   // The feed routes first: they take nearly all the traffic.
-  app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret, redisDeadlineMs: config.redisDeadlineMs }));
+  app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret, redisDeadlineMs: config.redisDeadlineMs, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
   app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs }));
   app.use(interactionRoutes(interactions, config.authJwtSecret));
   app.use(adminRoutes({ config, redis, keys, catalog, videos, history, feed }));

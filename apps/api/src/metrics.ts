@@ -18,7 +18,7 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     pages: new Counter({ name: 'feed_pages_total', help: 'Feed pages served, by strategy (ring, previous-version, legacy-set, mongo-fallback)', labelNames: ['strategy'], registers: [registry] }),
     emptyPages: new Counter({ name: 'feed_empty_pages_total', help: 'Feed pages served with no video', labelNames: ['strategy'], registers: [registry] }),
     skipped: new Counter({ name: 'feed_skipped_videos_total', help: 'Candidates skipped by the ring read, by reason', labelNames: ['reason'], registers: [registry] }),
-    redisFailures: new Counter({ name: 'feed_redis_failures_total', help: 'Redis or Lua failures on the read path', labelNames: ['operation'], registers: [registry] }),
+    redisFailures: new Counter({ name: 'feed_redis_failures_total', help: 'Redis or Lua failures, by operation (the read path, views, not-interested marks, watch counts)', labelNames: ['operation'], registers: [registry] }),
     degradations: new Counter({ name: 'feed_degradations_total', help: 'Pages served by a fallback strategy, by kind (previous-version, legacy-set, mongo-fallback)', labelNames: ['kind'], registers: [registry] }),
     rolloutEnabled: new Gauge({ name: 'feed_rollout_enabled', help: 'Whether the ring feed is enabled in this instance (R16, override or environment)', registers: [registry] }),
     rolloutPercent: new Gauge({ name: 'feed_rollout_percent', help: 'Share of users served by the ring feed in this instance (R16)', registers: [registry] }),

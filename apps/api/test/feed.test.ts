@@ -176,10 +176,18 @@ describe('degradation (R17)', () => {
     expect(failures).toMatch(/operation="legacy-set"} 1/);
     const ready = await request(broken.app).get('/readyz').expect(200);
     expect(ready.body).toEqual({ status: 'degraded', redis: 'down', mongo: 'ok' });
-    // Views and watch counts live only in Redis: a prompt 503, never a generic 500.
-    await request(broken.app).post('/api/app/vid/view').set(bearer('no-redis')).send({ vid: res.body.vInfos[0].vid }).expect(503);
+    // Views, marks and watch counts live only in Redis: a prompt 503, never a generic 500, and counted.
+    const vid = res.body.vInfos[0].vid;
+    await request(broken.app).post('/api/app/vid/view').set(bearer('no-redis')).send({ vid }).expect(503);
+    await request(broken.app).post('/api/app/recommend/vid/not-interested').set(bearer('no-redis')).send({ vid }).expect(503);
+    await request(broken.app).post('/api/app/recommend/vid/not-interested/undo').set(bearer('no-redis')).send({ vid }).expect(503);
     const count = await request(broken.app).get('/api/app/vid/user/count').set(bearer('no-redis')).expect(503);
     expect(count.body.error.code).toBe('unavailable');
+    await request(broken.app).get('/api/app/vid/user/count').query({ vid }).set(bearer('no-redis')).expect(503);
+    const afterEndpoints = await broken.metrics.registry.getSingleMetricAsString('feed_redis_failures_total');
+    expect(afterEndpoints).toMatch(/operation="view-history"} 1/);
+    expect(afterEndpoints).toMatch(/operation="not-interested"} 2/);
+    expect(afterEndpoints).toMatch(/operation="watch-count"} 2/);
 
     // A bad rollout value is a 400 before any store is touched.
     const admin = { Authorization: `Basic ${Buffer.from(`${s.config.adminUser}:${s.config.adminPassword}`).toString('base64')}` };

@@ -1,8 +1,7 @@
 import mongoose from 'mongoose';
 import request from 'supertest';
 import type { Express } from 'express';
-import { recommendScore } from '@feed/domain';
-import { interactionModels, reconcileRecommendCounters, videoModel, type InteractionModels, type VideoModel } from '@feed/storage';
+import { interactionModels, repairPendingCounters, videoModel, type CounterHooks, type InteractionModels, type VideoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { createApp } from '../src/app';
@@ -125,6 +124,17 @@ describe('share (R4)', () => {
     expect(await counters(vid)).toMatchObject({ shareCount: 1, recommendShareCount: 1 });
   });
 
+  it('when a guest shares, then an unknown video is 404 as for a user and a real one counts nothing', async () => {
+    const guest = { 'X-Device-Id': 'guest-device-0001' };
+    const missing = '0123456789abcdef01234567';
+    await request(app).post('/api/app/share/output').set(guest).send({ videoID: missing }).expect(404);
+    await post('/api/app/share/output', 'kim', { videoID: missing }).expect(404);
+    const vid = await newVideo();
+    expect((await request(app).post('/api/app/share/output').set(guest).send({ videoID: vid }).expect(200)).body).toEqual({ ok: true, counted: false });
+    expect(await counters(vid)).toMatchObject({ shareCount: 0, recommendShareCount: 0 });
+    expect(await records.shares.countDocuments({ videoId: vid })).toBe(0);
+  });
+
   it('when videoID is malformed, unknown or not approved, then nothing counts', async () => {
     await post('/api/app/share/output', 'kim', { videoID: 'xyz' }).expect(400);
     await post('/api/app/share/output', 'kim', { videoID: '0123456789abcdef01234567' }).expect(404);
@@ -135,32 +145,85 @@ describe('share (R4)', () => {
 });
 
 describe('fake counters (R2)', () => {
-  it('when a video has huge fake counts and no real interactions, then it scores 0', async () => {
+  it('when a video with huge fake counts is liked, commented and shared, then only the real counters move and an operator edit of fake counts moves none', async () => {
     const vid = await newVideo({ fakeLikeCount: 1e6, fakeCommentCount: 1e6, fakeShareCount: 1e6 });
-    expect(recommendScore((await videos.findById(vid).lean())!)).toBe(0);
+    await post('/api/app/vid/like', 'fake-1', { vid }).expect(200);
+    await post('/api/app/vid/comment', 'fake-1', { vid, content: 'hi' }).expect(201);
+    await post('/api/app/share/output', 'fake-1', { videoID: vid }).expect(200);
+    await videos.updateOne({ _id: vid }, { $inc: { fakeLikeCount: 500 } });
+    await post('/api/app/vid/like', 'fake-2', { vid }).expect(200);
+    const doc = await videos.findById(vid).lean();
+    expect(doc).toMatchObject({ fakeLikeCount: 1e6 + 500, fakeCommentCount: 1e6, fakeShareCount: 1e6, recommendLikeCount: 2, recommendCommentCount: 1, recommendShareCount: 1 });
   });
 });
 
-describe('crash between the record and the counter (R3)', () => {
-  it('when the process dies after the increment and before the mark, then a retry does not count twice', async () => {
+/** One action per kind of record, as a client sends it (a comment retried with its Idempotency-Key). */
+const actions = {
+  likes: { send: (a: Express, user: string, vid: string) => request(a).post('/api/app/vid/like').set(bearer(user)).send({ vid }), counters: ['recommendLikeCount', 'likeCount'] },
+  collects: { send: (a: Express, user: string, vid: string) => request(a).post('/api/app/vid/collect').set(bearer(user)).send({ vid }), counters: ['recommendCollectCount', 'collectCount'] },
+  comments: {
+    send: (a: Express, user: string, vid: string) => request(a).post('/api/app/vid/comment').set(bearer(user)).set('Idempotency-Key', `key-${user}`).send({ vid, content: 'hi' }),
+    counters: ['recommendCommentCount', 'commentCount'],
+  },
+  shares: { send: (a: Express, user: string, vid: string) => request(a).post('/api/app/share/output').set(bearer(user)).send({ videoID: vid }), counters: ['recommendShareCount', 'shareCount'] },
+} as const;
+
+const crashing = (hooks: CounterHooks) => createApp({ config: s.config, redis: s.redis, mongo: s.mongo, counterHooks: hooks }).app;
+const crash = () => Promise.reject(new Error('injected crash'));
+
+describe.each(Object.entries(actions))('crash points of the counter protocol (R3): %s', (kind, action) => {
+  const [recommend, display] = action.counters;
+  const read = async (vid: string) => {
+    const doc = await videos.findById(vid).lean();
+    return [doc?.[recommend], doc?.[display]];
+  };
+
+  it('when the process dies after the record and before the tally, then the retry counts it exactly once', async () => {
     const vid = await newVideo();
-    const crashing = createApp({ config: s.config, redis: s.redis, mongo: s.mongo, counterHooks: { afterIncrement: () => Promise.reject(new Error('crash')) } });
-    await request(crashing.app).post('/api/app/vid/like').set(bearer('lena')).send({ vid }).expect(500);
-    expect(await counters(vid)).toMatchObject({ recommendLikeCount: 1 });
-    expect(await records.likes.findOne({ userId: 'lena' }).lean()).toMatchObject({ counted: false });
-    await post('/api/app/vid/like', 'lena', { vid }).expect(200);
-    expect(await counters(vid)).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
-    expect(await records.likes.findOne({ userId: 'lena' }).lean()).toMatchObject({ counted: true });
+    await action.send(crashing({ afterRecord: crash }), 'crash-a', vid).expect(500);
+    expect(await read(vid)).toEqual([0, 0]);
+    await action.send(app, 'crash-a', vid).expect((res) => expect(res.status).toBeLessThan(300));
+    await action.send(app, 'crash-a', vid).expect((res) => expect(res.status).toBeLessThan(300));
+    expect(await read(vid)).toEqual([1, 1]);
   });
 
-  it('when the process dies after the record and before the increment, then the reconciler completes it exactly once', async () => {
+  it('when the process dies after the counters moved and before the records learn it, then neither a retry nor 500 other users count it twice', async () => {
     const vid = await newVideo();
-    // The state a crash right after the record insert leaves behind.
-    const { Types } = await import('mongoose');
-    await records.shares.create({ userId: 'mike', videoId: new Types.ObjectId(vid), opId: new Types.ObjectId(), counted: false, createdAt: new Date(Date.now() - 60_000) });
-    expect(await reconcileRecommendCounters(videos, records)).toBeGreaterThanOrEqual(1);
-    expect(await reconcileRecommendCounters(videos, records)).toBe(0);
-    expect(await counters(vid)).toMatchObject({ recommendShareCount: 1 });
+    await action.send(crashing({ afterTally: crash }), 'crash-b', vid).expect(500);
+    expect(await read(vid)).toEqual([1, 1]);
+    const others = Array.from({ length: 500 }, (_, i) => `other-${i}`);
+    for (let i = 0; i < others.length; i += 25) await Promise.all(others.slice(i, i + 25).map((user) => action.send(app, user, vid)));
+    await action.send(app, 'crash-b', vid).expect((res) => expect(res.status).toBeLessThan(300));
+    await repairPendingCounters(videos, records, { minAgeMs: 0 });
+    expect(await read(vid)).toEqual([501, 501]);
+  });
+});
+
+describe('the repair job (R3)', () => {
+  it('when a crash left records uncounted and nobody retries, then the repair counts each once and a second run finds nothing', async () => {
+    const vid = await newVideo();
+    await actions.likes.send(crashing({ afterRecord: crash }), 'left-1', vid).expect(500);
+    await actions.shares.send(crashing({ afterRecord: crash }), 'left-1', vid).expect(500);
+    const first = await repairPendingCounters(videos, records, { minAgeMs: 0 });
+    expect(first).toMatchObject({ recommendLikeCount: 1, likeCount: 1, recommendShareCount: 1, shareCount: 1, recommendCommentCount: 0 });
+    expect(await repairPendingCounters(videos, records, { minAgeMs: 0 })).toMatchObject({ recommendLikeCount: 0, likeCount: 0, recommendShareCount: 0 });
+    expect(await counters(vid)).toMatchObject({ likeCount: 1, recommendLikeCount: 1, shareCount: 1, recommendShareCount: 1 });
+  });
+
+  it('when an unlike crashed before the tally, then the display counter still comes back to the active likes', async () => {
+    const vid = await newVideo();
+    await post('/api/app/vid/like', 'left-2', { vid }).expect(200);
+    await request(crashing({ afterRecord: crash })).post('/api/app/vid/unlike').set(bearer('left-2')).send({ vid }).expect(500);
+    expect(await counters(vid)).toMatchObject({ likeCount: 1 });
+    await repairPendingCounters(videos, records, { minAgeMs: 0 });
+    expect(await counters(vid)).toMatchObject({ likeCount: 0, recommendLikeCount: 1 });
+  });
+
+  it('when records are younger than the minimum age, then the repair leaves them to their request', async () => {
+    const vid = await newVideo();
+    await actions.likes.send(crashing({ afterRecord: crash }), 'left-3', vid).expect(500);
+    expect(await repairPendingCounters(videos, records, { minAgeMs: 60_000 })).toMatchObject({ recommendLikeCount: 0 });
+    expect(await counters(vid)).toMatchObject({ recommendLikeCount: 0 });
   });
 });
 

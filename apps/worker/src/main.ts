@@ -3,13 +3,14 @@ import type { Server } from 'node:http';
 import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
 import { logger } from '@feed/logger';
-import { closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readMeta, reconcileRecommendCounters, videoModel } from '@feed/storage';
+import { closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readMeta, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
 import { buildDepsFrom } from './daily-build/daily-build';
-import { bullConnectionFactory, startBuildQueue, type BuildQueue } from './jobs/build-queue';
+import { startController } from './controller/desired-state';
+import { bullConnectionFactory } from './jobs/bull-connection';
+import { startBuildQueue, type BuildQueue } from './jobs/build-queue';
+import { startCounterRepair } from './jobs/counter-repair';
 import { createWorkerMetrics } from './metrics';
-
-const RECONCILE_EVERY_MS = 60_000;
 
 export interface RunningWorker {
   server: Server;
@@ -41,15 +42,27 @@ export async function startWorker(config: Config = loadConfig()): Promise<Runnin
     metrics,
     deps: buildDepsFrom(config, { redis, keys, videos, logger }),
   });
-  // Completes recommend* increments that a crashed API process left pending (R3).
-  const records = interactionModels(mongo.connection);
-  const reconciler = setInterval(() => {
-    reconcileRecommendCounters(videos, records).then(
-      (applied) => applied > 0 && logger.info('pending recommend counters reconciled', { applied }),
-      (err: unknown) => logger.warn('recommend counter reconciliation failed', { err }),
-    );
-  }, RECONCILE_EVERY_MS);
-  reconciler.unref();
+  // Counts interaction records a crashed API process left behind (R3), one replica at a time.
+  const counterRepair = await startCounterRepair({
+    connection: bullConnectionFactory(config),
+    prefix: keys.bullPrefix,
+    logger,
+    metrics,
+    videos,
+    records: interactionModels(mongo.connection),
+  });
+  const controller = startController({
+    redis,
+    keys,
+    logger,
+    metrics,
+    buildQueue: jobs.queue,
+    ensureBuildScheduler: jobs.ensureScheduler,
+    counterRepairQueue: counterRepair.queue,
+    ensureCounterRepairScheduler: counterRepair.ensureScheduler,
+    cron: config.shortRecommendCron,
+    timeZone: config.businessTimeZone,
+  });
 
   const app = createWorkerApp({ config, queue: jobs.queue, metrics, redis, keys, videos });
   const server = app.listen(config.workerPort);
@@ -58,10 +71,10 @@ export async function startWorker(config: Config = loadConfig()): Promise<Runnin
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      clearInterval(reconciler);
+      await controller.stop();
       // The dashboard and the build stop together: an active build finishes within its grace
       // or is aborted, releasing its lock and leaving `current` untouched.
-      await Promise.all([closeHttpServer(server), jobs.close()]);
+      await Promise.all([closeHttpServer(server), jobs.close(), counterRepair.close()]);
       await closeRedis(redis);
       await mongo.close();
     })());

@@ -39,7 +39,7 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
       buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200],
       registers: [registry],
     }),
-    builds: new Counter({ name: 'feed_builds_total', help: 'Builds by result (built, shadow, already-current, locked, failed)', labelNames: ['result'], registers: [registry] }),
+    builds: new Counter({ name: 'feed_builds_total', help: 'Builds by result (built, shadow, already-current, locked, failed, invalid job data)', labelNames: ['result'], registers: [registry] }),
     candidates: gauge('feed_build_candidates', 'Eligible videos read by the last build'),
     high: gauge('feed_build_high_pool', 'High-pool size of the last build'),
     fresh: gauge('feed_build_new_pool', 'New-pool size of the last build'),
@@ -47,6 +47,15 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
     ratio: gauge('feed_build_full_17_3_block_ratio', 'Share of the last build\'s blocks that are exactly 17 high + 3 new'),
     duplicates: gauge('feed_build_duplicate_rate', 'Duplicate ids / queue length of the last build (0 when correct)'),
     switchTime: gauge('feed_version_switch_timestamp_seconds', 'Unix time of the last switch of current'),
+    documentsSkipped: new Counter({
+      name: 'feed_build_documents_skipped_total',
+      help: 'Eligible documents a build skipped (unreadable) or corrected (a field read as 0), by reason (R1a)',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    repairs: new Counter({ name: 'feed_repairs_total', help: 'Repairs of the desired state by the controller, by reason (R21)', labelNames: ['reason'], registers: [registry] }),
+    controllerFailures: new Counter({ name: 'feed_controller_failures_total', help: 'Controller checks that could not run or repair (Redis or BullMQ failing)', registers: [registry] }),
+    counterRepairs: new Counter({ name: 'feed_counter_repairs_total', help: 'Interaction records the repair job counted into a video counter, by counter (R3)', labelNames: ['counter'], registers: [registry] }),
   };
   return metrics;
 }

@@ -5,7 +5,8 @@ import { createLogger } from '@feed/logger';
 import { videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { createWorkerApp, DASHBOARD_PATH } from '../src/app';
-import { BUILD_QUEUE, SCHEDULER_ID, bullConnectionFactory, startBuildQueue, type BullConnection } from '../src/jobs/build-queue';
+import { BUILD_QUEUE, SCHEDULER_ID, startBuildQueue } from '../src/jobs/build-queue';
+import { bullConnectionFactory, type BullConnection } from '../src/jobs/bull-connection';
 import { createWorkerMetrics } from '../src/metrics';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 

@@ -8,6 +8,6 @@ export * from './queue-meta';
 export * from './version-pointers';
 export * from './fingerprint';
 export * from './models/interactions';
-export * from './counters/recommend-counters';
+export * from './counters/counter-tally';
 export * from './migrations/init-recommend-history';
 export * from './rollout-override';

@@ -16,6 +16,10 @@ export function createRedisKeys(prefix = '') {
     previous: `${p}previous`,
     /** HASH enabled, percent: on-call's run-time override of the rollout (R16); absent = environment. */
     rollout: `${p}rollout`,
+    /** STRING owner token with expiry: the worker replica that runs the desired-state controller (R21). */
+    controllerLease: `${p}controller-lease`,
+    /** HASH reason, version, at, detail: the controller's last repair (R21), shown by the inspector. */
+    lastRepair: `${p}last-repair`,
     /** STRING: the last version built in shadow mode (R20); its keys are shadowQueue/shadowMeta. */
     shadow: `${p}shadow`,
     /** LIST of 24-hex video ids in queue order. */

@@ -1,21 +1,13 @@
 /**
- * Likes, collects, comments and shares (SPEC R2–R4): display counters follow what users see
- * (unlike lowers likeCount); the recommend* counters rise once per first successful real action.
+ * Likes, collects, comments and shares (SPEC R2–R4). Each action changes its record only; the
+ * video's display and recommend* counters then follow the records exactly once, through a tally
+ * (`@feed/storage` counter-tally.ts), which also completes what a crashed earlier attempt left.
  */
 import { randomUUID } from 'node:crypto';
 import { Types, type Model } from 'mongoose';
 import { isEligible } from '@feed/domain';
-import {
-  applyRecommendIncrement,
-  type CounterHooks,
-  type InteractionModels,
-  type RecommendCounter,
-  type ToggleRecord,
-  type VideoModel,
-} from '@feed/storage';
+import { freshRecordFields, tallyCounters, type CounterHooks, type CounterKind, type InteractionModels, type ToggleRecord, type VideoModel } from '@feed/storage';
 import { AppError, notFound } from '@feed/http';
-
-type DisplayCounter = 'likeCount' | 'collectCount' | 'commentCount' | 'shareCount';
 
 const isDuplicateKey = (err: unknown) => (err as { code?: number }).code === 11000;
 
@@ -25,6 +17,8 @@ export interface ToggleOutcome {
   /** Whether this call changed it (false for a repeated like or a double unlike). */
   changed: boolean;
 }
+
+type ToggleKind = Extract<CounterKind, 'likes' | 'collects'>;
 
 export class InteractionService {
   constructor(
@@ -47,49 +41,68 @@ export class InteractionService {
     return video._id;
   }
 
-  private async bumpDisplay(videoId: Types.ObjectId, counter: DisplayCounter, delta: 1 | -1): Promise<void> {
-    // Never below zero, even if the display counter was edited by hand.
-    const guard = delta < 0 ? { [counter]: { $gt: 0 } } : {};
-    await this.videos.updateOne({ _id: videoId, ...guard }, { $inc: { [counter]: delta } });
+  /** Brings the video's counters up to its records when this record is not counted yet. */
+  private async follow(kind: CounterKind, record: { videoId: Types.ObjectId; dirty: boolean } | null): Promise<void> {
+    if (!record?.dirty) return;
+    await this.hooks.afterRecord?.();
+    await tallyCounters(this.videos, this.records, kind, record.videoId, this.hooks);
   }
 
-  /** Like or collect: the user's record becomes active; its first activation counts once. */
-  private async activate(model: Model<ToggleRecord>, vid: string, userId: string, display: DisplayCounter, counter: RecommendCounter): Promise<ToggleOutcome> {
+  /** Like or collect: the user's record becomes active (created on the first success). */
+  private async activate(kind: ToggleKind, vid: string, userId: string): Promise<ToggleOutcome> {
     const videoId = await this.requireServable(vid);
-    const upsert = () =>
-      model.findOneAndUpdate(
-        { userId, videoId },
-        { $set: { active: true }, $setOnInsert: { counted: false, opId: new Types.ObjectId(), createdAt: new Date() } },
-        { upsert: true, returnDocument: 'before' },
-      );
-    // Two concurrent first likes race on the unique index: the loser retries and sees the winner's record.
-    const before = await upsert().catch((err: unknown) => (isDuplicateKey(err) ? upsert() : Promise.reject(err)));
-    const changed = !before || !before.active;
-    if (changed) await this.bumpDisplay(videoId, display, 1);
-    // An existing record only changed `active`; a new one is read back for its _id and opId.
-    const record = before ?? (await model.findOne({ userId, videoId }).lean());
-    if (record && !record.counted) await applyRecommendIncrement(this.videos, model, record, counter, this.hooks);
+    const model = this.records[kind] as Model<ToggleRecord>;
+    const now = new Date();
+    const { dirty: _dirty, changedAt: _changedAt, ...onInsert } = freshRecordFields(now);
+    // Matches only an inactive record; an active one makes the upsert hit the unique index.
+    const turnOn = () =>
+      model
+        .findOneAndUpdate(
+          { userId, videoId, active: { $ne: true } },
+          { $set: { active: true, dirty: true, changedAt: now }, $setOnInsert: onInsert },
+          { upsert: true, returnDocument: 'after' },
+        )
+        .lean();
+    let record: ToggleRecord | null;
+    let changed = true;
+    try {
+      record = await turnOn();
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+      // Already active, or a concurrent first like won the insert: this call changes nothing,
+      // but completes the count if an earlier attempt crashed before it.
+      record = await model.findOne({ userId, videoId }).lean();
+      changed = false;
+      if (!record?.active) {
+        record = await turnOn();
+        changed = true;
+      }
+    }
+    await this.follow(kind, record);
     return { active: true, changed };
   }
 
-  /** Unlike or uncollect: lowers the display counter only; recommend* never goes down. */
-  private async deactivate(model: Model<ToggleRecord>, vid: string, userId: string, display: DisplayCounter): Promise<ToggleOutcome> {
+  /** Unlike or uncollect: the display counter follows; recommend* never goes down. */
+  private async deactivate(kind: ToggleKind, vid: string, userId: string): Promise<ToggleOutcome> {
     const videoId = new Types.ObjectId(vid);
     const exists = await this.videos.exists({ _id: videoId });
     if (!exists) throw notFound(`video ${vid} does not exist`);
-    const before = await model.findOneAndUpdate({ userId, videoId, active: true }, { $set: { active: false } });
-    if (before) await this.bumpDisplay(videoId, display, -1);
-    return { active: false, changed: Boolean(before) };
+    const model = this.records[kind] as Model<ToggleRecord>;
+    const turnedOff = await model
+      .findOneAndUpdate({ userId, videoId, active: true }, { $set: { active: false, dirty: true, changedAt: new Date() } }, { returnDocument: 'after' })
+      .lean();
+    await this.follow(kind, turnedOff ?? (await model.findOne({ userId, videoId }).lean()));
+    return { active: false, changed: Boolean(turnedOff) };
   }
 
-  like = (vid: string, userId: string) => this.activate(this.records.likes, vid, userId, 'likeCount', 'recommendLikeCount');
-  unlike = (vid: string, userId: string) => this.deactivate(this.records.likes, vid, userId, 'likeCount');
-  collect = (vid: string, userId: string) => this.activate(this.records.collects, vid, userId, 'collectCount', 'recommendCollectCount');
-  uncollect = (vid: string, userId: string) => this.deactivate(this.records.collects, vid, userId, 'collectCount');
+  like = (vid: string, userId: string) => this.activate('likes', vid, userId);
+  unlike = (vid: string, userId: string) => this.deactivate('likes', vid, userId);
+  collect = (vid: string, userId: string) => this.activate('collects', vid, userId);
+  uncollect = (vid: string, userId: string) => this.deactivate('collects', vid, userId);
 
   /**
    * Publishes a comment. A retried request with the same Idempotency-Key returns the first
-   * comment and counts nothing more.
+   * comment and counts nothing more (it completes the count if the first attempt crashed).
    */
   async comment(vid: string, userId: string, content: string, idempotencyKey?: string): Promise<{ commentId: string; created: boolean }> {
     const videoId = await this.requireServable(vid);
@@ -98,7 +111,7 @@ export class InteractionService {
     let record;
     let created = true;
     try {
-      record = (await comments.create({ userId, videoId, content, idempotencyKey: key, opId: new Types.ObjectId() })).toObject();
+      record = (await comments.create({ userId, videoId, content, idempotencyKey: key, status: 'published', active: true, ...freshRecordFields() })).toObject();
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
       record = await comments.findOne({ userId, idempotencyKey: key }).lean();
@@ -106,43 +119,45 @@ export class InteractionService {
       if (!record.videoId.equals(videoId)) throw new AppError(409, 'idempotency_conflict', 'Idempotency-Key was already used for another video');
       created = false;
     }
-    if (created) await this.bumpDisplay(videoId, 'commentCount', 1);
-    if (!record.counted) await applyRecommendIncrement(this.videos, comments, record, 'recommendCommentCount', this.hooks);
+    await this.follow('comments', record);
     return { commentId: record._id.toHexString(), created };
   }
 
   /** Deletes the user's own comment: display count down, recommend count unchanged. */
   async deleteComment(commentId: string, userId: string): Promise<{ deleted: boolean }> {
-    const before = await this.records.comments.findOneAndUpdate({ _id: commentId, userId, status: 'published' }, { $set: { status: 'deleted' } });
-    if (!before) {
-      // Someone else's comment is reported as missing: ids are not a way to probe other users.
-      const own = await this.records.comments.exists({ _id: commentId, userId });
-      if (!own) throw notFound(`comment ${commentId} does not exist`);
-      return { deleted: false };
-    }
-    await this.bumpDisplay(before.videoId, 'commentCount', -1);
-    return { deleted: true };
+    const { comments } = this.records;
+    const deleted = await comments
+      .findOneAndUpdate({ _id: commentId, userId, status: 'published' }, { $set: { status: 'deleted', active: false, dirty: true, changedAt: new Date() } }, { returnDocument: 'after' })
+      .lean();
+    // Someone else's comment is reported as missing: ids are not a way to probe other users.
+    const record = deleted ?? (await comments.findOne({ _id: commentId, userId }).lean());
+    if (!record) throw notFound(`comment ${commentId} does not exist`);
+    await this.follow('comments', record);
+    return { deleted: Boolean(deleted) };
   }
 
   /**
-   * A share (R4). Without a video id nothing is counted (old clients). With one, the first share
-   * of that user and video counts once, and only for an approved short video.
+   * A share (R4). Without a video id nothing is counted (old clients); an unknown video is 404
+   * for guests and users alike. The first share of a user and an approved short video counts
+   * once; `counted` says whether this call's share is that first one (a retry of a share whose
+   * answer was lost reports it again until it is counted).
    */
   async share(vid: string | undefined, userId: string | undefined): Promise<{ counted: boolean }> {
-    if (vid === undefined || userId === undefined) return { counted: false };
+    if (vid === undefined) return { counted: false };
     const video = await this.existing(vid);
-    if (!isEligible(video)) return { counted: false };
+    if (!isEligible(video) || userId === undefined) return { counted: false };
     const { shares } = this.records;
     let record;
+    let counted = true;
     try {
-      record = (await shares.create({ userId, videoId: video._id, opId: new Types.ObjectId() })).toObject();
-      await this.bumpDisplay(video._id, 'shareCount', 1);
+      record = (await shares.create({ userId, videoId: video._id, active: true, ...freshRecordFields() })).toObject();
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
       record = await shares.findOne({ userId, videoId: video._id }).lean();
       if (!record) throw err;
+      counted = !record.counted && record.dirty;
     }
-    const applied = !record.counted && (await applyRecommendIncrement(this.videos, shares, record, 'recommendShareCount', this.hooks));
-    return { counted: applied };
+    await this.follow('shares', record);
+    return { counted };
   }
 }

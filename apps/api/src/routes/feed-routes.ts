@@ -31,7 +31,14 @@ export interface FeedRouteDeps {
   jwtSecret: string;
   /** Deadline of each Redis call of these routes (R17): a stalled or lost Redis is a prompt 503. */
   redisDeadlineMs: number;
+  /** Counts a failed Redis operation in `feed_redis_failures_total{operation}` (D5). */
+  onRedisFailure(operation: RedisOperation): void;
 }
+
+/** The Redis operations of these routes, as `feed_redis_failures_total` labels them. */
+type RedisOperation = 'watch-count' | 'view-history' | 'not-interested';
+
+const DESCRIBED: Record<RedisOperation, string> = { 'watch-count': 'watch count', 'view-history': 'view history', 'not-interested': 'not-interested marks' };
 
 /** The same JSON as `res.json(page)`, with each item's JSON reused from the catalog (the hot path). */
 function serializePage({ vInfos, ...fields }: FeedPage, catalog: VideoCatalog): string {
@@ -39,13 +46,14 @@ function serializePage({ vInfos, ...fields }: FeedPage, catalog: VideoCatalog): 
   return `{"vInfos":[${vInfos.map((v) => catalog.jsonOf(v)).join(',')}]${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}}`;
 }
 
-export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDeadlineMs }: FeedRouteDeps): Router {
+export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDeadlineMs, onRedisFailure }: FeedRouteDeps): Router {
   const router = Router();
 
-  /** Views, marks and watch counts live only in Redis: without it they are unavailable, not a 500. */
-  const inRedis = <T>(promise: Promise<T>, what: string): Promise<T> =>
-    withDeadline(promise, redisDeadlineMs, what).catch((err: unknown) => {
-      throw unavailable(`${what} unavailable: ${err instanceof Error ? err.message : String(err)}`);
+  /** Views, marks and watch counts live only in Redis: without it they are unavailable (counted), not a 500. */
+  const inRedis = <T>(promise: Promise<T>, operation: RedisOperation): Promise<T> =>
+    withDeadline(promise, redisDeadlineMs, DESCRIBED[operation]).catch((err: unknown) => {
+      onRedisFailure(operation);
+      throw unavailable(`${DESCRIBED[operation]} unavailable: ${err instanceof Error ? err.message : String(err)}`);
     });
 
   /** 404 unless the id names a video that exists; 400 for a malformed id is the schema's job. */
@@ -83,30 +91,30 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
     const identity = identify(req, jwtSecret);
     const { vid } = validateQuery(countQuery, req) as { vid?: string };
     if (vid === undefined) {
-      res.json(await inRedis(watches.count(identity.key), 'watch count'));
+      res.json(await inRedis(watches.count(identity.key), 'watch-count'));
       return;
     }
     await existingVideo(vid);
-    const [count] = await inRedis(Promise.all([watches.register(identity.key, vid), history.recordView(identity.key, vid)]), 'watch count');
+    const [count] = await inRedis(Promise.all([watches.register(identity.key, vid), history.recordView(identity.key, vid)]), 'watch-count');
     res.json(count);
   });
 
   router.post('/api/app/vid/view', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req);
-    await inRedis(history.recordView(identity.key, vid), 'view history');
+    await inRedis(history.recordView(identity.key, vid), 'view-history');
     res.json({ ok: true });
   });
 
   router.post('/api/app/recommend/vid/not-interested', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req);
-    await inRedis(history.markNotInterested(identity.key, vid), 'not-interested marks');
+    await inRedis(history.markNotInterested(identity.key, vid), 'not-interested');
     logger.info('video marked not interested', { requestId: requestIdOf(res), vid });
     res.json({ ok: true });
   });
 
   router.post('/api/app/recommend/vid/not-interested/undo', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req);
-    const removed = await inRedis(history.undoNotInterested(identity.key, vid), 'not-interested marks');
+    const removed = await inRedis(history.undoNotInterested(identity.key, vid), 'not-interested');
     res.json({ ok: true, removed: removed > 0 });
   });
 

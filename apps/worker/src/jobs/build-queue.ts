@@ -2,14 +2,13 @@
  * The BullMQ side of the daily build (SPEC R6): a Job Scheduler with the configured cron and
  * time zone, and a Worker that runs the build with progress, retries and backoff.
  */
-import { Queue, Worker, type Job } from 'bullmq';
-import IORedis, { Cluster } from 'ioredis';
-import type { Config } from '@feed/config';
+import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { parseBuildAt } from '@feed/domain';
 import type { Logger } from '@feed/logger';
 import { oncePerMessage, withLogContext } from '@feed/logger';
 import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../daily-build/daily-build';
 import { recordBuildMeta, type WorkerMetrics } from '../metrics';
+import { BullConnections, type BullConnection } from './bull-connection';
 
 export const BUILD_QUEUE = 'short-recommend-build';
 export const SCHEDULER_ID = 'daily-short-recommend-build';
@@ -55,24 +54,6 @@ export function lockAwareBackoff(attemptsMade: number, _type?: string, err?: Err
   return Math.round(2 ** (attemptsMade - 1) * BUILD_JOB_OPTIONS.backoff.delay);
 }
 
-export type BullConnection = IORedis | Cluster;
-
-/**
- * BullMQ's own connections use ioredis, its primary client: its node-redis adapter does not
- * drive a node-redis cluster client (jobs never ran on a Redis Cluster in our test).
- */
-export function bullConnectionFactory(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>): () => BullConnection {
-  const options = { maxRetriesPerRequest: null };
-  if (config.redisClusterNodes) {
-    const nodes = config.redisClusterNodes.map((node) => {
-      const [host, port] = node.split(':');
-      return { host, port: Number(port) };
-    });
-    return () => new Cluster(nodes, { redisOptions: options });
-  }
-  return () => new IORedis(config.redisUrl, options);
-}
-
 export interface BuildQueueOptions {
   /** Makes a new connection for BullMQ (see bullConnectionFactory). */
   connection: () => BullConnection;
@@ -86,10 +67,30 @@ export interface BuildQueueOptions {
   process?: boolean;
 }
 
-export function toBuildOptions(data: BuildJobData, timeZone: string): BuildOptions {
-  const at = data.at ? parseBuildAt(data.at, timeZone) : undefined;
-  if (at === null) throw new Error(`job data 'at' is not an ISO-8601 date or date-time: ${data.at}`);
-  return { at, force: Boolean(data.force), shadow: Boolean(data.shadow), switch: Boolean(data.switch) };
+/**
+ * Job data that cannot be built (from the dashboard's "Add job"): fails once, never retried
+ * (BullMQ's UnrecoverableError), counted as `result="invalid"`, not as a failed build.
+ */
+export class InvalidJobDataError extends UnrecoverableError {}
+
+const FLAGS = ['force', 'shadow', 'switch'] as const;
+
+export function toBuildOptions(data: unknown, timeZone: string): BuildOptions {
+  if (data === undefined || data === null) return {};
+  if (typeof data !== 'object' || Array.isArray(data)) throw new InvalidJobDataError(`job data must be a JSON object such as {"force": true}, got ${JSON.stringify(data)}`);
+  const fields = data as Record<string, unknown>;
+  const unknown = Object.keys(fields).filter((key) => key !== 'at' && !(FLAGS as readonly string[]).includes(key));
+  if (unknown.length > 0) throw new InvalidJobDataError(`job data has unknown field(s) ${unknown.join(', ')}; known: at, ${FLAGS.join(', ')}`);
+  for (const flag of FLAGS) {
+    if (fields[flag] !== undefined && typeof fields[flag] !== 'boolean') throw new InvalidJobDataError(`job data '${flag}' must be true or false, got ${JSON.stringify(fields[flag])}`);
+  }
+  let at: Date | undefined;
+  if (fields.at !== undefined) {
+    const parsed = typeof fields.at === 'string' ? parseBuildAt(fields.at, timeZone) : null;
+    if (!parsed) throw new InvalidJobDataError(`job data 'at' must be an ISO-8601 date or date-time string such as "2026-07-24", got ${JSON.stringify(fields.at)}`);
+    at = parsed;
+  }
+  return { at, force: fields.force === true, shadow: fields.shadow === true, switch: fields.switch === true };
 }
 
 /** A locked build's retry waits this long past the lock's expiry. */
@@ -104,6 +105,8 @@ const ERROR_LOG_INTERVAL_MS = 30_000;
 export interface BuildQueue {
   queue: Queue<BuildJobData>;
   worker?: Worker<BuildJobData, BuildResult>;
+  /** Creates the daily job scheduler, or puts it back (the controller calls it after Redis lost it). */
+  ensureScheduler(): Promise<void>;
   /** Stops taking jobs; an active build gets BUILD_SHUTDOWN_GRACE_MS, then is aborted (its lock released). */
   close(): Promise<void>;
 }
@@ -115,20 +118,15 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
   const { logger, metrics } = options;
   const activeBuilds = new Set<AbortController>();
   // BullMQ gets clients of its own (the worker's blocks on BZPOPMIN) and we close them after it.
-  const connections: BullConnection[] = [];
-  const connection = () => {
-    const client = options.connection();
-    connections.push(client);
-    return client;
-  };
+  const connections = new BullConnections(options.connection);
+  const connection = connections.next;
   // Jobs added by hand in the dashboard get the same retries and backoff as scheduled ones.
   const queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connection(), prefix: options.prefix, defaultJobOptions: BUILD_JOB_OPTIONS });
   queue.on('error', errorLogger(logger, 'queue'));
-  await queue.upsertJobScheduler(
-    SCHEDULER_ID,
-    { pattern: options.cron, tz: options.timeZone },
-    { name: 'daily-build', data: {}, opts: BUILD_JOB_OPTIONS },
-  );
+  const ensureScheduler = async () => {
+    await queue.upsertJobScheduler(SCHEDULER_ID, { pattern: options.cron, tz: options.timeZone }, { name: 'daily-build', data: {}, opts: BUILD_JOB_OPTIONS });
+  };
+  await ensureScheduler();
   logger.info('daily build scheduled', { cron: options.cron, tz: options.timeZone });
 
   let worker: Worker | undefined;
@@ -141,8 +139,15 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
           const abort = new AbortController();
           activeBuilds.add(abort);
           try {
+            let buildOptions: BuildOptions;
+            try {
+              buildOptions = toBuildOptions(job.data, options.timeZone);
+            } catch (err) {
+              metrics.builds.inc({ result: 'invalid' });
+              throw err;
+            }
             const result = await runDailyBuild(options.deps, {
-              ...toBuildOptions(job.data ?? {}, options.timeZone),
+              ...buildOptions,
               signal: abort.signal,
               onProgress: (phase, percent) => job.updateProgress({ phase, percent }),
             });
@@ -155,7 +160,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
             }
             return result;
           } catch (err) {
-            if (err instanceof BuildLockedError) throw err;
+            if (err instanceof BuildLockedError || err instanceof InvalidJobDataError) throw err;
             endTimer({ result: 'failed' });
             metrics.builds.inc({ result: 'failed' });
             throw err;
@@ -171,6 +176,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
   return {
     queue,
     worker,
+    ensureScheduler,
     async close() {
       const abortAfterGrace = setTimeout(() => {
         for (const build of activeBuilds) build.abort(new Error('worker shutting down: build aborted, lock released'));
@@ -178,17 +184,15 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
       // BullMQ's close waits on Redis; with Redis gone it would wait forever, so it is bounded:
       // the grace for an active build (then its abort), or a short wait when idle.
       const bound = (activeBuilds.size > 0 ? BUILD_SHUTDOWN_GRACE_MS : 0) + CLOSE_SETTLE_MS;
-      const closing = (async () => {
-        await worker?.close();
-        await queue.close();
-      })();
-      closing.catch(() => undefined);
-      let timer: NodeJS.Timeout | undefined;
-      const closed = await Promise.race([closing.then(() => true, () => false), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), bound)))]);
-      clearTimeout(timer);
+      await connections.closeWithin(
+        bound,
+        async () => {
+          await worker?.close();
+          await queue.close();
+        },
+        logger,
+      );
       clearTimeout(abortAfterGrace);
-      if (!closed) logger.warn('bullmq did not close in time (Redis unreachable?), disconnecting', { boundMs: bound });
-      await Promise.all(connections.map((c) => (closed ? c.quit().catch(() => c.disconnect()) : c.disconnect())));
     },
   };
 }

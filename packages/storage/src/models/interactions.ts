@@ -1,7 +1,7 @@
 /**
  * Interaction records (SPEC D1, R3): one collection per kind, each with the uniqueness that makes
- * "first success" decidable. `counted` says whether the record's one recommend* increment has
- * been applied; `opId` makes that increment idempotent on the video (see recommend-counters.ts).
+ * "first success" decidable. Records are never deleted: unlike, uncollect and comment deletion
+ * clear `active`. How the video's counters follow them exactly once: counters/counter-tally.ts.
  */
 import { Schema, Types, type Connection, type Model } from 'mongoose';
 
@@ -9,17 +9,22 @@ export interface CountedRecord {
   _id: Types.ObjectId;
   userId: string;
   videoId: Types.ObjectId;
-  /** Whether the recommend* increment of this record has been applied. */
+  /** Contributes to the display counter now (liked, collected, published, shared). */
+  active: boolean;
+  /** The video's recommend* counter includes this record (never reverts). */
   counted: boolean;
-  /** Idempotency token of that increment. */
-  opId: Types.ObjectId;
+  /** The video's display counter includes this record as active. */
+  shown: boolean;
+  /** The tally that last counted this record (fences a late finalize of an older tally). */
+  tallyAt: number;
+  /** `active` changed and the counters do not follow yet: the next tally of the video counts it. */
+  dirty: boolean;
+  /** When `dirty` was last set (the repair job takes records left dirty for a while). */
+  changedAt: Date;
   createdAt: Date;
 }
 
-export interface ToggleRecord extends CountedRecord {
-  /** Liked / collected now (unlike and uncollect clear it; the record stays for "first"). */
-  active: boolean;
-}
+export type ToggleRecord = CountedRecord;
 
 export interface CommentRecord extends CountedRecord {
   content: string;
@@ -30,25 +35,35 @@ export interface CommentRecord extends CountedRecord {
 
 export type ShareRecord = CountedRecord;
 
-const counted = {
+const countedFields = {
   userId: { type: String, required: true },
   videoId: { type: Schema.Types.ObjectId, required: true },
+  active: { type: Boolean, default: true },
   counted: { type: Boolean, default: false },
-  opId: { type: Schema.Types.ObjectId, required: true },
+  shown: { type: Boolean, default: false },
+  tallyAt: { type: Number, default: 0 },
+  dirty: { type: Boolean, default: true },
+  changedAt: { type: Date, default: () => new Date() },
   createdAt: { type: Date, default: () => new Date() },
 };
 
+/** The tally reads a video's dirty records; the repair job finds records left dirty. */
+function indexForTally(schema: Schema) {
+  schema.index({ videoId: 1, dirty: 1 });
+  schema.index({ dirty: 1, changedAt: 1 });
+}
+
 function toggleSchema(collection: string) {
-  const schema = new Schema<ToggleRecord>({ ...counted, active: { type: Boolean, default: true } }, { collection, versionKey: false });
+  const schema = new Schema<ToggleRecord>(countedFields, { collection, versionKey: false });
   // A user likes (collects) a video at most once in its lifetime: the record is the proof.
   schema.index({ userId: 1, videoId: 1 }, { unique: true });
-  schema.index({ counted: 1, createdAt: 1 });
+  indexForTally(schema);
   return schema;
 }
 
 const commentSchema = new Schema<CommentRecord>(
   {
-    ...counted,
+    ...countedFields,
     content: { type: String, required: true },
     status: { type: String, enum: ['published', 'deleted'], default: 'published' },
     idempotencyKey: { type: String, required: true },
@@ -56,11 +71,11 @@ const commentSchema = new Schema<CommentRecord>(
   { collection: 'comments', versionKey: false },
 );
 commentSchema.index({ userId: 1, idempotencyKey: 1 }, { unique: true });
-commentSchema.index({ counted: 1, createdAt: 1 });
+indexForTally(commentSchema);
 
-const shareSchema = new Schema<ShareRecord>(counted, { collection: 'shares', versionKey: false });
+const shareSchema = new Schema<ShareRecord>(countedFields, { collection: 'shares', versionKey: false });
 shareSchema.index({ userId: 1, videoId: 1 }, { unique: true });
-shareSchema.index({ counted: 1, createdAt: 1 });
+indexForTally(shareSchema);
 
 function model<T>(connection: Connection, name: string, schema: Schema<T>): Model<T> {
   return (connection.models[name] as Model<T> | undefined) ?? connection.model<T>(name, schema);

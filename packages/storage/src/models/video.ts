@@ -34,8 +34,8 @@ const videoSchema = new Schema(
     recommendShareCount: { type: Number, default: 0 },
     recommendScore: { type: Number, default: 0 },
     recommendScoreAt: { type: Date },
-    // Op ids of the most recent recommend* increments: makes each increment idempotent (R3).
-    recommendOps: { type: [Schema.Types.ObjectId], default: undefined, select: false },
+    // Per kind of interaction, the last tally that moved the counters above (R3, counters/counter-tally.ts).
+    counterTally: { type: Schema.Types.Mixed, select: false },
     // Set by `pnpm cli init-history` (R5) once this video's counters were initialised.
     recommendInitVersion: { type: Number },
   },

@@ -1,0 +1,190 @@
+/**
+ * Exactly-once interaction counters (SPEC R3), without transactions.
+ *
+ * The records are the truth. A record (one per first success: user + video for likes, collects
+ * and shares, user + Idempotency-Key for comments) carries three facts about itself:
+ *   - `active`: whether it contributes to the display counter now (liked, published, shared);
+ *   - `counted`: whether the video's recommend* counter includes it (never reverts);
+ *   - `shown`: whether the video's display counter includes it as active.
+ * Any change of `active` sets `dirty` in the same single-document update. A *tally* moves the
+ * dirty records of one video and kind into the video's counters:
+ *
+ *   1. read the video's tally state {seq, batch} for the kind;
+ *   2. finalize `batch` (the records the last tally counted): set counted, shown and
+ *      `tallyAt = seq` on each record whose `tallyAt < seq` (the fence against a late finalize);
+ *   3. read the video's dirty records (at most TALLY_BATCH);
+ *   4. compare-and-set on the video: where the tally's seq is still `seq`, set {seq + 1, batch:
+ *      these records and the state counted for each} and `$inc` both counters by their deltas,
+ *      in one single-document update;
+ *   5. finalize the new batch (step 2 for seq + 1).
+ *
+ * Why it holds at every crash point: the only write that changes a counter is step 4, and it
+ * names the exact records it counts in the same atomic update. Until that batch is finalized,
+ * the video itself says which records are counted (they are its `batch`); no tally can move the
+ * video past `seq + 1` without first finalizing them (step 2 precedes every step 4), so a record
+ * outside the current batch is counted exactly when its own fields say so. A tally that read
+ * stale state loses the compare-and-set and starts again. Nothing depends on a window of recent
+ * operations or on timing: a crash leaves either dirty records (counted by the next tally of that
+ * video, by a retry, or by the repair job) or an unfinalized batch (finalized by the next tally).
+ * Under contention one tally counts the dirty records of many requests at once.
+ */
+import type { Model, Types } from 'mongoose';
+import type { VideoModel } from '../models/video';
+import type { CountedRecord, InteractionModels } from '../models/interactions';
+
+/** The counters each kind of record moves: recommend* (monotonic) and the display counter. */
+export const COUNTER_KINDS = {
+  likes: { recommend: 'recommendLikeCount', display: 'likeCount' },
+  collects: { recommend: 'recommendCollectCount', display: 'collectCount' },
+  comments: { recommend: 'recommendCommentCount', display: 'commentCount' },
+  shares: { recommend: 'recommendShareCount', display: 'shareCount' },
+} as const;
+
+export type CounterKind = keyof typeof COUNTER_KINDS;
+export type CounterName = (typeof COUNTER_KINDS)[CounterKind]['recommend' | 'display'];
+
+/** Records counted by one compare-and-set at most: bounds the batch kept on the video. */
+export const TALLY_BATCH = 200;
+/** Compare-and-set attempts of one tally before it leaves the rest to the repair job. */
+const MAX_ATTEMPTS = 50;
+
+/** A record as the last tally counted it: its id and whether it was counted as active. */
+interface BatchEntry {
+  r: Types.ObjectId;
+  to: boolean;
+}
+
+interface TallyState {
+  seq: number;
+  batch: BatchEntry[];
+}
+
+export interface CounterHooks {
+  /** Test hook: runs after the record write and before the tally (a crash there leaves it dirty). */
+  afterRecord?: () => Promise<void>;
+  /** Test hook: runs after the counters' compare-and-set and before its batch is finalized. */
+  afterTally?: () => Promise<void>;
+}
+
+export interface TallyOutcome {
+  /** Records this call's compare-and-sets counted, with the deltas they applied. */
+  records: Types.ObjectId[];
+  recommend: number;
+  display: number;
+}
+
+/** The fields every new record starts with: dirty, nothing counted yet. */
+export function freshRecordFields(now = new Date()) {
+  return { counted: false, shown: false, tallyAt: 0, dirty: true, changedAt: now, createdAt: now };
+}
+
+async function readTally(videos: VideoModel, videoId: Types.ObjectId, kind: CounterKind): Promise<TallyState | null> {
+  const doc = await videos
+    .findById(videoId)
+    .select({ [`counterTally.${kind}`]: 1 })
+    .lean<{ counterTally?: Partial<Record<CounterKind, TallyState>> }>();
+  if (!doc) return null;
+  const state = doc.counterTally?.[kind];
+  return { seq: state?.seq ?? 0, batch: state?.batch ?? [] };
+}
+
+/** Steps 2 and 5: the batch's records learn that tally `seq` counted them (idempotent, fenced by tallyAt). */
+async function finalize(records: Model<CountedRecord>, { seq, batch }: TallyState): Promise<void> {
+  const writes = [true, false].flatMap((to) => {
+    const ids = batch.filter((entry) => entry.to === to).map((entry) => entry.r);
+    if (ids.length === 0) return [];
+    const reflected = { counted: true, shown: to, tallyAt: seq };
+    const fenced = { _id: { $in: ids }, tallyAt: { $lt: seq } };
+    // A record toggled since it was counted stays dirty: the next tally counts the change.
+    return [
+      records.updateMany({ ...fenced, active: to }, { $set: { ...reflected, dirty: false } }),
+      records.updateMany({ ...fenced, active: !to }, { $set: { ...reflected, dirty: true } }),
+    ];
+  });
+  await Promise.all(writes);
+}
+
+/**
+ * Counts the dirty records of one video and kind into its counters (the protocol above).
+ * Safe to run at any time, concurrently, from any process, as often as wanted.
+ */
+export async function tallyCounters(
+  videos: VideoModel,
+  models: InteractionModels,
+  kind: CounterKind,
+  videoId: Types.ObjectId,
+  hooks: CounterHooks = {},
+): Promise<TallyOutcome> {
+  const records = models[kind] as Model<CountedRecord>;
+  const { recommend: recommendField, display: displayField } = COUNTER_KINDS[kind];
+  const outcome: TallyOutcome = { records: [], recommend: 0, display: 0 };
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const state = await readTally(videos, videoId, kind);
+    if (!state) return outcome;
+    await finalize(records, state);
+    const dirty = await records
+      .find({ videoId, dirty: true })
+      .select({ active: 1, counted: 1, shown: 1 })
+      .limit(TALLY_BATCH)
+      .lean<CountedRecord[]>();
+    if (dirty.length === 0) return outcome;
+    let recommend = 0;
+    let display = 0;
+    const batch = dirty.map((record) => {
+      if (!record.counted) recommend++;
+      if (record.active !== record.shown) display += record.active ? 1 : -1;
+      return { r: record._id, to: record.active };
+    });
+    const next: TallyState = { seq: state.seq + 1, batch };
+    const swapped = await videos.updateOne(
+      { _id: videoId, [`counterTally.${kind}.seq`]: state.seq === 0 ? { $exists: false } : state.seq },
+      { $set: { [`counterTally.${kind}`]: next }, $inc: { [recommendField]: recommend, [displayField]: display } },
+    );
+    if (swapped.modifiedCount !== 1) continue; // another tally moved first: read again
+    outcome.records.push(...batch.map((entry) => entry.r));
+    outcome.recommend += recommend;
+    outcome.display += display;
+    await hooks.afterTally?.();
+    await finalize(records, next);
+    if (dirty.length < TALLY_BATCH) return outcome;
+  }
+  return outcome;
+}
+
+export interface RepairOptions {
+  /** Only records dirty for at least this long (younger ones are being tallied by their request). */
+  minAgeMs?: number;
+  /** Videos tallied per kind and run: bounds the work of one run. */
+  maxVideos?: number;
+  /** Called per tally that counted something left behind. */
+  onRepair?: (repair: { kind: CounterKind; videoId: Types.ObjectId } & TallyOutcome) => void;
+}
+
+export type RepairReport = Record<CounterName, number>;
+
+/**
+ * The repair job's work: tallies the videos that have records left dirty by a crash. Returns how
+ * many records each counter gained or lost by it (0 everywhere when nothing was left behind).
+ */
+export async function repairPendingCounters(videos: VideoModel, models: InteractionModels, options: RepairOptions = {}): Promise<RepairReport> {
+  const { minAgeMs = 30_000, maxVideos = 500 } = options;
+  const report = Object.fromEntries(Object.values(COUNTER_KINDS).flatMap((c) => [[c.recommend, 0], [c.display, 0]])) as RepairReport;
+  const before = new Date(Date.now() - minAgeMs);
+  for (const kind of Object.keys(COUNTER_KINDS) as CounterKind[]) {
+    const records = models[kind] as Model<CountedRecord>;
+    const left = await records
+      .find({ dirty: true, changedAt: { $lte: before } })
+      .select({ videoId: 1 })
+      .limit(maxVideos * 10)
+      .lean<CountedRecord[]>();
+    const videoIds = [...new Map(left.map((record) => [record.videoId.toHexString(), record.videoId])).values()].slice(0, maxVideos);
+    for (const videoId of videoIds) {
+      const outcome = await tallyCounters(videos, models, kind, videoId);
+      if (outcome.records.length === 0) continue;
+      report[COUNTER_KINDS[kind].recommend] += outcome.recommend;
+      report[COUNTER_KINDS[kind].display] += Math.abs(outcome.display);
+      options.onRepair?.({ kind, videoId, ...outcome });
+    }
+  }
+  return report;
+}
