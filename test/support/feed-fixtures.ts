@@ -17,5 +17,5 @@ export async function publishQueue(redis: Redis, keys: RedisKeys, version: strin
   await redis.hSet(keys.meta(version), { version, length: String(ids.length), startOffset: '0', generatedAt: new Date().toISOString() });
   await redis.expire(keys.queue(version), 3600);
   await redis.expire(keys.meta(version), 3600);
-  if (options.makeCurrent !== false) await makeCurrent(redis, keys, version);
+  if (options.makeCurrent !== false) await makeCurrent(redis, keys, version, true);
 }

@@ -42,6 +42,12 @@ afterAll(async () => {
   await s.cleanup();
 });
 
+/** feed_builds_total for one result. */
+async function counted(result: string): Promise<number> {
+  const metric = await metrics.builds.get();
+  return metric.values.find((v) => v.labels.result === result)?.value ?? 0;
+}
+
 describe('BullMQ build job', () => {
   it('when the worker starts, then the daily job scheduler exists with the configured cron and time zone', async () => {
     const scheduler = await jobs.queue.getJobScheduler(SCHEDULER_ID);
@@ -83,10 +89,23 @@ describe('BullMQ build job', () => {
     expect((await jobs.queue.getJob(job.id!))?.attemptsMade).toBe(1);
   });
 
-  it('when the job data has a bad date, then the job fails with a clear reason and current is untouched', async () => {
+  it.each([
+    [{ at: 'garbage' }, /'at' must be an ISO-8601 date/],
+    [{ at: 12345 }, /'at' must be an ISO-8601 date or date-time string .* got 12345/],
+    [{ force: 'yes' }, /'force' must be true or false/],
+    [{ version: '20260724' }, /unknown field\(s\) version/],
+  ])('when the dashboard adds a job with bad data %j, then it fails once with a clear reason, counts as invalid, not failed', async (data, reason) => {
     const before = await s.redis.get(s.keys.current);
-    const job = await jobs.queue.add('bad', { at: 'yesterday' }, { attempts: 1 });
-    await expect(job.waitUntilFinished(events, 30_000)).rejects.toThrow(/not an ISO-8601 date/);
+    const failedBefore = await counted('failed');
+    const invalidBefore = await counted('invalid');
+    // The dashboard's "Add job" gets the queue's default options: three attempts.
+    const job = await jobs.queue.add('manual-rebuild', data as never);
+    await expect(job.waitUntilFinished(events, 30_000)).rejects.toThrow(reason);
+    const finished = await jobs.queue.getJob(job.id!);
+    expect(finished?.attemptsMade).toBe(1);
+    expect(await finished?.getState()).toBe('failed');
+    expect(await counted('invalid')).toBe(invalidBefore + 1);
+    expect(await counted('failed')).toBe(failedBefore);
     expect(await s.redis.get(s.keys.current)).toBe(before);
   });
 });

@@ -200,12 +200,14 @@ describe('daily build', () => {
     const first = await runDailyBuild(deps, { at: yesterday });
     const previousQueue = await queueOf(first.version);
 
-    const failing = { ...deps, beforeSwitch: () => Promise.reject(new Error('injected failure')) };
+    const failing: BuildDeps = { ...deps, at: async (point) => (point === 'before-publish' ? Promise.reject(new Error('injected failure')) : undefined) };
     await expect(runDailyBuild(failing, { at: AT })).rejects.toThrow('injected failure');
     expect(await s.redis.get(s.keys.current)).toBe(first.version);
     expect(await queueOf(first.version)).toEqual(previousQueue);
     expect(await s.redis.exists(s.keys.queue(VERSION))).toBe(0);
-    expect(await s.redis.exists(s.keys.queueStaging(VERSION))).toBe(0);
+    const staged: string[] = [];
+    for await (const batch of s.redis.scanKeys(`*${s.prefix}*staging*`)) staged.push(...batch);
+    expect(staged).toEqual([]);
     expect(await s.redis.exists(s.keys.buildLock(VERSION))).toBe(0);
 
     const retry = await runDailyBuild(deps, { at: AT });
@@ -223,18 +225,39 @@ describe('daily build', () => {
     expect((await runDailyBuild(deps, { at: AT })).status).toBe('built');
   });
 
-  it('when the lock is held by another owner, then release never deletes it', async () => {
+  it('when the lock is lost mid-build to another owner, then nothing is published and neither the lock nor the new owner\'s staging is touched', async () => {
     await seed(30, 0);
-    const stealing = {
+    const othersStaging = s.keys.queueStaging(VERSION, 'other-owner');
+    const stealing: BuildDeps = {
       ...deps,
-      // The lock expires and another worker takes it during our build.
-      beforeSwitch: async () => {
+      // The lock expires and another worker takes it, and starts writing, during our build.
+      at: async (point) => {
+        if (point !== 'before-publish') return;
         await s.redis.set(s.keys.buildLock(VERSION), 'other-owner');
+        await s.redis.rPush(othersStaging, 'their-work');
       },
     };
-    await expect(runDailyBuild(stealing, { at: AT })).rejects.toThrow('build lock expired');
+    await expect(runDailyBuild(stealing, { at: AT })).rejects.toThrow(/LOCK_LOST/);
     expect(await s.redis.get(s.keys.buildLock(VERSION))).toBe('other-owner');
+    expect(await s.redis.lRange(othersStaging, 0, -1)).toEqual(['their-work']);
     expect(await s.redis.get(s.keys.current)).toBeNull();
+    expect(await s.redis.exists([s.keys.queue(VERSION), s.keys.meta(VERSION)])).toBe(0);
+  });
+
+  it('when an older version\'s build finishes after a newer one became current, then current stays on the newer version', async () => {
+    await seed(30, 0);
+    const yesterday = new Date(AT.getTime() - DAY);
+    const older = versionFor(yesterday, 'Asia/Shanghai');
+    // While yesterday's build is between its write and its publish, today's build completes.
+    const racing: BuildDeps = { ...deps, at: async (point) => void (point === 'before-publish' && (await runDailyBuild(deps, { at: AT }))) };
+    const result = await runDailyBuild(racing, { at: yesterday });
+    expect(result).toMatchObject({ version: older, status: 'superseded' });
+    expect(await s.redis.get(s.keys.current)).toBe(VERSION);
+    expect(await s.redis.lLen(s.keys.queue(older))).toBe(30);
+    // An explicit switch still moves current back.
+    expect((await runDailyBuild(deps, { at: yesterday, switch: true, force: true })).status).toBe('built');
+    expect(await s.redis.get(s.keys.current)).toBe(older);
+    expect(await s.redis.get(s.keys.previous)).toBe(VERSION);
   });
 
   it('when built in shadow mode, then the version is verified on keys of its own and current does not switch', async () => {

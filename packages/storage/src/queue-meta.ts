@@ -13,6 +13,8 @@ export interface QueueMeta {
   newCount: number;
   finalCount: number;
   duplicateCount: number;
+  /** Eligible documents the build skipped or read with a field taken as 0, by reason (R1a). */
+  documentIssues: Record<string, number>;
   /** Run-length block composition (high vs new per block). */
   blocks: BlockRun[];
   builtAt: string;
@@ -34,6 +36,7 @@ export function encodeMeta(meta: QueueMeta): Record<string, string> {
     newCount: String(meta.newCount),
     finalCount: String(meta.finalCount),
     duplicateCount: String(meta.duplicateCount),
+    documentIssues: JSON.stringify(meta.documentIssues),
     blocks: JSON.stringify(meta.blocks),
     builtAt: meta.builtAt,
     shadow: meta.shadow ? '1' : '0',
@@ -54,6 +57,7 @@ export function decodeMeta(fields: Record<string, string>): QueueMeta | null {
     newCount: Number(fields.newCount),
     finalCount: Number(fields.finalCount),
     duplicateCount: Number(fields.duplicateCount),
+    documentIssues: JSON.parse(fields.documentIssues ?? '{}') as Record<string, number>,
     blocks: JSON.parse(fields.blocks ?? '[]') as BlockRun[],
     builtAt: fields.builtAt,
     switchedAt: fields.switchedAt,

@@ -12,8 +12,8 @@ export function createRedisKeys(prefix = '') {
   return {
     /** STRING: the version the API serves. */
     current: `${p}current`,
-    /** STRING: the version that was current before the last switch (R17's first fallback). */
-    previous: `${p}previous`,
+    /** STRING: the version that was current before the last switch (R17's first fallback); current's slot. */
+    previous: `{${p}current}:previous`,
     /** HASH enabled, percent: on-call's run-time override of the rollout (R16); absent = environment. */
     rollout: `${p}rollout`,
     /** STRING owner token with expiry: the worker replica that runs the desired-state controller (R21). */
@@ -24,9 +24,9 @@ export function createRedisKeys(prefix = '') {
     shadow: `${p}shadow`,
     /** LIST of 24-hex video ids in queue order. */
     queue: (version: string) => `${p}queue:{${version}}`,
-    /** Where a build writes the queue before verifying it and RENAMEing it into place (same slot). */
-    queueStaging: (version: string) => `${p}queue:{${version}}:staging`,
-    metaStaging: (version: string) => `${p}meta:{${version}}:staging`,
+    /** Where one build (named by its lock token) writes the queue and meta before publishing them (same slot). */
+    queueStaging: (version: string, build: string) => `${p}queue:{${version}}:staging:${build}`,
+    metaStaging: (version: string, build: string) => `${p}meta:{${version}}:staging:${build}`,
     /** A shadow build's queue and meta (R20): keys of its own in the version's slot, never read by the API. */
     shadowQueue: (version: string) => `${p}queue:{${version}}:shadow`,
     shadowMeta: (version: string) => `${p}meta:{${version}}:shadow`,
@@ -44,8 +44,8 @@ export function createRedisKeys(prefix = '') {
     watches: (user: string, day: string) => `${p}watches:{${user}}:${day}`,
     /** SET of eligible ids for the legacy random feed (R17); name kept from the old service. */
     legacyIds: `${prefix}short-videos-all-ids-list`,
-    /** The hash tag is the legacy key's whole name, so both share a slot and RENAME works. */
-    legacyIdsStaging: `{${prefix}short-videos-all-ids-list}:staging`,
+    /** One build's refill of the legacy set; the hash tag is the legacy key's whole name, so both share a slot and RENAME works. */
+    legacyIdsStaging: (build: string) => `{${prefix}short-videos-all-ids-list}:staging:${build}`,
     /** Prefix for BullMQ's keys; the braces keep each queue's keys in one cluster slot. */
     bullPrefix: `${prefix}{bull}`,
   };

@@ -1,13 +1,16 @@
 /** The version pointers (SPEC R10, R17): `current`, and the one before it as `previous`. */
+import { runScript } from './lua-scripts';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
 
+export type SwitchOutcome = { switched: true; replaced: string | null } | { switched: false; current: string };
+
 /**
- * Makes `version` current with one `SET ... GET`; the version it replaces becomes `previous`
- * (R17's first fallback). Returns that replaced version, or null.
+ * Makes `version` current by compare-and-set (`lua/switch-current.lua`): refused when current
+ * holds a newer version, unless `allowOlder`. The version it replaces becomes `previous` (R17's
+ * first fallback) in the same step.
  */
-export async function makeCurrent(redis: Redis, keys: RedisKeys, version: string): Promise<string | null> {
-  const previous = await redis.set(keys.current, version, { GET: true });
-  if (previous && previous !== version) await redis.set(keys.previous, previous);
-  return previous;
+export async function makeCurrent(redis: Redis, keys: RedisKeys, version: string, allowOlder = false): Promise<SwitchOutcome> {
+  const [switched, other] = await runScript<[number, string | null]>(redis, 'switch-current', [keys.current, keys.previous], [version, allowOlder ? '1' : '0']);
+  return switched === 1 ? { switched: true, replaced: other ?? null } : { switched: false, current: other! };
 }

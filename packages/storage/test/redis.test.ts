@@ -49,7 +49,9 @@ describe('Redis client and Lua loader', () => {
     expect(keys.meta('20260724')).toBe('recommend:short:meta:{20260724}');
     expect(keys.buildLock('20260724')).toBe('recommend:short:build-lock:{20260724}');
     expect(keys.legacyIds).toBe('short-videos-all-ids-list');
-    expect(keys.legacyIdsStaging).toBe('{short-videos-all-ids-list}:staging');
+    expect(keys.legacyIdsStaging('t1')).toBe('{short-videos-all-ids-list}:staging:t1');
+    // previous shares current's slot, so one script moves both (R10).
+    expect(keys.previous).toBe('{recommend:short:current}:previous');
     expect(keys.views('u:1')).toMatch(/\{u:1\}$/);
     expect(keys.notInterested('u:1')).toMatch(/\{u:1\}$/);
   });

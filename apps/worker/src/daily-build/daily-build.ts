@@ -11,9 +11,9 @@
 import type { Config } from '@feed/config';
 import type { Logger } from '@feed/logger';
 import { assembleQueue, splitPools, summarizeBlocks, versionFor, type CandidateColumns } from '@feed/domain';
-import { encodeMeta, makeCurrent, slotKeys, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { encodeMeta, makeCurrent, runScript, slotKeys, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type SwitchOutcome, type VideoModel } from '@feed/storage';
 import { acquireBuildLock, type BuildLock } from './build-lock';
-import { readCandidates } from './read-candidates';
+import { readCandidates, type DocumentIssues } from './read-candidates';
 import { writeBackScores } from './score-write-back';
 import { writeIds } from './write-ids';
 
@@ -47,8 +47,8 @@ export interface BuildDeps {
   lockTtlMs: number;
   /** The clock that says which version is today's (tests fix it). */
   now?: () => Date;
-  /** Test hook: runs between the queue write and the switch, to inject failures. */
-  beforeSwitch?: () => Promise<void>;
+  /** Test hook: runs at each point of the publish sequence, to inject failures and process kills. */
+  at?: (point: PublishPoint) => Promise<void>;
 }
 
 /** The build's dependencies for a process configured by `config`. */
@@ -59,7 +59,10 @@ export function buildDepsFrom(
   return { ...stores, businessTimeZone: config.businessTimeZone, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs };
 }
 
-export type BuildStatus = 'built' | 'shadow' | 'already-current' | 'locked';
+/** The points between the commands that publish a build, where a crash may stop it. */
+export type PublishPoint = 'before-publish' | 'after-publish' | 'after-switch' | 'after-legacy';
+
+export type BuildStatus = 'built' | 'shadow' | 'superseded' | 'already-current' | 'locked';
 
 export interface BuildResult {
   version: string;
@@ -137,7 +140,7 @@ interface AssembledBuild {
   meta: QueueMeta;
 }
 
-function assemble(candidates: CandidateColumns, generatedAt: Date, version: string, shadow: boolean): AssembledBuild {
+function assemble(candidates: CandidateColumns, documentIssues: DocumentIssues, generatedAt: Date, version: string, shadow: boolean): AssembledBuild {
   const duplicateCount = candidates.countDuplicateIds();
   if (duplicateCount > 0) throw new BuildVerificationError(`read ${duplicateCount} duplicate video ids`);
   const pools = splitPools(candidates, generatedAt.getTime());
@@ -152,6 +155,7 @@ function assemble(candidates: CandidateColumns, generatedAt: Date, version: stri
     newCount: pools.fresh.length,
     finalCount: order.length,
     duplicateCount,
+    documentIssues,
     blocks: summarizeBlocks(blocks),
     builtAt: new Date().toISOString(),
     shadow,
@@ -159,60 +163,92 @@ function assemble(candidates: CandidateColumns, generatedAt: Date, version: stri
   return { candidates, order, meta };
 }
 
-/** Staging keys of this version: where the queue and meta are written before verification. */
-async function writeStaging(deps: BuildDeps, build: AssembledBuild, signal?: AbortSignal): Promise<void> {
-  const { redis, keys } = deps;
-  const { version } = build.meta;
-  await redis.del([keys.queueStaging(version), keys.metaStaging(version)]);
-  await writeIds(redis, keys.queueStaging(version), build.candidates, build.order, 'RPUSH', signal);
-  await redis.hSet(keys.metaStaging(version), encodeMeta(build.meta));
+/** This build's staging keys: its lock token in their names, so no other build ever touches them. */
+function stagingKeys(deps: BuildDeps, version: string, lock: BuildLock) {
+  const { keys } = deps;
+  return { queue: keys.queueStaging(version, lock.token), meta: keys.metaStaging(version, lock.token), legacy: keys.legacyIdsStaging(lock.token) };
+}
+
+/** Staged keys expire like published ones: a build killed before publishing leaves nothing for ever. */
+async function writeStaging(deps: BuildDeps, build: AssembledBuild, lock: BuildLock, signal?: AbortSignal): Promise<void> {
+  const staging = stagingKeys(deps, build.meta.version, lock);
+  await writeIds(deps.redis, staging.queue, build.candidates, build.order, 'RPUSH', signal);
+  await deps.redis.hSet(staging.meta, encodeMeta(build.meta));
+  await Promise.all([staging.queue, staging.meta].map((key) => deps.redis.expire(key, deps.keyTtlHours * 3600)));
 }
 
 async function verifyStaging(deps: BuildDeps, build: AssembledBuild, lock: BuildLock): Promise<void> {
-  const { redis, keys } = deps;
+  const { redis } = deps;
   const { version, length } = build.meta;
-  const written = await redis.lLen(keys.queueStaging(version));
-  if (written !== length || Number(await redis.hGet(keys.metaStaging(version), 'length')) !== written) {
+  const staging = stagingKeys(deps, version, lock);
+  const written = await redis.lLen(staging.queue);
+  if (written !== length || Number(await redis.hGet(staging.meta, 'length')) !== written) {
     throw new BuildVerificationError(`queue length ${written} != meta.length ${length}`);
   }
-  await deps.beforeSwitch?.();
   // An empty queue is never published: the API would have nothing to serve.
   if (length === 0) throw new BuildVerificationError('no eligible videos: refusing to publish an empty queue');
-  if (!(await lock.stillOwned())) throw new BuildVerificationError('build lock expired before the switch');
+  // Whether the lock is still ours is checked by the publish script itself, atomically.
+  await deps.at?.('before-publish');
 }
 
-/** RENAMEs staging onto the version's keys in `slot` (same slot: atomic) and counts their expiry from now (R10). */
-async function moveStaging(deps: BuildDeps, version: string, slot: QueueSlot, alsoExpire: string[] = []): Promise<void> {
+/**
+ * Publishes the staged queue and meta as the version's keys in `slot`, with their expiry (72 h
+ * from now, R10), in one script that first checks the lock is still ours (`lua/publish-version.lua`).
+ */
+async function publish(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, slot: QueueSlot): Promise<void> {
   const { redis, keys } = deps;
+  const { version } = meta;
+  const staging = stagingKeys(deps, version, lock);
   const target = slotKeys(keys, version, slot);
-  await redis.rename(keys.queueStaging(version), target.queue);
-  await redis.rename(keys.metaStaging(version), target.meta);
-  await Promise.all([target.queue, target.meta, ...alsoExpire].map((key) => redis.expire(key, deps.keyTtlHours * 3600)));
+  const publishKeys = [keys.buildLock(version), staging.queue, staging.meta, target.queue, target.meta];
+  // A shadow never touches what readers of the version use: its offsets among them (R20).
+  if (slot === 'live') publishKeys.push(keys.offset(version));
+  try {
+    await runScript(redis, 'publish-version', publishKeys, [lock.token, String(deps.keyTtlHours * 3600), String(meta.length)]);
+  } catch (err) {
+    if (err instanceof Error && /LOCK_LOST|LENGTH_MISMATCH/.test(err.message)) throw new BuildVerificationError(err.message);
+    throw err;
+  }
 }
 
 /** R20: the shadow's own keys; the version's live queue, meta and offsets are never touched. */
-async function publishShadow(deps: BuildDeps, version: string): Promise<void> {
-  await moveStaging(deps, version, 'shadow');
-  await deps.redis.set(deps.keys.shadow, version);
+async function publishShadow(deps: BuildDeps, meta: QueueMeta, lock: BuildLock): Promise<void> {
+  await publish(deps, meta, lock, 'shadow');
+  await deps.redis.set(deps.keys.shadow, meta.version);
 }
 
-/** Moves the queue into place and switches `current`, keeping the one before as `previous`. */
-async function switchCurrent(deps: BuildDeps, meta: QueueMeta): Promise<string | null> {
+/**
+ * Publishes the version, then moves `current` to it by compare-and-set: refused when current
+ * already holds a newer version (another build won), unless `allowOlder` (an explicit switch).
+ */
+async function switchCurrent(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, allowOlder: boolean): Promise<SwitchOutcome> {
   const { redis, keys } = deps;
-  const { version } = meta;
-  await moveStaging(deps, version, 'live', [keys.offset(version)]);
-  const previous = await makeCurrent(redis, keys, version);
-  meta.switchedAt = new Date().toISOString();
-  await redis.hSet(keys.meta(version), 'switchedAt', meta.switchedAt);
-  return previous;
+  await publish(deps, meta, lock, 'live');
+  await deps.at?.('after-publish');
+  const outcome = await makeCurrent(redis, keys, meta.version, allowOlder);
+  await deps.at?.('after-switch');
+  if (outcome.switched) {
+    meta.switchedAt = new Date().toISOString();
+    await redis.hSet(keys.meta(meta.version), 'switchedAt', meta.switchedAt);
+  }
+  return outcome;
 }
 
 /** The legacy random feed's id set (R17), refilled from the same queue, swapped in whole. */
-async function refillLegacySet(deps: BuildDeps, build: AssembledBuild, signal?: AbortSignal): Promise<void> {
+async function refillLegacySet(deps: BuildDeps, build: AssembledBuild, lock: BuildLock, signal?: AbortSignal): Promise<void> {
   const { redis, keys } = deps;
-  await redis.del(keys.legacyIdsStaging);
-  await writeIds(redis, keys.legacyIdsStaging, build.candidates, build.order, 'SADD', signal);
-  await redis.rename(keys.legacyIdsStaging, keys.legacyIds);
+  const staging = stagingKeys(deps, build.meta.version, lock).legacy;
+  await writeIds(redis, staging, build.candidates, build.order, 'SADD', signal);
+  await redis.expire(staging, deps.keyTtlHours * 3600);
+  await redis.rename(staging, keys.legacyIds);
+  await deps.at?.('after-legacy');
+}
+
+/** Deletes what this build staged and did not publish: only its own keys (their names hold its token). */
+async function dropStaging(deps: BuildDeps, version: string, lock: BuildLock): Promise<void> {
+  const staging = stagingKeys(deps, version, lock);
+  await deps.redis.del([staging.queue, staging.meta]);
+  await deps.redis.del(staging.legacy);
 }
 
 export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {}): Promise<BuildResult> {
@@ -238,22 +274,28 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
     return { version, status: 'locked', lockExpiresInMs, due: version === todayVersion(deps), timings: run.timings };
   }
   try {
-    const candidates = await run.phase('read', 5, () => readCandidates(deps.videos, signal));
-    const build = await run.phase('assemble', 35, async () => assemble(candidates, generatedAt, version, shadow));
+    const { candidates, issues } = await run.phase('read', 5, () => readCandidates(deps.videos, logger, signal));
+    const build = await run.phase('assemble', 35, async () => assemble(candidates, issues, generatedAt, version, shadow));
     const { meta } = build;
-    await run.phase('write', 45, () => writeStaging(deps, build, signal));
+    await run.phase('write', 45, () => writeStaging(deps, build, lock, signal));
     await run.phase('verify', 70, () => verifyStaging(deps, build, lock));
 
     if (shadow) {
-      await run.phase('shadow', 80, () => publishShadow(deps, version));
+      await run.phase('shadow', 80, () => publishShadow(deps, meta, lock));
       logger.info('shadow build verified, current not switched', { version, length: meta.length, reason });
       await run.progress('done', 100);
       return { version, status: 'shadow', reason, meta, timings: run.timings };
     }
 
-    const previous = await run.phase('switch', 80, () => switchCurrent(deps, meta));
-    logger.info('current version switched', { version, previous, length: meta.length });
-    await run.phase('legacy', 85, () => refillLegacySet(deps, build, signal));
+    const switched = await run.phase('switch', 80, () => switchCurrent(deps, meta, lock, options.switch === true));
+    if (!switched.switched) {
+      // Another build made a newer version current while this one ran: this one stays published, not current.
+      logger.warn('daily build published but not switched: current is newer', { version, current: switched.current });
+      await run.progress('done', 100);
+      return { version, status: 'superseded', reason: `current moved to the newer ${switched.current} during the build`, meta, timings: run.timings };
+    }
+    logger.info('current version switched', { version, previous: switched.replaced, length: meta.length });
+    await run.phase('legacy', 85, () => refillLegacySet(deps, build, lock, signal));
     const scoresWritten = await run.phase('scores', 90, () =>
       writeBackScores(deps.videos, candidates, generatedAt, { signal, onBatch: (written, total) => run.progress('scores', 90 + (9 * written) / total) }),
     );
@@ -263,8 +305,7 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
     await run.progress('done', 100);
     return { version, status: 'built', meta, scoresWritten, timings: run.timings };
   } catch (err) {
-    await redis.del([keys.queueStaging(version), keys.metaStaging(version)]).catch(() => undefined);
-    await redis.del(keys.legacyIdsStaging).catch(() => undefined);
+    await dropStaging(deps, version, lock).catch(() => undefined);
     logger.error('daily build failed', { version, err });
     throw err;
   } finally {

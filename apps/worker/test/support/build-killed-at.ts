@@ -1,0 +1,30 @@
+/**
+ * A build in a process of its own that kills itself with SIGKILL at one publish point (argv[2]):
+ * the real crash of a worker between two publish commands, for publish-crash.test.ts.
+ * Configured by the environment (REDIS_URL, MONGO_URL, REDIS_KEY_PREFIX) and BUILD_AT.
+ */
+import { loadConfig } from '@feed/config';
+import { createLogger } from '@feed/logger';
+import { connectMongo, connectRedis, createRedisKeys, videoModel } from '@feed/storage';
+import { buildDepsFrom, runDailyBuild, type PublishPoint } from '../../src/daily-build/daily-build';
+
+async function main(): Promise<void> {
+  const killAt = process.argv[2] as PublishPoint;
+  const config = loadConfig();
+  const mongo = await connectMongo(config);
+  const redis = await connectRedis(config);
+  const deps = buildDepsFrom(config, { redis, keys: createRedisKeys(config.redisKeyPrefix), videos: videoModel(mongo.connection), logger: createLogger({ silent: true }) });
+  await runDailyBuild(
+    {
+      ...deps,
+      at: async (point) => {
+        if (point === killAt) process.kill(process.pid, 'SIGKILL');
+      },
+    },
+    { at: new Date(process.env.BUILD_AT!) },
+  );
+  // Not killed: the point was never reached, which the test reports.
+  process.exit(3);
+}
+
+void main();
