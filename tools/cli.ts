@@ -9,7 +9,8 @@ import { createLogger } from '@feed/logger';
 import { clearRolloutOverride, closeRedis, connectMongo, connectRedis, createRedisKeys, initRecommendHistory, readRolloutOverride, resolveRollout, VERSION_PATTERN, videoModel, writeRolloutOverride } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { explainNextPage, guestIdentity, userIdentity, UserHistory, VideoCatalog } from '@feed/api';
-import { buildDepsFrom, runDailyBuild, summarizeVersions } from '@feed/worker';
+import { Queue } from 'bullmq';
+import { BUILD_QUEUE, buildDepsFrom, buildSchedule, bullConnectionFactory, runDailyBuild, summarizeVersions } from '@feed/worker';
 import { useLocalMongo } from './support/local-mongo';
 
 const USAGE = `usage: pnpm cli <command> [options]
@@ -179,7 +180,17 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
       const keys = createRedisKeys(config.redisKeyPrefix);
       const summary = await summarizeVersions(redis, keys, requested ? [requested] : undefined);
       if (requested && !summary.versions[0].meta && summary.shadow?.version !== requested) throw new Error(`version ${requested} has no meta in Redis (expired or never built)`);
-      print(summary);
+      // The schedule as BullMQ holds it: a missing scheduler is an error, not a computed date.
+      const connection = bullConnectionFactory(config)();
+      const queue = new Queue(BUILD_QUEUE, { connection, prefix: keys.bullPrefix });
+      try {
+        const schedule = await buildSchedule(queue, redis, keys, config.businessTimeZone);
+        print({ ...summary, schedule });
+        if (schedule.error) process.stderr.write(`error: ${schedule.error}\n`);
+      } finally {
+        await queue.close();
+        await connection.quit();
+      }
     });
   },
 };

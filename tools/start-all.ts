@@ -1,7 +1,9 @@
 /**
  * `pnpm start`: the whole service on localhost — embedded MongoDB (when MONGO_URL is unset),
- * demo data when the database is empty, the worker, a first build through the worker's queue
- * (so the dashboard's Completed tab shows it) when no version is current, then the API.
+ * demo data when the database is empty, the worker (whose controller builds at once when no
+ * version is current, R21), then the API. The embedded database is new each run, so a queue
+ * left in Redis by an earlier run names videos that no longer exist: then a forced rebuild runs
+ * first, through the worker's queue (the dashboard's Completed tab shows it).
  * Ctrl-C stops everything within 10 s (SPEC D4).
  */
 import { loadConfig, type Config } from '@feed/config';
@@ -15,9 +17,9 @@ import { useLocalMongo } from './support/local-mongo';
 
 const DEMO_VIDEOS = 2000;
 const DEMO_FRESH = 120;
-const FIRST_BUILD_TIMEOUT_MS = 120_000;
+const REBUILD_TIMEOUT_MS = 120_000;
 
-/** Seeds demo data into an empty database; true when the ring needs a first build. */
+/** Seeds demo data into an empty database; true when Redis holds a queue of an earlier embedded database. */
 async function prepareDemo(config: Config, embedded: boolean): Promise<boolean> {
   const redis = await connectRedis(config, { connectWithinMs: 5_000 });
   const mongo = await connectMongo(config);
@@ -28,24 +30,23 @@ async function prepareDemo(config: Config, embedded: boolean): Promise<boolean> 
       await seedVideos(videos, { videos: DEMO_VIDEOS, fresh: DEMO_FRESH });
       logger.info('demo data seeded', { videos: DEMO_VIDEOS, fresh: DEMO_FRESH });
     }
-    // The embedded database starts empty each run, so its queue is rebuilt from it.
-    return embedded || !(await redis.get(createRedisKeys(config.redisKeyPrefix).current));
+    return embedded && (await redis.get(createRedisKeys(config.redisKeyPrefix).current)) !== null;
   } finally {
     await closeRedis(redis);
     await mongo.close();
   }
 }
 
-/** The first build as a job of the worker's queue: the dashboard shows it with progress and result. */
-async function firstBuild(worker: RunningWorker): Promise<void> {
+/** The forced rebuild as a job of the worker's queue: the dashboard shows it with progress and result. */
+async function rebuildForEmbeddedData(worker: RunningWorker): Promise<void> {
   const job = await worker.jobs.queue.add('first-build', { force: true }, { jobId: `first-build-${Date.now()}` });
-  logger.info('first build queued', { jobId: job.id });
-  const deadline = Date.now() + FIRST_BUILD_TIMEOUT_MS;
+  logger.info('rebuild for the embedded database queued', { jobId: job.id });
+  const deadline = Date.now() + REBUILD_TIMEOUT_MS;
   for (;;) {
     const state = await job.getState();
     if (state === 'completed') return;
-    if (state === 'failed') throw new Error(`first build failed: ${(await worker.jobs.queue.getJob(job.id!))?.failedReason ?? 'unknown'}`);
-    if (Date.now() > deadline) throw new Error(`first build did not finish within ${FIRST_BUILD_TIMEOUT_MS / 1000} s`);
+    if (state === 'failed') throw new Error(`rebuild failed: ${(await worker.jobs.queue.getJob(job.id!))?.failedReason ?? 'unknown'}`);
+    if (Date.now() > deadline) throw new Error(`rebuild did not finish within ${REBUILD_TIMEOUT_MS / 1000} s`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
@@ -60,9 +61,9 @@ async function main(): Promise<void> {
     await localMongo.stop();
   };
   exitOnSignals('feed service', stop);
-  const needsBuild = await prepareDemo(config, localMongo.embedded !== undefined);
+  const staleQueue = await prepareDemo(config, localMongo.embedded !== undefined);
   worker = await startWorker(config);
-  if (needsBuild) await firstBuild(worker);
+  if (staleQueue) await rebuildForEmbeddedData(worker);
   api = await startApi(config);
   logger.info('feed service running', {
     api: `http://127.0.0.1:${config.port}/api/app/recommend/vid/list`,

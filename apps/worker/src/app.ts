@@ -19,7 +19,7 @@ export const INSPECTOR_PATH = '/admin/inspector';
 const REALM = 'feed-worker';
 
 export interface WorkerAppDeps {
-  config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'shortRecommendCron' | 'businessTimeZone'>;
+  config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'businessTimeZone'>;
   queue: Queue;
   metrics: WorkerMetrics;
   redis: Redis;
@@ -59,7 +59,7 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
   createBullBoard({ queues: [new BullMQAdapter(queue)], serverAdapter: board, options: { uiConfig: { boardTitle: 'Feed builds' } } });
   const admin = [basicAuth(config.adminUser, config.adminPassword, REALM), answerWithin(ADMIN_DEADLINE_MS)];
   app.use(DASHBOARD_PATH, admin, board.getRouter());
-  app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, redis, keys, videos }));
+  app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos }));
   app.use(notFoundRoute);
   // Admin pages read Redis and MongoDB: a failing store is a 503, never a hung or generic 500.
   app.use(errorHandler({ unexpected: 'unavailable' }));

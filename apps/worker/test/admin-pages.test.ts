@@ -12,7 +12,7 @@ import { videoModel } from '@feed/storage';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
 import { runDailyBuild } from '../src/daily-build/daily-build';
-import { startBuildQueue } from '../src/jobs/build-queue';
+import { SCHEDULER_ID, startBuildQueue } from '../src/jobs/build-queue';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { createWorkerMetrics } from '../src/metrics';
 import { browserIt, hasBrowser, launchBrowser } from '../../../test/support/browser';
@@ -70,8 +70,20 @@ describe('queue inspector', () => {
     expect(res.body.scores.sampled).toBe(400);
     expect(res.body.shadowDiff).toMatchObject({ base: '20260724', other: '20260725', baseLength: 400, otherLength: 410, onlyInOther: 10, duplicatesInOther: 0 });
     expect(res.body.rollout).toEqual({ enabled: true, percent: 100, source: { enabled: 'environment', percent: 'environment' } });
-    // '30 4 * * *' in Asia/Shanghai is 20:30 UTC.
-    expect(res.body.nextBuildAt).toMatch(/T20:30:00\.000Z$/);
+    // BullMQ's scheduler '30 4 * * *' in Asia/Shanghai: 04:30 there, 20:30 UTC.
+    expect(res.body.schedule.nextBuildAt).toMatch(/T20:30:00\.000Z$/);
+    expect(res.body.schedule.nextBuildAtLocal).toMatch(/ 04:30:00 Asia\/Shanghai$/);
+    expect(res.body.schedule.error).toBeUndefined();
+  });
+
+  it('when the daily job scheduler is missing, then the summary says so as an error instead of a next run', async () => {
+    await jobs.queue.removeJobScheduler(SCHEDULER_ID);
+    try {
+      const res = await request(base).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'inspect-pass').expect(200);
+      expect(res.body.schedule).toMatchObject({ nextBuildAt: null, error: expect.stringContaining('is missing') });
+    } finally {
+      await jobs.ensureScheduler();
+    }
   });
 
   browserIt('when opened in Chromium with credentials, then the tables and both charts render', async () => {

@@ -1,4 +1,4 @@
-import { Types } from 'mongoose';
+import { mongo, Types } from 'mongoose';
 import { BLOCK_SIZE, expandBlocks, recommendScore, versionFor } from '@feed/domain';
 import { createLogger } from '@feed/logger';
 import { deleteKeysWithPrefix, readMeta, videoModel, type VideoModel } from '@feed/storage';
@@ -345,6 +345,29 @@ describe('daily build', () => {
     await videos.insertMany([demoVideo({ status: 'pending' })]);
     await expect(runDailyBuild(deps, { at: AT })).rejects.toThrow('no eligible videos');
     expect(await s.redis.get(s.keys.current)).toBeNull();
+  });
+
+  it('when odd documents sit among normal videos, then every readable eligible video is published exactly once and the odd ones are counted (R1a)', async () => {
+    const { oldIds } = await seed(40, 0);
+    const { Decimal128, Long, Double } = mongo;
+    const eligible = { status: 'approved', newsType: 'short', deleted: false };
+    const odd = [
+      { recommendLikeCount: Decimal128.fromString('5'), reviewAt: new Date(AT.getTime() - 2 * DAY) },
+      { recommendLikeCount: Long.fromString('9007199254740993'), recommendShareCount: new Double(-3), reviewAt: new Date(-1e14) },
+      { recommendLikeCount: 'twelve', recommendCollectCount: [1, 2], recommendCommentCount: { n: 1 }, recommendShareCount: null, reviewAt: 'yesterday' },
+      { recommendLikeCount: NaN, recommendCollectCount: 1e300, reviewAt: new Date(8.64e15) },
+    ].map((fields) => ({ _id: new Types.ObjectId(), ...eligible, ...fields }));
+    await videos.collection.insertMany(odd);
+    await videos.collection.insertOne({ _id: 'not-an-object-id' as never, ...eligible, recommendLikeCount: 3 });
+    const result = await runDailyBuild(deps, { at: AT });
+    expect(result.status).toBe('built');
+    const queue = await queueOf();
+    expect(queue).toHaveLength(44);
+    expect(new Set(queue)).toEqual(new Set([...oldIds, ...odd.map((d) => d._id.toHexString())]));
+    expect(result.meta?.documentIssues).toEqual({ 'unreadable-id': 1, 'non-numeric-field': 2 });
+    expect((await readMeta(s.redis, s.keys, VERSION))?.documentIssues).toEqual({ 'unreadable-id': 1, 'non-numeric-field': 2 });
+    const decimal = await videos.findById(odd[0]._id).lean();
+    expect(decimal?.recommendScore).toBe(5);
   });
 
   it('when ids are written, then they are 24-hex ObjectId strings', async () => {

@@ -2,10 +2,12 @@
  * What `pnpm cli inspect` and the inspector page show: the versions in Redis, their meta and
  * block composition, and how a shadow (or any) version differs from current (R20).
  */
-import { CronExpressionParser } from 'cron-parser';
+import type { Queue } from 'bullmq';
 import { Types } from 'mongoose';
 import type { Config } from '@feed/config';
 import { countDuplicates, expandBlocks, fullBlockRatio } from '@feed/domain';
+import { CHECK_EVERY_MS } from '../controller/desired-state';
+import { SCHEDULER_ID } from '../jobs/build-queue';
 import { readMeta, readRolloutOverride, resolveRollout, slotKeys, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 
 export interface VersionReport {
@@ -135,27 +137,51 @@ async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel,
   return { sampled: scores.length, buckets };
 }
 
-/** When the scheduler runs the daily build next (ISO-8601). */
-export function nextBuildAt(cron: string, timeZone: string, from = new Date()): string {
-  return CronExpressionParser.parse(cron, { tz: timeZone, currentDate: from }).next().toISOString() ?? '';
+export interface BuildSchedule {
+  /** The next run BullMQ actually has scheduled (ISO-8601, UTC), or null when the scheduler is missing. */
+  nextBuildAt: string | null;
+  /** The same instant as wall time in the business time zone, with the zone's name. */
+  nextBuildAtLocal: string | null;
+  /** Set when the daily job scheduler does not exist in Redis (the controller puts it back, R21). */
+  error?: string;
+  /** The controller's last repair, if any. */
+  lastRepair: Record<string, string> | null;
+}
+
+/** The daily build's schedule as BullMQ holds it (not as the configuration says), and the last repair. */
+export async function buildSchedule(queue: Pick<Queue, 'getJobScheduler'>, redis: Redis, keys: RedisKeys, timeZone: string): Promise<BuildSchedule> {
+  const [scheduler, lastRepair] = await Promise.all([queue.getJobScheduler(SCHEDULER_ID), redis.hGetAll(keys.lastRepair)]);
+  const repair = Object.keys(lastRepair).length > 0 ? (lastRepair as Record<string, string>) : null;
+  if (!scheduler?.next) {
+    return { nextBuildAt: null, nextBuildAtLocal: null, error: `the daily job scheduler ${SCHEDULER_ID} is missing: no build is scheduled (the controller upserts it within ${CHECK_EVERY_MS / 1000} s)`, lastRepair: repair };
+  }
+  const next = new Date(scheduler.next);
+  const local = new Intl.DateTimeFormat('sv-SE', { timeZone, dateStyle: 'short', timeStyle: 'medium' }).format(next);
+  return { nextBuildAt: next.toISOString(), nextBuildAtLocal: `${local} ${timeZone}`, lastRepair: repair };
 }
 
 export interface InspectorDeps {
-  config: Pick<Config, 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'shortRecommendCron' | 'businessTimeZone'>;
+  config: Pick<Config, 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'businessTimeZone'>;
+  /** The build queue: its job scheduler says when the next build runs. */
+  queue: Pick<Queue, 'getJobScheduler'>;
   redis: Redis;
   keys: RedisKeys;
   videos: VideoModel;
 }
 
 /** The inspector page's data: the last week's versions, the shadow, current's scores, the rollout in force, the next build. */
-export async function inspectorSummary({ config, redis, keys, videos }: InspectorDeps) {
+export async function inspectorSummary({ config, queue, redis, keys, videos }: InspectorDeps) {
   const summary = await summarizeVersions(redis, keys, (await listVersions(redis, keys)).slice(0, 7));
   const focus = summary.pointers.current ?? summary.versions[0]?.version;
-  const [scores, override] = await Promise.all([focus ? scoreHistogram(redis, keys, videos, focus) : undefined, readRolloutOverride(redis, keys)]);
+  const [scores, override, schedule] = await Promise.all([
+    focus ? scoreHistogram(redis, keys, videos, focus) : undefined,
+    readRolloutOverride(redis, keys),
+    buildSchedule(queue, redis, keys, config.businessTimeZone),
+  ]);
   return {
     ...summary,
     scores: scores ? { version: focus, ...scores } : null,
     rollout: resolveRollout({ enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent }, override),
-    nextBuildAt: nextBuildAt(config.shortRecommendCron, config.businessTimeZone),
+    schedule,
   };
 }

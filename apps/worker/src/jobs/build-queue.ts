@@ -153,7 +153,10 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
             });
             endTimer({ result: result.status });
             metrics.builds.inc({ result: result.status });
-            if (result.meta) recordBuildMeta(metrics, result.meta);
+            if (result.meta) {
+              recordBuildMeta(metrics, result.meta);
+              for (const [reason, count] of Object.entries(result.meta.documentIssues)) metrics.documentsSkipped.inc({ reason }, count);
+            }
             if (result.status === 'locked' && result.due) {
               // Counted as `locked` above; the lock expires within its TTL, so retry just after.
               throw new BuildLockedError(result.version, (result.lockExpiresInMs ?? 0) + LOCK_RETRY_MARGIN_MS);

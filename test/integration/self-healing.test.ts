@@ -1,0 +1,95 @@
+/**
+ * R21 with the deployables as SRE runs them: `start:worker` and `start:api` over seeded data on a
+ * Redis server of this test's own (it is flushed), no build triggered by hand. The ring comes
+ * back by itself after a first start on an empty Redis, a FLUSHALL, and the loss of the current
+ * version's queue; the daily job scheduler is put back.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import mongoose, { type Connection } from 'mongoose';
+import { versionFor } from '@feed/domain';
+import { createRedisKeys, videoModel } from '@feed/storage';
+import { seedVideos } from '@feed/demo-data';
+import { BUILD_QUEUE, SCHEDULER_ID, bullConnectionFactory } from '@feed/worker';
+import { freePort, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+
+const run = promisify(execFile);
+const mongoUrl = `${process.env.TEST_MONGO_URI}/t_self_healing_${randomBytes(3).toString('hex')}`;
+const keys = createRedisKeys();
+
+let redisPort: number;
+let redisDir: string;
+let mongo: Connection;
+const running: Managed[] = [];
+let apiPort: number;
+
+const redisCli = (...args: string[]) => run('redis-cli', ['-p', String(redisPort), ...args]).then((r) => r.stdout.trim());
+
+async function startDeployable(name: 'api' | 'worker'): Promise<number> {
+  const port = await freePort();
+  const env = { NODE_ENV: 'test', LOG_LEVEL: 'warn', REDIS_URL: `redis://127.0.0.1:${redisPort}`, MONGO_URL: mongoUrl, PORT: String(port), WORKER_PORT: String(port), CURRENT_CACHE_MS: '1000' };
+  running.push(startProcess(tsx('tools/start-one.ts', name), env));
+  await waitUntil(`${name} listening`, () => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false), 30_000);
+  return port;
+}
+
+/** The version of the page a guest gets: a YYYYMMDD when the ring served it. */
+async function pageVersion(): Promise<string> {
+  const res = await fetch(`http://127.0.0.1:${apiPort}/api/app/recommend/vid/list`, { headers: { 'X-Device-Id': `healing-${randomBytes(4).toString('hex')}` } });
+  return ((await res.json()) as { queueVersion: string }).queueVersion;
+}
+
+/** Seconds until a ring page of `version` is served. */
+async function secondsUntilRingPage(version: string, timeoutMs: number): Promise<number> {
+  const started = Date.now();
+  await waitUntil(`a ring page of ${version}`, async () => (await pageVersion()) === version, timeoutMs);
+  return (Date.now() - started) / 1000;
+}
+
+beforeAll(async () => {
+  redisPort = await freePort();
+  redisDir = mkdtempSync(path.join(os.tmpdir(), 'feed-healing-'));
+  running.push(await startRedis(redisPort, redisDir));
+  mongo = await mongoose.createConnection(mongoUrl).asPromise();
+  await seedVideos(videoModel(mongo), { videos: 200, fresh: 10 });
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(running.splice(0).map((p) => p.stop('SIGKILL')));
+  await mongo.dropDatabase();
+  await mongo.close();
+  rmSync(redisDir, { recursive: true, force: true });
+});
+
+describe('self-healing (R21)', () => {
+  it('when the worker starts on an empty Redis, loses all data, then loses the current queue, then the ring comes back each time by itself', async () => {
+    const today = versionFor(new Date(), 'Asia/Shanghai');
+    const started = Date.now();
+    await startDeployable('worker');
+    apiPort = await startDeployable('api');
+    await secondsUntilRingPage(today, 90_000);
+    console.info(`self-healing: first start -> ring page ${((Date.now() - started) / 1000).toFixed(1)} s after the worker was started`);
+
+    expect(await redisCli('flushall')).toBe('OK');
+    const afterFlush = await secondsUntilRingPage(today, 150_000);
+    console.info(`self-healing: FLUSHALL -> ring page in ${afterFlush.toFixed(1)} s`);
+    const connection = bullConnectionFactory({ redisUrl: `redis://127.0.0.1:${redisPort}`, redisClusterNodes: undefined })();
+    const queue = new Queue(BUILD_QUEUE, { connection, prefix: keys.bullPrefix });
+    try {
+      await waitUntil('the daily job scheduler upserted again', async () => Boolean(await queue.getJobScheduler(SCHEDULER_ID)), 30_000);
+    } finally {
+      await queue.close();
+      await connection.quit();
+    }
+
+    expect(Number(await redisCli('del', keys.queue(today)))).toBe(1);
+    await waitUntil('the page to degrade', async () => (await pageVersion()) !== today, 10_000);
+    const afterDel = await secondsUntilRingPage(today, 150_000);
+    console.info(`self-healing: DEL current queue -> ring page in ${afterDel.toFixed(1)} s`);
+  }, 420_000);
+});
