@@ -11,12 +11,14 @@ import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { connectRedis, createRedisKeys, deleteKeysWithPrefix, videoModel, type Redis } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
+import { versionFor } from '@feed/domain';
 import mongoose, { type Connection } from 'mongoose';
 import { cli, freePort, ROOT, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { bearer, publishQueue } from '../support/feed-fixtures';
 
 const run = promisify(execFile);
-const VERSION = '20260724';
+// Today's version, complete with the legacy set: the worker's controller (R21) has nothing to repair.
+const VERSION = versionFor(new Date(), 'Asia/Shanghai');
 const prefix = `test:deployables:${process.pid}:${randomBytes(3).toString('hex')}:`;
 const mongoUrl = `${process.env.TEST_MONGO_URI}/t_deployables_${randomBytes(3).toString('hex')}`;
 const baseEnv = { NODE_ENV: 'test', REDIS_URL: process.env.TEST_REDIS_URL!, MONGO_URL: mongoUrl, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: 'warn' };
@@ -33,6 +35,7 @@ beforeAll(async () => {
   const docs = await videos.insertMany(Array.from({ length: 60 }, () => demoVideo({ reviewAt: new Date('2026-07-20T00:00:00Z') })));
   queue = docs.map((d) => d._id.toHexString());
   await publishQueue(redis, createRedisKeys(prefix), VERSION, queue);
+  await redis.sAdd(createRedisKeys(prefix).legacyIds, queue);
 });
 
 afterEach(async () => {
@@ -83,7 +86,7 @@ async function requestInFlight(port: number, route: string, headers: Record<stri
 describe('production configuration (D2)', () => {
   it.each(['api', 'worker'])('when the %s starts in production without MONGO_URL, then it exits non-zero naming it and never listens', async (name) => {
     const port = await freePort();
-    const child = startProcess(tsx(`apps/${name}/src/main.ts`), { ...baseEnv, NODE_ENV: 'production', MONGO_URL: '', AUTH_JWT_SECRET: 'a-real-secret', ADMIN_PASSWORD: 'a-real-password', PORT: String(port), WORKER_PORT: String(port) });
+    const child = startProcess(tsx(`apps/${name}/src/main.ts`), { ...baseEnv, NODE_ENV: 'production', MONGO_URL: '', AUTH_JWT_SECRET: 'k7#Vq9!zR2mW8pL4xT6nB3yH5cJ1dF0gXa', ADMIN_PASSWORD: 'Zt4!uM8#qW2eR6yN0pK3sV7bC1xL5hJ9Qd', PORT: String(port), WORKER_PORT: String(port) });
     running.push(child);
     expect(await exited(child)).not.toBe(0);
     expect(child.output.join('')).toMatch(/MONGO_URL/);

@@ -135,6 +135,7 @@ describe('the worker and the CLI with Redis gone', () => {
     const signalledAt = Date.now();
     await worker.stop('SIGTERM');
     expect(Date.now() - signalledAt).toBeLessThan(10_000);
+    if (worker.child.exitCode !== 0) console.error(worker.output.join('').slice(-3000));
     expect(worker.child.exitCode).toBe(0);
   }, 60_000);
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 /**
  * `pnpm bench api [--seconds S] [--connections C] [--users U]`: req/s and p50/p99 of an Express
  * hello-world route, the legacy random feed and the ring feed, served by one process with the
@@ -13,7 +14,8 @@ import { runDailyBuild } from '@feed/worker';
 import { startProcess, tsx, waitUntil, type Managed } from '../support/processes';
 import { argValue, benchMongo, benchRedis } from './support';
 
-const SECRET = 'bench-jwt-secret-0123456789';
+// Production refuses published or short secrets (D2): private ones per run.
+const SECRET = randomBytes(24).toString('hex');
 
 interface Result {
   name: string;
@@ -55,7 +57,7 @@ export async function runApiBench(): Promise<void> {
       MONGO_URL: mongo.uri,
       REDIS_KEY_PREFIX: prefix,
       AUTH_JWT_SECRET: SECRET,
-      ADMIN_PASSWORD: 'bench-admin-pass',
+      ADMIN_PASSWORD: randomBytes(24).toString('hex'),
     });
     const output = () => server!.output.join('');
     await waitUntil('bench server', async () => /listening \d+/.test(output()), 30_000);

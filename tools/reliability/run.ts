@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 /**
  * `pnpm test:reliability [--quick]`: the running API and worker exercised as a client would,
  * on 127.0.0.1 only, against a Redis of the suite's own and the embedded MongoDB, each in its
@@ -19,8 +20,9 @@ import { badInputCases } from './bad-input';
 const QUICK = process.argv.includes('--quick');
 const LOAD_SECONDS = QUICK ? 8 : 60;
 const LOAD_USERS = QUICK ? 60 : 300;
-const SECRET = 'reliability-jwt-secret-4f1c9a';
-const ADMIN_PASSWORD = 'reliability-admin-pass-77';
+// Production refuses published or short secrets (D2): private ones per run.
+const SECRET = randomBytes(24).toString('hex');
+const ADMIN_PASSWORD = randomBytes(24).toString('hex');
 const VIDEOS = QUICK ? 30_000 : 100_000;
 
 interface CheckResult {

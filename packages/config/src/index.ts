@@ -2,6 +2,9 @@
  * The service's whole configuration: one joi schema over the environment (SPEC D2, R16).
  * A bad value stops start-up with a message naming the variable.
  */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseEnv } from 'node:util';
 import { CronExpressionParser } from 'cron-parser';
 import Joi from 'joi';
 
@@ -21,6 +24,27 @@ const originList = Joi.string()
 const booleanString = Joi.boolean().truthy('true', '1', 'yes').falsy('false', '0', 'no');
 const isProduction = (env: NodeJS.ProcessEnv) => env.NODE_ENV === 'production';
 
+/** Shortest secret production accepts (D2). */
+export const PRODUCTION_SECRET_MIN_LENGTH = 32;
+
+/**
+ * A secret anyone can read in the repository: the development default of its variable, or a
+ * placeholder of the deployment files, which all name themselves as such (infra/k8s/config.yaml,
+ * .env.example: `REPLACE_ME_...`). A test reads every secret those files hold and checks it is refused.
+ */
+export function isPublishedSecret(value: string, devDefault: string): boolean {
+  return value === devDefault || /replace[-_ ]?me|change[-_ ]?me|placeholder|example/i.test(value);
+}
+
+/**
+ * Outside production, a `.env` file at the repository root fills in what the environment does
+ * not set (the real environment wins). Production reads the environment only.
+ */
+export function loadDotEnv(env: NodeJS.ProcessEnv = process.env, file = path.resolve(__dirname, '../../../.env')): void {
+  if (isProduction(env) || !existsSync(file)) return;
+  for (const [name, value] of Object.entries(parseEnv(readFileSync(file, 'utf8')))) if (env[name] === undefined) env[name] = value;
+}
+
 function isValidTimeZone(value: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: value });
@@ -35,7 +59,13 @@ function schemaFor(env: NodeJS.ProcessEnv) {
   const required = (schema: Joi.StringSchema) => (isProduction(env) ? schema.required() : schema);
   const secret = (description: string, devDefault: string) => {
     const base = Joi.string().min(8).description(description);
-    return isProduction(env) ? base.required() : base.default(devDefault);
+    if (!isProduction(env)) return base.default(devDefault);
+    // Production: never a value anyone can read in the repository (README, .env.example, infra placeholders).
+    return base
+      .required()
+      .min(PRODUCTION_SECRET_MIN_LENGTH)
+      .custom((value: string, helpers) => (isPublishedSecret(value, devDefault) ? helpers.error('any.invalid') : value), 'a private secret')
+      .messages({ 'any.invalid': '{{#label}} is a value published in the repository (a development default or a placeholder): set a private secret' });
   };
   return Joi.object({
     NODE_ENV: Joi.string().valid('development', 'production', 'test').default('development').description('Runtime mode: JSON logs and required secrets in production'),
@@ -104,6 +134,7 @@ export class ConfigError extends Error {}
 
 /** Validates the environment; throws ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  if (env === process.env) loadDotEnv(env);
   const { value, error } = schemaFor(env).validate(env, { allowUnknown: true, abortEarly: false, convert: true });
   if (error) {
     throw new ConfigError(`invalid configuration: ${error.details.map((d) => `${String(d.path[0])}: ${d.message}`).join('; ')}`);

@@ -1,4 +1,7 @@
-import { ConfigError, describeConfig, loadConfig } from '@feed/config';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, describeConfig, loadConfig, loadDotEnv } from '@feed/config';
 
 describe('configuration (D2)', () => {
   it('when the environment is empty, then the documented defaults apply', () => {
@@ -43,7 +46,7 @@ describe('configuration (D2)', () => {
     })();
     expect(error).toBeInstanceOf(ConfigError);
     for (const name of ['MONGO_URL', 'AUTH_JWT_SECRET', 'ADMIN_PASSWORD']) expect(error!.message).toContain(name);
-    const production = { NODE_ENV: 'production', MONGO_URL: 'mongodb://db:27017/feed', AUTH_JWT_SECRET: 'a-real-secret', ADMIN_PASSWORD: 'a-real-password' };
+    const production = { NODE_ENV: 'production', MONGO_URL: 'mongodb://db:27017/feed', AUTH_JWT_SECRET: 'k7#Vq9!zR2mW8pL4xT6nB3yH5cJ1dF0gXa', ADMIN_PASSWORD: 'Zt4!uM8#qW2eR6yN0pK3sV7bC1xL5hJ9Qd' };
     expect(loadConfig(production).nodeEnv).toBe('production');
     expect(() => loadConfig({ ...production, MONGO_URL: undefined })).toThrow(/MONGO_URL/);
   });
@@ -57,5 +60,48 @@ describe('configuration (D2)', () => {
     const described = describeConfig();
     expect(described.length).toBeGreaterThan(20);
     for (const entry of described) expect(entry.description.length).toBeGreaterThan(5);
+  });
+});
+
+describe('published secrets (D2)', () => {
+  const ROOT = path.resolve(__dirname, '../../..');
+  /** Every value a repository file gives AUTH_JWT_SECRET or ADMIN_PASSWORD, read from the files themselves. */
+  const published = ['.env.example', 'infra/k8s/config.yaml', 'infra/docker-compose.yml', 'README.md'].flatMap((file) =>
+    [...readFileSync(path.join(ROOT, file), 'utf8').matchAll(/\b(AUTH_JWT_SECRET|ADMIN_PASSWORD)\b\s*[:=]\s*`?([^\s`'"|]+)/g)]
+      .map(([, name, value]) => ({ file, name, value }))
+      .filter(({ value }) => !value.startsWith('$')),
+  );
+  const production = { NODE_ENV: 'production', MONGO_URL: 'mongodb://db.internal:27017/feed', AUTH_JWT_SECRET: 'p'.repeat(40), ADMIN_PASSWORD: 'q'.repeat(40) };
+
+  it('when the repository files are read, then they publish the development defaults and the infra placeholders', () => {
+    expect(published.map((p) => p.file)).toEqual(expect.arrayContaining(['.env.example', 'infra/k8s/config.yaml']));
+    expect(published.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('when production is given a secret published in the repository, then start-up stops naming the variable', () => {
+    for (const { name, value } of published) expect(() => loadConfig({ ...production, [name]: value })).toThrow(new RegExp(name));
+  });
+
+  it('when production is given a private secret shorter than 32 characters, then start-up stops naming it; 32 private characters start', () => {
+    expect(() => loadConfig({ ...production, ADMIN_PASSWORD: 'k7#Vq9!zR2mW8pL4xT6n' })).toThrow(/ADMIN_PASSWORD/);
+    expect(loadConfig({ ...production, AUTH_JWT_SECRET: 'k7#Vq9!zR2mW8pL4xT6nB3yH5cJ1dF0g' }).authJwtSecret).toHaveLength(32);
+  });
+});
+
+describe('.env outside production (D2)', () => {
+  it('when a .env file sets PORT, then it applies unless the environment sets PORT itself', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'feed-env-'));
+    const file = path.join(dir, '.env');
+    writeFileSync(file, 'PORT=3160\nLOG_LEVEL=debug\n');
+    const fromFile: NodeJS.ProcessEnv = {};
+    loadDotEnv(fromFile, file);
+    expect(loadConfig(fromFile)).toMatchObject({ port: 3160, logLevel: 'debug' });
+    const exported: NodeJS.ProcessEnv = { PORT: '4000' };
+    loadDotEnv(exported, file);
+    expect(loadConfig(exported).port).toBe(4000);
+    const production: NodeJS.ProcessEnv = { NODE_ENV: 'production' };
+    loadDotEnv(production, file);
+    expect(production.PORT).toBeUndefined();
+    rmSync(dir, { recursive: true, force: true });
   });
 });

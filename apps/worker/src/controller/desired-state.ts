@@ -129,14 +129,22 @@ export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS):
     (await deps.redis.set(deps.keys.controllerLease, token, { NX: true, PX: LEASE_MS })) === 'OK' ||
     (await runScript<number>(deps.redis, 'extend-lock', [deps.keys.controllerLease], [token, String(LEASE_MS)])) === 1;
   let running: Promise<void> | undefined;
+  // BullMQ's ioredis queues commands while Redis is gone: a check that hangs is abandoned (its
+  // repairs are idempotent) so the next one can run, and it never holds up a shutdown.
   const tick = () =>
     (running ??= (async () => {
+      let timer: NodeJS.Timeout | undefined;
+      const hung = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${LEASE_MS} ms`)), LEASE_MS);
+        timer.unref();
+      });
       try {
-        if (await holdsLease()) await checkDesiredState(deps);
+        await Promise.race([(async () => (await holdsLease()) && (await checkDesiredState(deps)))(), hung]);
       } catch (err) {
         deps.metrics.controllerFailures.inc();
-        deps.logger.warn('desired state check failed', { err });
+        deps.logger.warn('desired state check failed', { err: err instanceof Error ? err.message : String(err) });
       } finally {
+        clearTimeout(timer);
         running = undefined;
       }
     })());
@@ -147,7 +155,6 @@ export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS):
     tick,
     async stop() {
       clearInterval(timer);
-      await running;
       // The next replica takes over at its next check, not after the lease's expiry.
       await runScript(deps.redis, 'release-lock', [deps.keys.controllerLease], [token]).catch(() => undefined);
     },
