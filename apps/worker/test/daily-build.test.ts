@@ -244,6 +244,20 @@ describe('daily build', () => {
     expect(await s.redis.exists([s.keys.queue(VERSION), s.keys.meta(VERSION)])).toBe(0);
   });
 
+  it('when the staged queue no longer matches meta.length at publish, then the publish script refuses it and nothing is published (R10)', async () => {
+    await seed(30, 0);
+    const tampering: BuildDeps = {
+      ...deps,
+      at: async (point) => {
+        if (point !== 'before-publish') return;
+        for await (const batch of s.redis.scanKeys(`${s.prefix}*queue:{${VERSION}}:staging:*`)) for (const key of batch) await s.redis.rPush(key, 'extra-id');
+      },
+    };
+    await expect(runDailyBuild(tampering, { at: AT })).rejects.toThrow(/LENGTH_MISMATCH/);
+    expect(await s.redis.get(s.keys.current)).toBeNull();
+    expect(await s.redis.exists([s.keys.queue(VERSION), s.keys.meta(VERSION)])).toBe(0);
+  });
+
   it('when an older version\'s build finishes after a newer one became current, then current stays on the newer version', async () => {
     await seed(30, 0);
     const yesterday = new Date(AT.getTime() - DAY);

@@ -67,7 +67,7 @@ async function versionProblem(deps: ControllerDeps, today: string, due: string):
   const [length, metaLength, legacy] = await Promise.all([redis.lLen(keys.queue(current)), redis.hGet(keys.meta(current), 'length'), redis.exists(keys.legacyIds)]);
   // A rebuild of the current version in place keeps its offsets; an older current is replaced by today's.
   const force = current === today;
-  if (metaLength === null || metaLength === undefined || Number(metaLength) !== length) {
+  if (metaLength == null || Number(metaLength) !== length) {
     return { reason: 'queue-incomplete', detail: `current ${current}: queue length ${length}, meta.length ${metaLength ?? 'missing'}`, force };
   }
   if (legacy === 0) return { reason: 'legacy-missing', detail: 'the legacy random set is missing', force };

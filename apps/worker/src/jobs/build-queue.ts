@@ -5,10 +5,10 @@
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { parseBuildAt } from '@feed/domain';
 import type { Logger } from '@feed/logger';
-import { oncePerMessage, withLogContext } from '@feed/logger';
+import { withLogContext } from '@feed/logger';
 import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../daily-build/daily-build';
 import { recordBuildMeta, type WorkerMetrics } from '../metrics';
-import { BullConnections, type BullConnection } from './bull-connection';
+import { bullErrorLogger, BullConnections, type BullConnection } from './bull-connection';
 
 export const BUILD_QUEUE = 'short-recommend-build';
 export const SCHEDULER_ID = 'daily-short-recommend-build';
@@ -99,8 +99,6 @@ const LOCK_RETRY_MARGIN_MS = 1_000;
 export const BUILD_SHUTDOWN_GRACE_MS = 6_000;
 /** How long BullMQ gets to close after the build is done or aborted. */
 const CLOSE_SETTLE_MS = 1_500;
-/** The same BullMQ error is logged at most once per this interval (a Redis outage repeats it). */
-const ERROR_LOG_INTERVAL_MS = 30_000;
 
 export interface BuildQueue {
   queue: Queue<BuildJobData>;
@@ -111,8 +109,6 @@ export interface BuildQueue {
   close(): Promise<void>;
 }
 
-/** Logs BullMQ `error` events as structured lines, once per distinct message per interval. */
-const errorLogger = (logger: Logger, source: string) => oncePerMessage(ERROR_LOG_INTERVAL_MS, (err) => logger.warn('bullmq error', { source, err: err.message }));
 
 export async function startBuildQueue(options: BuildQueueOptions): Promise<BuildQueue> {
   const { logger, metrics } = options;
@@ -122,7 +118,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
   const connection = connections.next;
   // Jobs added by hand in the dashboard get the same retries and backoff as scheduled ones.
   const queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connection(), prefix: options.prefix, defaultJobOptions: BUILD_JOB_OPTIONS });
-  queue.on('error', errorLogger(logger, 'queue'));
+  queue.on('error', bullErrorLogger(logger, 'queue'));
   const ensureScheduler = async () => {
     await queue.upsertJobScheduler(SCHEDULER_ID, { pattern: options.cron, tz: options.timeZone }, { name: 'daily-build', data: {}, opts: BUILD_JOB_OPTIONS });
   };
@@ -174,7 +170,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
       { connection: connection(), prefix: options.prefix, concurrency: 1, settings: { backoffStrategy: lockAwareBackoff } },
     );
     worker.on('failed', (job, err) => logger.error('build job failed', { jobId: job?.id, attempt: job?.attemptsMade, err }));
-    worker.on('error', errorLogger(logger, 'worker'));
+    worker.on('error', bullErrorLogger(logger, 'worker'));
   }
   return {
     queue,

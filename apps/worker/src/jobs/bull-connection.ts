@@ -4,7 +4,7 @@
  */
 import IORedis, { Cluster } from 'ioredis';
 import type { Config } from '@feed/config';
-import type { Logger } from '@feed/logger';
+import { oncePerMessage, type Logger } from '@feed/logger';
 
 export type BullConnection = IORedis | Cluster;
 
@@ -19,6 +19,12 @@ export function bullConnectionFactory(config: Pick<Config, 'redisUrl' | 'redisCl
   }
   return () => new IORedis(config.redisUrl, options);
 }
+
+/** The same BullMQ error is logged at most once per this interval (a Redis outage repeats it). */
+const ERROR_LOG_INTERVAL_MS = 30_000;
+
+/** Logs BullMQ `error` events as structured lines, once per distinct message per interval. */
+export const bullErrorLogger = (logger: Logger, source: string) => oncePerMessage(ERROR_LOG_INTERVAL_MS, (err) => logger.warn('bullmq error', { source, err: err.message }));
 
 /** Hands out BullMQ connections and remembers them, so they are closed after BullMQ. */
 export class BullConnections {

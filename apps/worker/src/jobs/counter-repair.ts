@@ -8,7 +8,7 @@ import { Queue, Worker } from 'bullmq';
 import type { Logger } from '@feed/logger';
 import { repairPendingCounters, type InteractionModels, type RepairReport, type VideoModel } from '@feed/storage';
 import type { WorkerMetrics } from '../metrics';
-import { BullConnections, type BullConnection } from './bull-connection';
+import { bullErrorLogger, BullConnections, type BullConnection } from './bull-connection';
 
 export const COUNTER_REPAIR_QUEUE = 'feed-counter-repair';
 export const COUNTER_REPAIR_SCHEDULER_ID = 'counter-repair';
@@ -65,14 +65,14 @@ export async function startCounterRepair(options: CounterRepairOptions): Promise
   const connections = new BullConnections(options.connection);
   const connection = connections.next;
   const queue = new Queue(COUNTER_REPAIR_QUEUE, { connection: connection(), prefix: options.prefix, defaultJobOptions: JOB_OPTIONS });
-  queue.on('error', (err) => options.logger.debug('bullmq error', { source: 'counter-repair', err: err.message }));
+  queue.on('error', bullErrorLogger(options.logger, 'counter-repair'));
   const ensureScheduler = async () => {
     await queue.upsertJobScheduler(COUNTER_REPAIR_SCHEDULER_ID, { every: options.everyMs ?? COUNTER_REPAIR_EVERY_MS }, { name: 'counter-repair', opts: JOB_OPTIONS });
   };
   await ensureScheduler();
   const worker = new Worker(COUNTER_REPAIR_QUEUE, () => runCounterRepair(options), { connection: connection(), prefix: options.prefix, concurrency: 1 });
   worker.on('failed', (job, err) => options.logger.warn('counter repair failed', { jobId: job?.id, err }));
-  worker.on('error', (err) => options.logger.debug('bullmq error', { source: 'counter-repair-worker', err: err.message }));
+  worker.on('error', bullErrorLogger(options.logger, 'counter-repair-worker'));
   return {
     queue,
     ensureScheduler,
