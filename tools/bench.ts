@@ -1,9 +1,10 @@
 /** `pnpm bench <name> [options]`: benchmark scripts that print numbers (never timed tests). */
 import { runApiBench } from './bench/api-bench';
 import { runBuildBench } from './bench/build-bench';
+import { runCountersBench } from './bench/counters-bench';
 import { runMemoryBench } from './bench/memory-bench';
 
-const benches: Record<string, () => Promise<void>> = { build: runBuildBench, api: runApiBench, memory: runMemoryBench };
+const benches: Record<string, () => Promise<void>> = { build: runBuildBench, api: runApiBench, memory: runMemoryBench, counters: runCountersBench };
 
 const name = process.argv[2];
 if (!name || !benches[name]) {

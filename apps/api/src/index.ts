@@ -9,3 +9,4 @@ export { explainNextPage, type Explanation } from './feed/explain';
 export { VideoCatalog } from './feed/video-catalog';
 export { guestIdentity, userIdentity, type Identity } from './http/identity';
 export { UserHistory } from './users/user-history';
+export { InteractionService } from './interactions/interaction-service';

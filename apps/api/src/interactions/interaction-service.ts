@@ -42,10 +42,10 @@ export class InteractionService {
   }
 
   /** Brings the video's counters up to its records when this record is not counted yet. */
-  private async follow(kind: CounterKind, record: { videoId: Types.ObjectId; dirty: boolean } | null): Promise<void> {
+  private async follow(kind: CounterKind, record: { _id: Types.ObjectId; videoId: Types.ObjectId; dirty: boolean } | null): Promise<void> {
     if (!record?.dirty) return;
     await this.hooks.afterRecord?.();
-    await tallyCounters(this.videos, this.records, kind, record.videoId, this.hooks);
+    await tallyCounters(this.videos, this.records, kind, record.videoId, { hooks: this.hooks, record: record._id });
   }
 
   /** Like or collect: the user's record becomes active (created on the first success). */
