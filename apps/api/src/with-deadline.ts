@@ -6,13 +6,18 @@ export class RedisCallError extends Error {}
 /** A Redis call was not even sent: an earlier call of the request used up its deadline. */
 export class DeadlineSpentError extends RedisCallError {}
 
-/** Rejects when `promise` has not settled within `ms`. */
+/**
+ * Rejects when `promise` has not settled within `ms`. On a busy event loop the timer and a reply
+ * Redis sent in time can be due in the same turn, and timers run first: the rejection waits for
+ * that turn's I/O (setImmediate), so an answer already received is used, not thrown away after
+ * Redis acted on it (a claim would otherwise have moved the offset for a page never served).
+ */
 export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
   return Promise.race([
     promise,
     new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new RedisCallError(`${what} timed out after ${ms} ms`)), ms);
+      timer = setTimeout(() => setImmediate(() => reject(new RedisCallError(`${what} timed out after ${ms} ms`))), ms);
     }),
   ]).finally(() => clearTimeout(timer));
 }

@@ -1,0 +1,42 @@
+/**
+ * The read path's Redis deadline (R17, R11) against a real Redis: a reply Redis sent in time is
+ * used even when the event loop was too busy to read it before the deadline's timer came due.
+ */
+import { connectRedis, type Redis } from '@feed/storage';
+import { RedisCallError, withDeadline } from '../src/with-deadline';
+
+let redis: Redis;
+
+beforeAll(async () => {
+  redis = await connectRedis({ redisUrl: process.env.TEST_REDIS_URL! });
+});
+
+afterAll(async () => {
+  await redis.close();
+});
+
+/** Blocks the event loop, as a saturated API process does, for `ms`. */
+function busy(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until);
+}
+
+describe('withDeadline', () => {
+  it('when the event loop is blocked past the deadline while the reply arrives, then the reply is used', async () => {
+    const call = withDeadline(redis.ping(), 20, 'PING');
+    // After this turn's writes (the command is on the wire), block past the deadline.
+    await new Promise<void>((resolve) => setImmediate(() => resolve(busy(100))));
+    await expect(call).resolves.toBe('PONG');
+  });
+
+  it('when Redis does not answer within the deadline, then the call is rejected naming it', async () => {
+    const blocker = await connectRedis({ redisUrl: process.env.TEST_REDIS_URL! });
+    try {
+      const stalled = blocker.blPop(`deadline-test:${process.pid}:nothing`, 1);
+      await expect(withDeadline(stalled, 50, 'BLPOP')).rejects.toThrow(new RedisCallError('BLPOP timed out after 50 ms'));
+      await stalled;
+    } finally {
+      await blocker.close();
+    }
+  });
+});
