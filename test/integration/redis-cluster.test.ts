@@ -90,6 +90,7 @@ describe('on a Redis Cluster', () => {
       prefix: keys.bullPrefix,
       cron: '30 4 * * *',
       timeZone: 'Asia/Shanghai',
+      retryDelayMs: config.buildRetryDelayMs,
       logger,
       metrics: createWorkerMetrics(),
       deps: { redis, keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 },

@@ -2,7 +2,8 @@
  * R21 with the deployables as SRE runs them: `start:worker` and `start:api` over seeded data on a
  * Redis server of this test's own (it is flushed), no build triggered by hand. The ring comes
  * back by itself after a first start on an empty Redis, a FLUSHALL, and the loss of the current
- * version's queue; the daily job scheduler is put back.
+ * version's queue; the daily job scheduler is put back. And a build whose every attempt fails
+ * while MongoDB is down is queued again by the controller once MongoDB answers.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,7 +17,7 @@ import { versionFor } from '@feed/domain';
 import { createRedisKeys, videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { BUILD_QUEUE, SCHEDULER_ID, bullConnectionFactory } from '@feed/worker';
-import { freePort, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { freePort, startMongoProcess, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 
 const run = promisify(execFile);
 const mongoUrl = `${process.env.TEST_MONGO_URI}/t_self_healing_${randomBytes(3).toString('hex')}`;
@@ -30,9 +31,9 @@ let apiPort: number;
 
 const redisCli = (...args: string[]) => run('redis-cli', ['-p', String(redisPort), ...args]).then((r) => r.stdout.trim());
 
-async function startDeployable(name: 'api' | 'worker'): Promise<number> {
+async function startDeployable(name: 'api' | 'worker', extraEnv: Record<string, string> = {}): Promise<number> {
   const port = await freePort();
-  const env = { NODE_ENV: 'test', LOG_LEVEL: 'warn', REDIS_URL: `redis://127.0.0.1:${redisPort}`, MONGO_URL: mongoUrl, PORT: String(port), WORKER_PORT: String(port), CURRENT_CACHE_MS: '1000' };
+  const env = { NODE_ENV: 'test', LOG_LEVEL: 'warn', REDIS_URL: `redis://127.0.0.1:${redisPort}`, MONGO_URL: mongoUrl, PORT: String(port), WORKER_PORT: String(port), CURRENT_CACHE_MS: '1000', ...extraEnv };
   running.push(startProcess(tsx('tools/start-one.ts', name), env));
   await waitUntil(`${name} listening`, () => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false), 30_000);
   return port;
@@ -92,4 +93,48 @@ describe('self-healing (R21)', () => {
     const afterDel = await secondsUntilRingPage(today, 150_000);
     console.info(`self-healing: DEL current queue -> ring page in ${afterDel.toFixed(1)} s`);
   }, 420_000);
+});
+
+describe('a build while MongoDB is down (R21)', () => {
+  it('when every attempt of a build fails with MongoDB stopped, then once MongoDB answers the controller builds today\'s version', async () => {
+    const today = versionFor(new Date(), 'Asia/Shanghai');
+    expect(await redisCli('flushall')).toBe('OK');
+    const mongoPort = await freePort();
+    const ownMongoUrl = `mongodb://127.0.0.1:${mongoPort}/outage`;
+    const seed = async () => {
+      const conn = await mongoose.createConnection(ownMongoUrl).asPromise();
+      await seedVideos(videoModel(conn), { videos: 200, fresh: 10 });
+      await conn.close();
+    };
+    let mongoServer = await startMongoProcess(mongoPort);
+    running.push(mongoServer);
+    await seed();
+    // The test holds the controller's lease, so the worker's first check waits until MongoDB is down.
+    expect(await redisCli('set', keys.controllerLease, 'held-by-the-test', 'PX', '60000')).toBe('OK');
+    await startDeployable('worker', { MONGO_URL: ownMongoUrl, BUILD_RETRY_DELAY_MS: '500' });
+    await mongoServer.stop('SIGKILL');
+    await redisCli('del', keys.controllerLease);
+
+    const connection = bullConnectionFactory({ redisUrl: `redis://127.0.0.1:${redisPort}`, redisClusterNodes: undefined })();
+    const queue = new Queue(BUILD_QUEUE, { connection, prefix: keys.bullPrefix });
+    try {
+      // The controller's repair build runs its 3 attempts against the stopped MongoDB and fails.
+      await waitUntil('the repair build to fail all its attempts', async () => {
+        const job = await queue.getJob(`repair-${today}`);
+        return Boolean(job && (await job.getState()) === 'failed' && job.attemptsMade === 3);
+      }, 90_000);
+      expect(await redisCli('get', keys.current)).toBe('');
+
+      mongoServer = await startMongoProcess(mongoPort);
+      running.push(mongoServer);
+      await seed();
+      const answering = Date.now();
+      await waitUntil(`${today} current`, async () => (await redisCli('get', keys.current)) === today, 120_000);
+      console.info(`self-healing: MongoDB back -> ${today} current in ${((Date.now() - answering) / 1000).toFixed(1)} s`);
+      expect(Number(await redisCli('llen', keys.queue(today)))).toBeGreaterThan(0);
+    } finally {
+      await queue.close();
+      await connection.quit();
+    }
+  }, 300_000);
 });

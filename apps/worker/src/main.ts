@@ -38,6 +38,7 @@ export async function startWorker(config: Config = loadConfig()): Promise<Runnin
     prefix: keys.bullPrefix,
     cron: config.shortRecommendCron,
     timeZone: config.businessTimeZone,
+    retryDelayMs: config.buildRetryDelayMs,
     logger,
     metrics,
     deps: buildDepsFrom(config, { redis, keys, videos, logger }),

@@ -36,7 +36,7 @@ beforeAll(async () => {
   await runDailyBuild(deps, { at });
   await videos.insertMany(Array.from({ length: 10 }, () => demoVideo({ reviewAt: new Date(at.getTime() + 3600_000) })));
   await runDailyBuild(deps, { at: new Date('2026-07-25T01:00:00+08:00'), shadow: true });
-  jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', logger, metrics: createWorkerMetrics(), deps, process: false });
+  jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: s.config.buildRetryDelayMs, logger, metrics: createWorkerMetrics(), deps, process: false });
   const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos });
   server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));

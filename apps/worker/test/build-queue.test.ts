@@ -26,6 +26,7 @@ beforeAll(async () => {
     prefix: s.keys.bullPrefix,
     cron: '30 4 * * *',
     timeZone: 'Asia/Shanghai',
+    retryDelayMs: s.config.buildRetryDelayMs,
     logger,
     metrics,
     deps: { redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 },

@@ -6,7 +6,7 @@ import { Queue, Worker } from 'bullmq';
 import { createLogger } from '@feed/logger';
 import { deleteKeysWithPrefix } from '@feed/storage';
 import { bullConnectionFactory, BullConnections } from '../src/jobs/bull-connection';
-import { BUILD_JOB_OPTIONS, SCHEDULER_ID, type BuildJobData } from '../src/jobs/build-queue';
+import { buildJobOptions, SCHEDULER_ID, type BuildJobData } from '../src/jobs/build-queue';
 import { COUNTER_REPAIR_QUEUE, COUNTER_REPAIR_SCHEDULER_ID } from '../src/jobs/counter-repair';
 import { checkDesiredState, dueVersion, type ControllerDeps } from '../src/controller/desired-state';
 import { createWorkerMetrics } from '../src/metrics';
@@ -30,7 +30,7 @@ let deps: ControllerDeps;
 beforeAll(async () => {
   s = await startTestServices('controller');
   connections = new BullConnections(bullConnectionFactory(s.config));
-  buildQueue = new Queue<BuildJobData>('short-recommend-build', { connection: connections.next(), prefix: s.keys.bullPrefix, defaultJobOptions: BUILD_JOB_OPTIONS });
+  buildQueue = new Queue<BuildJobData>('short-recommend-build', { connection: connections.next(), prefix: s.keys.bullPrefix, defaultJobOptions: buildJobOptions(30_000) });
   counterQueue = new Queue(COUNTER_REPAIR_QUEUE, { connection: connections.next(), prefix: s.keys.bullPrefix });
   deps = {
     redis: s.redis,

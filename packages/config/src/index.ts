@@ -98,6 +98,7 @@ function schemaFor(env: NodeJS.ProcessEnv) {
     REDIS_DEADLINE_MS: Joi.number().integer().min(10).max(5000).default(250).description('Deadline of each Redis call on the API read path; past it the request degrades (R17)'),
     CORS_ALLOWED_ORIGINS: originList.default('').description('Comma list of origins an H5 page may call the API from; empty = no cross-origin access'),
     BUILD_LOCK_TTL_MS: Joi.number().integer().min(1000).default(10 * 60_000).description('Expiry of the build lock, so a crashed worker does not block the next build'),
+    BUILD_RETRY_DELAY_MS: Joi.number().integer().min(100).max(3_600_000).default(30_000).description('Delay before a failed build\'s first retry (doubled for the second); after the last, the controller queues it again'),
   });
 }
 
@@ -126,6 +127,7 @@ export interface Config {
   viewHistoryTtlDays: number;
   notInterestedMax: number;
   buildLockTtlMs: number;
+  buildRetryDelayMs: number;
   redisDeadlineMs: number;
   corsAllowedOrigins: string[];
 }
@@ -165,6 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     viewHistoryTtlDays: v.VIEW_HISTORY_TTL_DAYS,
     notInterestedMax: v.NOT_INTERESTED_MAX,
     buildLockTtlMs: v.BUILD_LOCK_TTL_MS,
+    buildRetryDelayMs: v.BUILD_RETRY_DELAY_MS,
     redisDeadlineMs: v.REDIS_DEADLINE_MS,
     corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS ? (v.CORS_ALLOWED_ORIGINS as string).split(',') : [],
   };

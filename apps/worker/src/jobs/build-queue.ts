@@ -28,12 +28,10 @@ export interface BuildJobData {
 /** Backoff type of build jobs: exponential from `delay`, or until the lock expires (see lockAwareBackoff). */
 const BUILD_BACKOFF = 'lock-aware';
 
-export const BUILD_JOB_OPTIONS = {
-  attempts: 3,
-  backoff: { type: BUILD_BACKOFF, delay: 30_000 },
-  removeOnComplete: 100,
-  removeOnFail: 100,
-} as const;
+/** Options of every build job: scheduled, repair, or added by hand. `retryDelayMs` is BUILD_RETRY_DELAY_MS. */
+export function buildJobOptions(retryDelayMs: number) {
+  return { attempts: 3, backoff: { type: BUILD_BACKOFF, delay: retryDelayMs }, removeOnComplete: 100, removeOnFail: 100 } as const;
+}
 
 /**
  * The due version's build found another holder's lock (a crashed worker's, until it expires):
@@ -48,10 +46,10 @@ export class BuildLockedError extends Error {
   }
 }
 
-/** A locked build retries just after the lock expires; every other failure backs off exponentially. */
-export function lockAwareBackoff(attemptsMade: number, _type?: string, err?: Error): number {
+/** A locked build retries just after the lock expires; every other failure backs off exponentially from `delayMs`. */
+export function lockAwareBackoff(attemptsMade: number, delayMs: number, err?: Error): number {
   if (err instanceof BuildLockedError) return err.retryAfterMs;
-  return Math.round(2 ** (attemptsMade - 1) * BUILD_JOB_OPTIONS.backoff.delay);
+  return Math.round(2 ** (attemptsMade - 1) * delayMs);
 }
 
 export interface BuildQueueOptions {
@@ -60,6 +58,8 @@ export interface BuildQueueOptions {
   prefix: string;
   cron: string;
   timeZone: string;
+  /** First retry delay of a failed build; doubles per attempt. */
+  retryDelayMs: number;
   logger: Logger;
   metrics: WorkerMetrics;
   deps: BuildDeps;
@@ -117,10 +117,11 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
   const connections = new BullConnections(options.connection);
   const connection = connections.next;
   // Jobs added by hand in the dashboard get the same retries and backoff as scheduled ones.
-  const queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connection(), prefix: options.prefix, defaultJobOptions: BUILD_JOB_OPTIONS });
+  const jobOptions = buildJobOptions(options.retryDelayMs);
+  const queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connection(), prefix: options.prefix, defaultJobOptions: jobOptions });
   queue.on('error', bullErrorLogger(logger, 'queue'));
   const ensureScheduler = async () => {
-    await queue.upsertJobScheduler(SCHEDULER_ID, { pattern: options.cron, tz: options.timeZone }, { name: 'daily-build', data: {}, opts: BUILD_JOB_OPTIONS });
+    await queue.upsertJobScheduler(SCHEDULER_ID, { pattern: options.cron, tz: options.timeZone }, { name: 'daily-build', data: {}, opts: jobOptions });
   };
   await ensureScheduler();
   logger.info('daily build scheduled', { cron: options.cron, tz: options.timeZone });
@@ -167,7 +168,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
             activeBuilds.delete(abort);
           }
         }),
-      { connection: connection(), prefix: options.prefix, concurrency: 1, settings: { backoffStrategy: lockAwareBackoff } },
+      { connection: connection(), prefix: options.prefix, concurrency: 1, settings: { backoffStrategy: (attemptsMade, _type, err) => lockAwareBackoff(attemptsMade, options.retryDelayMs, err) } },
     );
     worker.on('failed', (job, err) => logger.error('build job failed', { jobId: job?.id, attempt: job?.attemptsMade, err }));
     worker.on('error', bullErrorLogger(logger, 'worker'));
