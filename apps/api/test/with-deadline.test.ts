@@ -2,17 +2,18 @@
  * The read path's Redis deadline (R17, R11) against a real Redis: a reply Redis sent in time is
  * used even when the event loop was too busy to read it before the deadline's timer came due.
  */
-import { connectRedis, type Redis } from '@feed/storage';
+import { createClient } from 'redis';
 import { RedisCallError, withDeadline } from '../src/with-deadline';
 
-let redis: Redis;
+const connect = () => createClient({ url: process.env.TEST_REDIS_URL! }).connect();
+let redis: Awaited<ReturnType<typeof connect>>;
 
 beforeAll(async () => {
-  redis = await connectRedis({ redisUrl: process.env.TEST_REDIS_URL! });
+  redis = await connect();
 });
 
 afterAll(async () => {
-  await redis.close();
+  await redis.quit();
 });
 
 /** Blocks the event loop, as a saturated API process does, for `ms`. */
@@ -30,13 +31,13 @@ describe('withDeadline', () => {
   });
 
   it('when Redis does not answer within the deadline, then the call is rejected naming it', async () => {
-    const blocker = await connectRedis({ redisUrl: process.env.TEST_REDIS_URL! });
+    const blocker = await connect();
     try {
       const stalled = blocker.blPop(`deadline-test:${process.pid}:nothing`, 1);
       await expect(withDeadline(stalled, 50, 'BLPOP')).rejects.toThrow(new RedisCallError('BLPOP timed out after 50 ms'));
       await stalled;
     } finally {
-      await blocker.close();
+      await blocker.quit();
     }
   });
 });
