@@ -1,0 +1,132 @@
+/**
+ * D4 for the worker with a build under way (R21 item 6): the deployable over ~300k seeded videos,
+ * MongoDB behind a throttled proxy so the build's read outlasts the shutdown grace, real signals.
+ * The first SIGTERM aborts the build within the grace, releases its lock, leaves `current` as it
+ * was and exits 0; the job is retried by the next worker. A second signal exits at once.
+ */
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import mongoose, { type Connection } from 'mongoose';
+import { versionFor } from '@feed/domain';
+import { seedVideos } from '@feed/demo-data';
+import { connectRedis, createRedisKeys, deleteKeysWithPrefix, videoModel, type Redis } from '@feed/storage';
+import { BUILD_QUEUE, buildJobOptions, bullConnectionFactory, type BuildJobData } from '@feed/worker';
+import { freePort, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { publishQueue } from '../support/feed-fixtures';
+import { throttledProxy, type ThrottledProxy } from '../support/throttled-proxy';
+
+const VIDEOS = 300_000;
+/** The read of ~45 MB of projected documents takes ~20 s at this rate: far past the 6 s grace. */
+const MONGO_BYTES_PER_SECOND = 2_000_000;
+const RETRY_DELAY_MS = 500;
+const VERSION = versionFor(new Date(), 'Asia/Shanghai');
+const prefix = `test:shutdown:${process.pid}:${randomBytes(3).toString('hex')}:`;
+const keys = createRedisKeys(prefix);
+const database = `t_shutdown_${randomBytes(3).toString('hex')}`;
+const mongoUri = new URL(process.env.TEST_MONGO_URI!);
+
+let redis: Redis;
+let mongo: Connection;
+let proxy: ThrottledProxy;
+let queue: Queue<BuildJobData>;
+let connection: ReturnType<ReturnType<typeof bullConnectionFactory>>;
+const fixture = Array.from({ length: 40 }, () => randomBytes(12).toString('hex'));
+const running: Managed[] = [];
+
+beforeAll(async () => {
+  redis = await connectRedis({ redisUrl: process.env.TEST_REDIS_URL! });
+  mongo = await mongoose.createConnection(`${process.env.TEST_MONGO_URI}/${database}`).asPromise();
+  await seedVideos(videoModel(mongo), { videos: VIDEOS, fresh: VIDEOS / 50 });
+  proxy = await throttledProxy({ host: mongoUri.hostname, port: Number(mongoUri.port) }, MONGO_BYTES_PER_SECOND);
+  connection = bullConnectionFactory({ redisUrl: process.env.TEST_REDIS_URL!, redisClusterNodes: undefined })();
+  queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection, prefix: keys.bullPrefix, defaultJobOptions: buildJobOptions(RETRY_DELAY_MS) });
+}, 120_000);
+
+beforeEach(async () => {
+  await deleteKeysWithPrefix(redis, prefix);
+  // Today's version, complete with the legacy set: the controller has nothing to repair, and
+  // the forced rebuild below is the only build.
+  await publishQueue(redis, keys, VERSION, fixture);
+  await redis.sAdd(keys.legacyIds, fixture);
+});
+
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((p) => p.stop('SIGKILL')));
+});
+
+afterAll(async () => {
+  await queue.close();
+  await connection.quit();
+  await proxy.close();
+  await deleteKeysWithPrefix(redis, prefix);
+  await redis.close();
+  await mongo.dropDatabase();
+  await mongo.close();
+});
+
+const exited = (p: Managed) => new Promise<number | null>((resolve) => (p.child.exitCode !== null ? resolve(p.child.exitCode) : p.child.once('exit', (code) => resolve(code))));
+
+const answers = (port: number) => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+
+async function startWorker(mongoPort: number): Promise<{ worker: Managed; port: number }> {
+  const port = await freePort();
+  const worker = startProcess(tsx('tools/start-one.ts', 'worker'), {
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'warn',
+    REDIS_URL: process.env.TEST_REDIS_URL!,
+    REDIS_KEY_PREFIX: prefix,
+    MONGO_URL: `mongodb://127.0.0.1:${mongoPort}/${database}`,
+    WORKER_PORT: String(port),
+    BUILD_RETRY_DELAY_MS: String(RETRY_DELAY_MS),
+  });
+  running.push(worker);
+  await waitUntil('worker listening', () => answers(port), 30_000);
+  return { worker, port };
+}
+
+/** A forced rebuild of today's version, taken by the worker: its lock is held and it is reading. */
+async function buildUnderWay(jobId: string): Promise<void> {
+  await queue.add('manual', { force: true }, { jobId });
+  await waitUntil('the build reading under its lock', async () => {
+    const job = await queue.getJob(jobId);
+    return (await redis.exists(keys.buildLock(VERSION))) === 1 && (job?.progress as { phase?: string } | undefined)?.phase === 'read';
+  }, 30_000);
+}
+
+describe('worker shutdown during a build (D4)', () => {
+  it('when the worker gets SIGTERM mid-build, then the build is aborted within the grace, the lock released, current untouched, and the next worker retries the job', async () => {
+    const { worker } = await startWorker(proxy.port);
+    await buildUnderWay('shutdown-sigterm');
+    const signalledAt = Date.now();
+    worker.child.kill('SIGTERM');
+    expect(await exited(worker)).toBe(0);
+    expect(Date.now() - signalledAt).toBeLessThan(10_000);
+    // Released by the aborted build, not left to expire (its TTL is minutes).
+    expect(await redis.exists(keys.buildLock(VERSION))).toBe(0);
+    expect(await redis.get(keys.current)).toBe(VERSION);
+    expect(await redis.lRange(keys.queue(VERSION), 0, -1)).toEqual(fixture);
+    const aborted = (await queue.getJob('shutdown-sigterm'))!;
+    expect(aborted.attemptsMade).toBe(1);
+    expect(aborted.failedReason).toMatch(/worker shutting down: build aborted/);
+
+    // The next worker (MongoDB at full speed) retries the job and publishes the rebuild.
+    await startWorker(Number(mongoUri.port));
+    await waitUntil('the retried build to complete', async () => (await queue.getJob('shutdown-sigterm'))?.finishedOn !== undefined, 60_000);
+    const retried = (await queue.getJob('shutdown-sigterm'))!;
+    expect(await retried.getState()).toBe('completed');
+    expect(retried.returnvalue).toMatchObject({ status: 'built', version: VERSION });
+    expect(await redis.lLen(keys.queue(VERSION))).toBeGreaterThan(VIDEOS / 2);
+  }, 150_000);
+
+  it('when the worker gets a second signal while the first waits for the build, then it exits at once with 130', async () => {
+    const { worker, port } = await startWorker(proxy.port);
+    await buildUnderWay('shutdown-twice');
+    worker.child.kill('SIGTERM');
+    // The first signal closes the dashboard's port at once, while the build has its grace.
+    await waitUntil('the first signal taken', async () => !(await answers(port)), 5_000);
+    expect(await redis.exists(keys.buildLock(VERSION))).toBe(1);
+    worker.child.kill('SIGTERM');
+    expect(await exited(worker)).toBe(130);
+    expect(await redis.get(keys.current)).toBe(VERSION);
+  }, 90_000);
+});
