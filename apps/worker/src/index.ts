@@ -7,5 +7,6 @@ export { startWorker, type RunningWorker } from './main';
 export { buildDepsFrom, runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from './daily-build/daily-build';
 export { BUILD_QUEUE, SCHEDULER_ID, buildJobOptions, startBuildQueue, type BuildJobData } from './jobs/build-queue';
 export { bullConnectionFactory } from './jobs/bull-connection';
+export { CandidateColumns } from './daily-build/candidate-columns';
 export { createWorkerMetrics, type WorkerMetrics } from './metrics';
 export { buildSchedule, listVersions, reportVersion, summarizeVersions, versionPointers } from './inspect/inspect-versions';

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { mongo, Types } from 'mongoose';
-import { CandidateColumns, recommendScore } from '@feed/domain';
+import { recommendScore } from '@feed/domain';
+import { CandidateColumns } from '../src/daily-build/candidate-columns';
 import { pushRawCandidate } from '../src/daily-build/read-candidates';
 
 const { BSON, Binary, BSONRegExp, BSONSymbol, Code, Decimal128, Double, Int32, Long, MaxKey, MinKey, Timestamp } = mongo;

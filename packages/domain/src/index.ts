@@ -1,6 +1,5 @@
 export * from './eligibility';
 export * from './score';
-export * from './candidates';
 export * from './pools';
 export * from './shuffle';
 export * from './assemble';

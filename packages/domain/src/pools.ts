@@ -1,7 +1,19 @@
 /** SPEC R7, R8: the new pool and the high pool, each in its serving order. */
-import type { CandidateColumns } from './candidates';
 
 export const NEW_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The candidates as the pool rules read them: candidate i's score, review time (epoch ms,
+ * -Infinity when unknown) and id order. The build stores them in typed columns
+ * (`apps/worker` candidate-columns.ts); any shape with these members will do.
+ */
+export interface PoolCandidates {
+  readonly length: number;
+  readonly scores: Float64Array;
+  readonly reviewAt: Float64Array;
+  /** ObjectId order: negative when candidate a's id sorts before b's. */
+  compareIds(a: number, b: number): number;
+}
 
 /** Each pool holds candidate indices (into the columns) in serving order. */
 export interface Pools {
@@ -17,7 +29,7 @@ export function isNew(reviewAt: number | null, generatedAt: number): boolean {
 }
 
 /** Splits eligible candidates into the two pools; a new video is not also in the high pool. */
-export function splitPools(candidates: CandidateColumns, generatedAt: number): Pools {
+export function splitPools(candidates: PoolCandidates, generatedAt: number): Pools {
   const { reviewAt, scores } = candidates;
   let freshCount = 0;
   for (let i = 0; i < candidates.length; i++) if (isNew(reviewAt[i], generatedAt)) freshCount++;

@@ -10,7 +10,8 @@
  */
 import type { Config } from '@feed/config';
 import type { Logger } from '@feed/logger';
-import { assembleQueue, splitPools, summarizeBlocks, versionFor, type CandidateColumns } from '@feed/domain';
+import { assembleQueue, splitPools, summarizeBlocks, versionFor } from '@feed/domain';
+import type { CandidateColumns } from './candidate-columns';
 import { encodeMeta, makeCurrent, runScript, slotKeys, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type SwitchOutcome, type VideoModel } from '@feed/storage';
 import { acquireBuildLock, type BuildLock } from './build-lock';
 import { readCandidates, type DocumentIssues } from './read-candidates';

@@ -5,7 +5,8 @@
  * no document object is made per video. Deserialised documents cost ~10 KB of garbage a video,
  * enough of it promoted that the old heap grew by ~130 MB before its first collection.
  */
-import { CandidateColumns, ELIGIBLE_FILTER, ID_BYTES, recommendScore, type RecommendCounters } from '@feed/domain';
+import { ELIGIBLE_FILTER, recommendScore, type RecommendCounters } from '@feed/domain';
+import { CandidateColumns, ID_BYTES } from './candidate-columns';
 import { mongo } from 'mongoose';
 import type { Logger } from '@feed/logger';
 import type { VideoModel } from '@feed/storage';

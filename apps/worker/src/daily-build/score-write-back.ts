@@ -8,7 +8,7 @@
  * `updateOne` per video: fewer, smaller operations, and a fraction of the client's garbage.
  */
 import { Types } from 'mongoose';
-import { ID_BYTES, type CandidateColumns } from '@feed/domain';
+import { ID_BYTES, type CandidateColumns } from './candidate-columns';
 import type { VideoModel } from '@feed/storage';
 import { InFlight } from './in-flight';
 

@@ -10,7 +10,7 @@
  * on the RPUSHes and the rest is the client's encoding, the same as for ready-made strings; the
  * Lua script this replaced (one packed argument split server-side) cost Redis 40-60 ms.
  */
-import { ID_BYTES, type CandidateColumns } from '@feed/domain';
+import { ID_BYTES, type CandidateColumns } from './candidate-columns';
 import type { Redis } from '@feed/storage';
 import { InFlight } from './in-flight';
 

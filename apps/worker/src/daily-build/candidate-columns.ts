@@ -1,8 +1,11 @@
 /**
  * The build's candidates in columns (typed arrays), not one object and one 24-char string per
  * video: 12-byte ids, scores, review times and the score last written back, about 36 bytes a
- * video. A candidate is its index in the columns.
+ * video. A candidate is its index in the columns. This is the build's storage format (the read
+ * phase fills it from raw BSON, the writes read the id bytes); the domain's rules see it through
+ * `PoolCandidates`.
  */
+import type { PoolCandidates } from '@feed/domain';
 
 export const ID_BYTES = 12;
 
@@ -17,9 +20,7 @@ export interface Candidate {
   storedScore?: number | null;
 }
 
-const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'));
-
-export class CandidateColumns {
+export class CandidateColumns implements PoolCandidates {
   length = 0;
   ids: Uint8Array;
   scores: Float64Array;
@@ -58,9 +59,7 @@ export class CandidateColumns {
   }
 
   idHex(i: number): string {
-    let hex = '';
-    for (let b = i * ID_BYTES; b < (i + 1) * ID_BYTES; b++) hex += HEX[this.ids[b]];
-    return hex;
+    return Buffer.from(this.ids.buffer, this.ids.byteOffset + i * ID_BYTES, ID_BYTES).toString('hex');
   }
 
   /** Byte order of the ids, i.e. ObjectId order: negative when a sorts before b. */
@@ -128,9 +127,7 @@ function resized(column: Float64Array, capacity: number): Float64Array {
   return next;
 }
 
-function hexToBytes(hex: string): Uint8Array {
+function hexToBytes(hex: string): Buffer {
   if (!/^[0-9a-f]{24}$/i.test(hex)) throw new Error(`not a 24-hex ObjectId: ${hex}`);
-  const bytes = new Uint8Array(ID_BYTES);
-  for (let b = 0; b < ID_BYTES; b++) bytes[b] = parseInt(hex.slice(b * 2, b * 2 + 2), 16);
-  return bytes;
+  return Buffer.from(hex, 'hex');
 }
