@@ -11,8 +11,10 @@ import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { createClient } from 'redis';
 import mongoose from 'mongoose';
+import { Queue } from 'bullmq';
 import { loadConfig } from '@feed/config';
 import { versionFor } from '@feed/domain';
+import { BUILD_QUEUE, SCHEDULER_ID, bullConnectionFactory } from '@feed/worker';
 import { COUNTER_KINDS as COUNTER_FIELDS, createRedisKeys, interactionModels, videoModel, type CounterKind } from '@feed/storage';
 import { cli, freePort, startMongoProcess, startProcess, startRedis, tsx, waitUntil, type Managed } from '../support/processes';
 import { badInputCases } from './bad-input';
@@ -121,16 +123,25 @@ async function main(): Promise<void> {
     await redisClient.connect();
     const seeded = await cli(env, 'seed', '--videos', String(VIDEOS), '--fresh', String(Math.round(VIDEOS / 50)));
     expect(seeded.code === 0, `seed failed: ${seeded.output}`);
-    const firstBuild = await cli(env, 'build');
-    expect(firstBuild.code === 0, `first build failed: ${firstBuild.output}`);
-    const current = (await redisClient.get(keys.current))!;
-    const queue = await redisClient.lRange(keys.queue(current), 0, -1);
 
+    // No build by hand: the worker's controller (R21) builds on a first start.
     apiProcess = startProcess(tsx('apps/api/src/main.ts'), env);
     workerProcess = startProcess(tsx('apps/worker/src/main.ts'), env);
     processes.push(apiProcess, workerProcess);
     await waitUntil('api ready', async () => (await fetch(`${api}/readyz`)).ok, 30_000);
     await waitUntil('worker up', async () => (await fetch(`${worker}/healthz`)).ok, 30_000);
+    /** The version of a guest's page: a YYYYMMDD when the ring served it. */
+    const pageVersion = async () =>
+      ((await (await fetch(`${api}/api/app/recommend/vid/list`, { headers: { 'X-Device-Id': `healing-${randomBytes(4).toString('hex')}` } })).json()) as { queueVersion: string }).queueVersion;
+    const untilRingPage = async (timeoutMs: number) => {
+      const started = Date.now();
+      await waitUntil('a ring page', async () => /^\d{8}$/.test(await pageVersion()), timeoutMs);
+      return `ring page after ${((Date.now() - started) / 1000).toFixed(1)} s`;
+    };
+    await check('self-healing', 'first start on an empty Redis, no build by hand: a ring page within 90 s', () => untilRingPage(90_000));
+    const current = await redisClient.get(keys.current);
+    expect(current, 'no version became current after the first start');
+    const queue = await redisClient.lRange(keys.queue(current), 0, -1);
 
     // ---------------------------------------------------------------- load
     await check('load', `${LOAD_USERS} users swiping for ${LOAD_SECONDS} s`, async () => {
@@ -388,6 +399,28 @@ async function main(): Promise<void> {
       const logs = [...processes.flatMap((p) => p.output)].join('');
       for (const secret of [SECRET, ADMIN_PASSWORD, token('load-user-0').split('.')[2]]) expect(!logs.includes(secret), 'a secret or token was logged');
       return `${(logs.length / 1024).toFixed(0)} KB of logs scanned`;
+    });
+
+    await check('self-healing', 'Redis loses all its data (FLUSHALL): a ring page within 150 s, the daily job scheduler back', async () => {
+      await redisClient.flushAll();
+      const healed = await untilRingPage(150_000);
+      const bull = bullConnectionFactory({ redisUrl: env.REDIS_URL, redisClusterNodes: undefined })();
+      const buildQueue = new Queue(BUILD_QUEUE, { connection: bull, prefix: keys.bullPrefix });
+      try {
+        await waitUntil('the daily job scheduler upserted again', async () => Boolean(await buildQueue.getJobScheduler(SCHEDULER_ID)), 30_000);
+      } finally {
+        await buildQueue.close();
+        await bull.quit();
+      }
+      return `${healed}; scheduler present`;
+    });
+
+    await check('self-healing', 'the current version\'s queue deleted: a ring page of that version within 150 s', async () => {
+      const version = (await redisClient.get(keys.current))!;
+      expect((await redisClient.del(keys.queue(version))) === 1, `no queue of ${version} to delete`);
+      const started = Date.now();
+      await waitUntil(`a ring page of ${version}`, async () => (await pageVersion()) === version, 150_000);
+      return `ring page of ${version} after ${((Date.now() - started) / 1000).toFixed(1)} s`;
     });
 
     await check('faults', 'MongoDB unavailable during reads: a clear 503', async () => {
