@@ -1,7 +1,10 @@
 /**
  * The service unchanged on a real 3-master Redis Cluster: the build writes and switches a version,
- * the API reads the ring, records views and watches. Skipped, with a message, without redis-server.
+ * the API reads the ring, records views and watches. Each test has a key prefix of its own and
+ * builds what it reads. Without redis-server the tests are skipped with a warning; under CI
+ * (.ci/run installs it) a missing redis-server is a failure.
  */
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import mongoose, { type Connection } from 'mongoose';
 import request from 'supertest';
@@ -13,32 +16,44 @@ import { createApp } from '@feed/api';
 import { BUILD_QUEUE, bullConnectionFactory, createWorkerMetrics, listVersions, reportVersion, runDailyBuild, startBuildQueue, versionPointers } from '@feed/worker';
 import { QueueEvents } from 'bullmq';
 import { bearer } from '../support/feed-fixtures';
-import { hasRedisServer, startLocalCluster, type LocalCluster } from '../support/redis-cluster';
+import { startLocalCluster, type LocalCluster } from '../support/redis-cluster';
 
 const BASE_PORT = 7100 + (process.pid % 50) * 3;
+const available = ['redis-server', 'redis-cli'].every((tool) => spawnSync(tool, ['--version']).status === 0);
+if (!available && process.env.CI) throw new Error('redis-server/redis-cli not installed: the Redis Cluster tests are required under CI');
+if (!available) console.warn('redis-server/redis-cli not installed: skipping the Redis Cluster tests');
+/** `it` when redis-server is installed, `it.skip` otherwise. */
+const clusterIt = available ? it : it.skip;
 
-let available = false;
 let cluster: LocalCluster;
 let redis: Redis;
 let mongo: Connection;
+let mongoUrl: string;
+/** This test's configuration: the cluster, and a key prefix of its own. */
 let config: Config;
+let keys: ReturnType<typeof createRedisKeys>;
 
 beforeAll(async () => {
-  available = await hasRedisServer();
-  if (!available) {
-    console.warn('redis-server/redis-cli not installed: skipping the Redis Cluster tests');
-    return;
-  }
+  if (!available) return;
   cluster = await startLocalCluster(BASE_PORT);
+  mongoUrl = `${process.env.TEST_MONGO_URI}/t_cluster_${randomBytes(3).toString('hex')}`;
+  redis = await connectRedis(loadConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: cluster.nodes.join(',') }));
+  mongo = await mongoose.createConnection(mongoUrl).asPromise();
+  // Read-only for every test: the videos the builds read.
+  await seedVideos(videoModel(mongo), { videos: 57, fresh: 3, now: new Date('2026-07-24T01:00:00+08:00') });
+}, 60_000);
+
+beforeEach(() => {
+  if (!available) return;
   config = loadConfig({
     NODE_ENV: 'test',
     REDIS_CLUSTER_NODES: cluster.nodes.join(','),
-    MONGO_URL: `${process.env.TEST_MONGO_URI}/t_cluster_${randomBytes(3).toString('hex')}`,
+    REDIS_KEY_PREFIX: `t${randomBytes(3).toString('hex')}:`,
+    MONGO_URL: mongoUrl,
     CURRENT_CACHE_MS: '0',
   });
-  redis = await connectRedis(config);
-  mongo = await mongoose.createConnection(config.mongoUrl!).asPromise();
-}, 60_000);
+  keys = createRedisKeys(config.redisKeyPrefix);
+});
 
 afterAll(async () => {
   if (!available) return;
@@ -48,17 +63,17 @@ afterAll(async () => {
   await cluster.stop();
 });
 
-const onCluster = (name: string, fn: () => Promise<void>) => it(name, async () => (available ? fn() : undefined));
+/** A build of the day `at` names, run in this process as the worker runs it. */
+async function build(at: string) {
+  return runDailyBuild(
+    { redis, keys, videos: videoModel(mongo), logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 },
+    { at: new Date(at) },
+  );
+}
 
 describe('on a Redis Cluster', () => {
-  onCluster('when the build runs and users read, then the version switches and the ring serves across slots', async () => {
-    const keys = createRedisKeys(config.redisKeyPrefix);
-    const videos = videoModel(mongo);
-    await seedVideos(videos, { videos: 57, fresh: 3, now: new Date('2026-07-24T01:00:00+08:00') });
-    const result = await runDailyBuild(
-      { redis, keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 },
-      { at: new Date('2026-07-24T01:00:00+08:00') },
-    );
+  clusterIt('when the build runs and users read, then the version switches and the ring serves across slots', async () => {
+    const result = await build('2026-07-24T01:00:00+08:00');
     expect(result.status).toBe('built');
     expect(await redis.get(keys.current)).toBe('20260724');
     expect(await redis.lLen(keys.queue('20260724'))).toBe(60);
@@ -81,8 +96,7 @@ describe('on a Redis Cluster', () => {
     expect(new Set(served).size).toBe(60);
   });
 
-  onCluster('when a build job is added through BullMQ with the hash-tag prefix, then the worker runs it', async () => {
-    const keys = createRedisKeys(config.redisKeyPrefix);
+  clusterIt('when a build job is added through BullMQ with the hash-tag prefix, then the worker runs it', async () => {
     const videos = videoModel(mongo);
     const logger = createLogger({ silent: true });
     const jobs = await startBuildQueue({
@@ -109,8 +123,10 @@ describe('on a Redis Cluster', () => {
     }
   });
 
-  onCluster('when versions are inspected (pnpm cli inspect, the inspector), then every master is scanned', async () => {
-    const keys = createRedisKeys(config.redisKeyPrefix);
+  clusterIt('when versions are inspected (pnpm cli inspect, the inspector), then every master is scanned', async () => {
+    expect((await build('2026-07-24T01:00:00+08:00')).status).toBe('built');
+    await request(createApp({ config, redis, mongo }).app).get('/api/app/recommend/vid/list').set(bearer('inspected-user')).expect(200);
+    expect((await build('2026-07-25T01:00:00+08:00')).status).toBe('built');
     const pointers = await versionPointers(redis, keys);
     expect(pointers.current).toBe('20260725');
     // Each version's keys live in their own slot, on whichever master owns it: every master is scanned.

@@ -15,16 +15,6 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
-export async function hasRedisServer(): Promise<boolean> {
-  try {
-    await run('redis-server', ['--version']);
-    await run('redis-cli', ['--version']);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function waitForPing(port: number): Promise<void> {
   for (let attempt = 0; attempt < 100; attempt++) {
     try {
