@@ -1,3 +1,4 @@
+import { createClient, type RedisClientType } from 'redis';
 import { mongo, Types } from 'mongoose';
 import { BLOCK_SIZE, expandBlocks, recommendScore, versionFor } from '@feed/domain';
 import { createLogger } from '@feed/logger';
@@ -59,6 +60,17 @@ function blockCompositions(queue: string[], freshIds: string[]) {
     out.push({ high: block.length - n, fresh: n });
   }
   return out;
+}
+
+/** PEXPIREAT and PEXPIRETIME are not commands of the service: a plain node-redis client of the test's own. */
+async function onPlainClient<T>(fn: (client: RedisClientType) => Promise<T>): Promise<T> {
+  const client: RedisClientType = createClient({ url: process.env.TEST_REDIS_URL! });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.quit();
+  }
 }
 
 describe('daily build', () => {
@@ -291,10 +303,12 @@ describe('daily build', () => {
     await seed(40, 0);
     await runDailyBuild(deps, { at: AT });
     await s.redis.hSet(s.keys.offset(VERSION), 'u:alice', '7');
-    await s.redis.expire(s.keys.offset(VERSION), 3600);
     const liveKeys = [s.keys.queue(VERSION), s.keys.meta(VERSION), s.keys.offset(VERSION)];
+    // Each live key expires at an instant of its own, to the millisecond: a shadow that set any
+    // expiry again (even to the same TTL in the same second) moves it.
+    const expiresAt = liveKeys.map((_, i) => Date.now() + 3_600_000 + 7_919 * (i + 1));
+    await onPlainClient((raw) => Promise.all(liveKeys.map((key, i) => raw.pExpireAt(key, expiresAt[i]))));
     const before = { queue: await queueOf(), meta: await s.redis.hGetAll(s.keys.meta(VERSION)), offsets: await s.redis.hGetAll(s.keys.offset(VERSION)) };
-    const ttlsBefore = await Promise.all(liveKeys.map((key) => s.redis.ttl(key)));
 
     await videos.insertMany(Array.from({ length: 5 }, () => demoVideo({ reviewAt: new Date(AT.getTime() - 3600_000) })));
     const shadow = await runDailyBuild(deps, { at: AT, shadow: true });
@@ -304,8 +318,7 @@ describe('daily build', () => {
     expect(await queueOf()).toEqual(before.queue);
     expect(await s.redis.hGetAll(s.keys.meta(VERSION))).toEqual(before.meta);
     expect(await s.redis.hGetAll(s.keys.offset(VERSION))).toEqual({ 'u:alice': '7' });
-    const ttlsAfter = await Promise.all(liveKeys.map((key) => s.redis.ttl(key)));
-    ttlsAfter.forEach((ttl, i) => expect(ttl).toBeLessThanOrEqual(ttlsBefore[i]));
+    expect(await onPlainClient((raw) => Promise.all(liveKeys.map((key) => raw.pExpireTime(key))))).toEqual(expiresAt);
     expect(await s.redis.lLen(s.keys.shadowQueue(VERSION))).toBe(45);
 
     const summary = await summarizeVersions(s.redis, s.keys);
