@@ -163,9 +163,8 @@ describe('rollout kill switch (R16)', () => {
     const off = await cli(baseEnv, 'rollout', '--enabled', 'false');
     expect(off.code).toBe(0);
     expect(off.output).toContain('enabled false (override)');
-    const switchedAt = Date.now();
+    // waitUntil fails the test when the switch takes longer than 5 s.
     await waitUntil('both APIs on the legacy feed', async () => (await versionsServed()).every((v) => v === 'legacy'), 5_000);
-    expect(Date.now() - switchedAt).toBeLessThan(5_000);
     const metrics = await (await fetch(`http://127.0.0.1:${apis[1].port}/metrics`)).text();
     expect(metrics).toMatch(/^feed_rollout_enabled 0$/m);
 

@@ -55,12 +55,10 @@ async function ownRedis(): Promise<{ port: number; server: Managed; client: Redi
 describe('the API without Redis', () => {
   it('when Redis was never started, then the API listens, is ready (degraded) and serves MongoDB pages; when Redis comes, ring pages return', async () => {
     const [redisPort, apiPort] = await Promise.all([freePort(), freePort()]);
-    const started = Date.now();
     const api = startProcess(tsx('tools/start-one.ts', 'api'), { NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${redisPort}`, PORT: String(apiPort), CURRENT_CACHE_MS: '200', LOG_LEVEL: 'error' });
     running.push(api);
     const base = `http://127.0.0.1:${apiPort}`;
     await waitUntil('api listening without redis', async () => (await fetch(`${base}/healthz`)).ok, 20_000);
-    expect(Date.now() - started).toBeLessThan(20_000);
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: 'degraded', redis: 'down', mongo: 'ok' });

@@ -3,7 +3,6 @@ import type { Express } from 'express';
 import { connectRedis, videoModel, type VideoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { createApp, type Api } from '../src/app';
-import { rolloutBucket } from '../src/feed/feed-service';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
 
@@ -211,14 +210,15 @@ describe('rollout (R16)', () => {
   it('when the percentage is 30, then users whose stable bucket is below 30 get the ring and the rest the legacy feed', async () => {
     const partial = createApp({ config: { ...s.config, shortRecommendV2Percent: 30 }, redis: s.redis, mongo: s.mongo });
     await s.redis.sAdd(s.keys.legacyIds, ids);
-    const users = Array.from({ length: 40 }, (_, i) => `rollout-${i}`);
-    for (const user of users) {
+    // Buckets computed outside the service (FNV-1a 32 of "u:<id>", mod 100), around the boundary.
+    const buckets: Array<[user: string, bucket: number]> = [
+      ['rollout-6', 0], ['rollout-34', 1], ['rollout-82', 28], ['rollout-197', 29],
+      ['rollout-149', 30], ['rollout-21', 31], ['rollout-22', 50], ['rollout-90', 99],
+    ];
+    for (const [user, bucket] of buckets) {
       const res = await request(partial.app).get('/api/app/recommend/vid/list').set(bearer(user)).expect(200);
-      expect(res.body.queueVersion).toBe(rolloutBucket(`u:${user}`) < 30 ? V1 : 'legacy');
+      expect({ user, served: res.body.queueVersion }).toEqual({ user, served: bucket < 30 ? V1 : 'legacy' });
     }
-    const inside = users.filter((u) => rolloutBucket(`u:${u}`) < 30).length;
-    expect(inside).toBeGreaterThan(0);
-    expect(inside).toBeLessThan(40);
   });
 
   it('when v2 is disabled, then everyone gets the legacy feed', async () => {

@@ -133,7 +133,6 @@ describe('queue inspector', () => {
       await page.getByRole('button', { name: 'Add', exact: true }).click();
       await waitUntil('the added job in the queue', async () => (await jobs.queue.getJob('manual-20260724')) !== undefined, 10_000);
       const job = await jobs.queue.getJob('manual-20260724');
-      expect(job).toBeDefined();
       expect(job!.name).toBe('manual-rebuild');
       expect(job!.data).toEqual({ force: true });
       expect(job!.opts.attempts).toBe(3);
