@@ -1,6 +1,5 @@
 import { QueueEvents } from 'bullmq';
 import request from 'supertest';
-import { versionFor } from '@feed/domain';
 import { createLogger } from '@feed/logger';
 import { videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
@@ -15,6 +14,9 @@ let jobs: Awaited<ReturnType<typeof startBuildQueue>>;
 let events: QueueEvents;
 let eventsConnection: BullConnection;
 const metrics = createWorkerMetrics();
+/** The worker's clock: after the day the manual job builds, so no test depends on the real date. */
+const NOW = new Date('2026-08-01T08:00:00+08:00');
+const TODAY = '20260801';
 
 beforeAll(async () => {
   s = await startTestServices('queue');
@@ -29,7 +31,7 @@ beforeAll(async () => {
     retryDelayMs: s.config.buildRetryDelayMs,
     logger,
     metrics,
-    deps: { redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 },
+    deps: { redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000, now: () => NOW },
   });
   eventsConnection = bullConnectionFactory(s.config)();
   events = new QueueEvents(BUILD_QUEUE, { connection: eventsConnection, prefix: s.keys.bullPrefix });
@@ -70,7 +72,7 @@ describe('BullMQ build job', () => {
   });
 
   it("when a crashed worker's lock blocks the due build, then the job fails as locked and its retry builds once the lock expires", async () => {
-    const today = versionFor(new Date(), 'Asia/Shanghai');
+    const today = TODAY;
     await s.redis.set(s.keys.buildLock(today), 'crashed-worker', { PX: 1500 });
     const failures: string[] = [];
     events.on('failed', ({ failedReason }) => failures.push(failedReason));

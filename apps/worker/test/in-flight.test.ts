@@ -17,14 +17,18 @@ describe('InFlight: the bounded pipeline of the build\'s writes', () => {
     const answers = [deferred(), deferred(), deferred()];
     const settled: number[] = [];
     await writes.add(answers[0].promise, () => void settled.push(0));
-    let thirdAdded = false;
-    const addingSecond = writes.add(answers[1].promise, () => void settled.push(1)).then(() => (thirdAdded = true));
-    // The second write fills the pipeline: add waits until the oldest is answered.
+    const order: string[] = [];
+    const addingSecond = writes.add(answers[1].promise, () => void settled.push(1)).then(() => order.push('add returned'));
+    // The second write fills the pipeline: add waits until the oldest is answered. The newer write
+    // is answered first; whatever reacts to that alone runs in microtasks, before the oldest is
+    // answered in the next turn, so it would come first in `order`.
     answers[1].resolve();
-    await nextTurn();
-    expect(thirdAdded).toBe(false);
-    answers[0].resolve();
+    setImmediate(() => {
+      order.push('oldest answered');
+      answers[0].resolve();
+    });
     await addingSecond;
+    expect(order).toEqual(['oldest answered', 'add returned']);
     expect(settled).toEqual([0]);
     await writes.add(answers[2].promise, () => void settled.push(2));
     answers[2].resolve();

@@ -46,7 +46,7 @@ export interface BuildDeps {
   businessTimeZone: string;
   keyTtlHours: number;
   lockTtlMs: number;
-  /** The clock that says which version is today's (tests fix it). */
+  /** The clock: which version is today's, and when a build without `at` runs (tests fix it). */
   now?: () => Date;
   /** Test hook: runs at each point of the publish sequence, to inject failures and process kills. */
   at?: (point: PublishPoint) => Promise<void>;
@@ -250,7 +250,7 @@ async function dropStaging(deps: BuildDeps, version: string, lock: BuildLock): P
 
 export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {}): Promise<BuildResult> {
   const { redis, keys, logger } = deps;
-  const generatedAt = options.at ?? new Date();
+  const generatedAt = options.at ?? deps.now?.() ?? new Date();
   const version = versionFor(generatedAt, deps.businessTimeZone);
   const { signal } = options;
 
