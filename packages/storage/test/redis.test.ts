@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { createClient } from 'redis';
-import { connectRedis, createRedisKeys, loadScript, runScript } from '../src';
+import { connectRedis, createRedisKeys, loadScript, readRing, runScript } from '../src';
+import { freePort, startRedis } from '../../../tools/support/processes';
 
 const url = process.env.TEST_REDIS_URL!;
 
@@ -23,20 +27,49 @@ describe('Redis client and Lua loader', () => {
   });
 
   it('when the server lost its script cache, then EVALSHA falls back to EVAL and the script runs', async () => {
-    const redis = await connectRedis({ redisUrl: url });
-    const key = `test:lua:${randomBytes(4).toString('hex')}`;
+    // SCRIPT FLUSH on a server of this test's own: the shared one serves other test files' scripts.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'feed-script-flush-'));
+    const port = await freePort();
+    const server = await startRedis(port, dir);
+    const redis = await connectRedis({ redisUrl: `redis://127.0.0.1:${port}` });
     try {
-      await redis.set(key, 'owner-token');
+      await redis.set('lock', 'owner-token');
+      expect(await runScript(redis, 'release-lock', ['lock'], ['someone-else'])).toBe(0);
       // SCRIPT FLUSH is an operator's command, not part of the service's client interface.
-      const operator = createClient({ url });
+      const operator = createClient({ url: `redis://127.0.0.1:${port}` });
       await operator.connect();
       await operator.scriptFlush();
       expect(await operator.scriptExists(loadScript('release-lock').sha)).toEqual([0]);
       await operator.close();
-      expect(await runScript(redis, 'release-lock', [key], ['someone-else'])).toBe(0);
-      expect(await runScript(redis, 'release-lock', [key], ['owner-token'])).toBe(1);
-      expect(await redis.exists(key)).toBe(0);
+      expect(await runScript(redis, 'release-lock', ['lock'], ['owner-token'])).toBe(1);
+      expect(await redis.exists('lock')).toBe(0);
     } finally {
+      await redis.close();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('when a user first reads a version, then the offset hash gets the queue\'s expiry, and later reads leave it (R10)', async () => {
+    const redis = await connectRedis({ redisUrl: url });
+    const keys = createRedisKeys(`test:ring-ttl:${randomBytes(4).toString('hex')}:`);
+    const version = '20260724';
+    try {
+      await redis.rPush(keys.queue(version), Array.from({ length: 30 }, (_, i) => `id-${i}`));
+      await redis.expire(keys.queue(version), 3600);
+      expect(await redis.exists(keys.offset(version))).toBe(0);
+      await readRing(redis, keys, version, 'u:first', 20);
+      const queueTtl = await redis.pTTL(keys.queue(version));
+      const offsetTtl = await redis.pTTL(keys.offset(version));
+      // Given by the same script call: equal up to the milliseconds between these two reads.
+      expect(queueTtl - offsetTtl).toBeGreaterThanOrEqual(-5);
+      expect(queueTtl - offsetTtl).toBeLessThanOrEqual(5);
+      // A later read, by another user, keeps the expiry it has.
+      await redis.expire(keys.offset(version), 60);
+      await readRing(redis, keys, version, 'u:second', 20);
+      expect(await redis.pTTL(keys.offset(version))).toBeLessThanOrEqual(60_000);
+    } finally {
+      await redis.del([keys.queue(version), keys.offset(version)]);
       await redis.close();
     }
   });
