@@ -2,6 +2,7 @@ import request from 'supertest';
 import type { Express } from 'express';
 import { connectRedis, videoModel, type VideoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
+import { logger } from '@feed/logger';
 import { createApp, type Api } from '../src/app';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
@@ -54,6 +55,13 @@ describe('GET /api/app/recommend/vid/list (ring read)', () => {
     );
     expect(JSON.stringify(res.body)).not.toMatch(/recommend(Like|Collect|Comment|Share|Score)/);
     expect(await s.redis.hGet(s.keys.offset(V1), 'u:first-visit')).toBe('20');
+  });
+
+  it('when the client sends any pageNumber, then it is ignored: pages follow the user\'s offset (R12)', async () => {
+    const at = (pageNumber: string) => request(app).get('/api/app/recommend/vid/list').query({ pageSize: 10, pageNumber }).set(bearer('page-numbers'));
+    expect(vids(await at('7').expect(200))).toEqual(ids.slice(0, 10));
+    expect(vids(await at('1').expect(200))).toEqual(ids.slice(10, 20));
+    expect(vids(await at('1').expect(200))).toEqual(ids.slice(20, 30));
   });
 
   it('when users read, then each has an independent offset', async () => {
@@ -138,13 +146,20 @@ describe('GET /api/app/recommend/vid/list (ring read)', () => {
 });
 
 describe('degradation (R17)', () => {
-  it('when the current version keys are gone, then the previous version serves', async () => {
+  it('when the current version keys are gone, then the previous version serves, and the degradation is counted and logged with its reason', async () => {
     await publishQueue(s.redis, s.keys, V2, [...ids].reverse());
     await s.redis.del(s.keys.queue(V2));
+    const warn = jest.spyOn(logger, 'warn');
+    disposeAfter(() => warn.mockRestore());
     const res = await page('degrade-prev').expect(200);
     expect(res.body.queueVersion).toBe(V1);
     expect(vids(res)).toEqual(ids.slice(0, 20));
     expect(await api.metrics.registry.getSingleMetricAsString('feed_degradations_total')).toMatch(/kind="previous-version"} [1-9]/);
+    expect(warn).toHaveBeenCalledWith('feed degraded', {
+      requestId: res.headers['x-request-id'],
+      kind: 'previous-version',
+      reasons: [`ring: queue of version ${V2} is gone`],
+    });
   });
 
   it('when no version exists, then the legacy random set serves', async () => {

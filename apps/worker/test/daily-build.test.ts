@@ -5,7 +5,8 @@ import { createLogger } from '@feed/logger';
 import { deleteKeysWithPrefix, readMeta, videoModel, type VideoModel } from '@feed/storage';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { waitUntil } from '../../../tools/support/processes';
-import { runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
+import { assemble, BuildVerificationError, runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
+import { CandidateColumns } from '../src/daily-build/candidate-columns';
 import { summarizeVersions } from '../src/inspect/inspect-versions';
 import { startTestServices, type TestServices } from '../../../test/support/services';
 
@@ -402,5 +403,21 @@ describe('daily build', () => {
     await seed(25, 0);
     await runDailyBuild(deps, { at: AT });
     for (const id of await queueOf()) expect(Types.ObjectId.isValid(id) && /^[0-9a-f]{24}$/.test(id)).toBe(true);
+  });
+});
+
+describe('assemble (R10 verification)', () => {
+  const id = (n: number) => n.toString(16).padStart(24, '0');
+  const columns = (ids: string[]) => CandidateColumns.from(ids.map((x) => ({ id: x, score: 1, reviewAt: null })));
+
+  it('when the read returned an id twice, then the build refuses to publish, naming the count', () => {
+    expect(() => assemble(columns([id(1), id(2), id(1), id(3), id(2)]), {}, AT, VERSION, false)).toThrow(new BuildVerificationError('read 2 duplicate video ids'));
+  });
+
+  it('when every id is distinct, then the queue holds each once and the meta says no duplicates', () => {
+    const ids = Array.from({ length: 45 }, (_, i) => id(i + 1));
+    const { candidates, order, meta } = assemble(columns(ids), {}, AT, VERSION, false);
+    expect(Array.from(order, (i) => candidates.idHex(i)).sort()).toEqual(ids);
+    expect(meta).toMatchObject({ length: 45, duplicateCount: 0 });
   });
 });

@@ -141,7 +141,8 @@ interface AssembledBuild {
   meta: QueueMeta;
 }
 
-function assemble(candidates: CandidateColumns, documentIssues: DocumentIssues, generatedAt: Date, version: string, shadow: boolean): AssembledBuild {
+/** The assemble phase: refuses duplicate ids (a broken read), then pools and 17+3 blocks; exported for tests. */
+export function assemble(candidates: CandidateColumns, documentIssues: DocumentIssues, generatedAt: Date, version: string, shadow: boolean): AssembledBuild {
   const duplicateCount = candidates.countDuplicateIds();
   if (duplicateCount > 0) throw new BuildVerificationError(`read ${duplicateCount} duplicate video ids`);
   const pools = splitPools(candidates, generatedAt.getTime());
