@@ -15,12 +15,13 @@ import { versionFor } from '@feed/domain';
 import mongoose, { type Connection } from 'mongoose';
 import { cli, freePort, ROOT, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { bearer, publishQueue } from '../support/feed-fixtures';
+import { testMongoUrl } from '../support/mongo';
 
 const run = promisify(execFile);
 // Today's version, complete with the legacy set: the worker's controller (R21) has nothing to repair.
 const VERSION = versionFor(new Date(), 'Asia/Shanghai');
 const prefix = `test:deployables:${process.pid}:${randomBytes(3).toString('hex')}:`;
-const mongoUrl = `${process.env.TEST_MONGO_URI}/t_deployables_${randomBytes(3).toString('hex')}`;
+const mongoUrl = testMongoUrl('deployables');
 const baseEnv = { NODE_ENV: 'test', REDIS_URL: process.env.TEST_REDIS_URL!, MONGO_URL: mongoUrl, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: 'warn' };
 
 let redis: Redis;

@@ -17,6 +17,7 @@ import { BUILD_QUEUE, bullConnectionFactory, createWorkerMetrics, listVersions, 
 import { QueueEvents } from 'bullmq';
 import { bearer } from '../support/feed-fixtures';
 import { startLocalCluster, type LocalCluster } from '../support/redis-cluster';
+import { testMongoUrl } from '../support/mongo';
 
 const BASE_PORT = 7100 + (process.pid % 50) * 3;
 const available = ['redis-server', 'redis-cli'].every((tool) => spawnSync(tool, ['--version']).status === 0);
@@ -36,7 +37,7 @@ let keys: ReturnType<typeof createRedisKeys>;
 beforeAll(async () => {
   if (!available) return;
   cluster = await startLocalCluster(BASE_PORT);
-  mongoUrl = `${process.env.TEST_MONGO_URI}/t_cluster_${randomBytes(3).toString('hex')}`;
+  mongoUrl = testMongoUrl('cluster');
   redis = await connectRedis(loadConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: cluster.nodes.join(',') }));
   mongo = await mongoose.createConnection(mongoUrl).asPromise();
   // Read-only for every test: the videos the builds read.

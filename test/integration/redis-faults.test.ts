@@ -14,10 +14,11 @@ import { connectRedis, createRedisKeys, videoModel, type Redis } from '@feed/sto
 import { demoVideo } from '@feed/demo-data';
 import { cli, freePort, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { bearer, publishQueue } from '../support/feed-fixtures';
+import { testMongoUrl } from '../support/mongo';
 
 const VERSION = '20260724';
 const DEADLINE_MS = 250;
-const mongoUrl = `${process.env.TEST_MONGO_URI}/t_redis_faults_${randomBytes(3).toString('hex')}`;
+const mongoUrl = testMongoUrl('redis_faults');
 let mongo: Connection;
 let ids: string[];
 let dir: string;

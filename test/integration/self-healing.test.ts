@@ -18,9 +18,10 @@ import { createRedisKeys, videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { BUILD_QUEUE, SCHEDULER_ID, bullConnectionFactory } from '@feed/worker';
 import { freePort, startMongoProcess, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { testMongoUrl } from '../support/mongo';
 
 const run = promisify(execFile);
-const mongoUrl = `${process.env.TEST_MONGO_URI}/t_self_healing_${randomBytes(3).toString('hex')}`;
+const mongoUrl = testMongoUrl('self_healing');
 const keys = createRedisKeys();
 
 let redisPort: number;

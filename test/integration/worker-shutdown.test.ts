@@ -14,6 +14,7 @@ import { BUILD_QUEUE, buildJobOptions, bullConnectionFactory, type BuildJobData 
 import { freePort, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { publishQueue } from '../support/feed-fixtures';
 import { throttledProxy, type ThrottledProxy } from '../support/throttled-proxy';
+import { testMongoUrl } from '../support/mongo';
 
 const VIDEOS = 300_000;
 /** The read of ~45 MB of projected documents takes ~20 s at this rate: far past the 6 s grace. */
@@ -22,8 +23,8 @@ const RETRY_DELAY_MS = 500;
 const VERSION = versionFor(new Date(), 'Asia/Shanghai');
 const prefix = `test:shutdown:${process.pid}:${randomBytes(3).toString('hex')}:`;
 const keys = createRedisKeys(prefix);
-const database = `t_shutdown_${randomBytes(3).toString('hex')}`;
-const mongoUri = new URL(process.env.TEST_MONGO_URI!);
+const mongoUrl = testMongoUrl('shutdown');
+const mongoHost = new URL(mongoUrl);
 
 let redis: Redis;
 let mongo: Connection;
@@ -35,9 +36,9 @@ const running: Managed[] = [];
 
 beforeAll(async () => {
   redis = await connectRedis({ redisUrl: process.env.TEST_REDIS_URL! });
-  mongo = await mongoose.createConnection(`${process.env.TEST_MONGO_URI}/${database}`).asPromise();
+  mongo = await mongoose.createConnection(mongoUrl).asPromise();
   await seedVideos(videoModel(mongo), { videos: VIDEOS, fresh: VIDEOS / 50 });
-  proxy = await throttledProxy({ host: mongoUri.hostname, port: Number(mongoUri.port) }, MONGO_BYTES_PER_SECOND);
+  proxy = await throttledProxy({ host: mongoHost.hostname, port: Number(mongoHost.port || 27017) }, MONGO_BYTES_PER_SECOND);
   connection = bullConnectionFactory({ redisUrl: process.env.TEST_REDIS_URL!, redisClusterNodes: undefined })();
   queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection, prefix: keys.bullPrefix, defaultJobOptions: buildJobOptions(RETRY_DELAY_MS) });
 }, 120_000);
@@ -68,14 +69,22 @@ const exited = (p: Managed) => new Promise<number | null>((resolve) => (p.child.
 
 const answers = (port: number) => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
 
-async function startWorker(mongoPort: number): Promise<{ worker: Managed; port: number }> {
+/** The test's database through the throttled proxy (one direct connection: a replica set's members would bypass it). */
+function throughProxy(): string {
+  const url = new URL(mongoUrl);
+  url.host = `127.0.0.1:${proxy.port}`;
+  url.searchParams.set('directConnection', 'true');
+  return url.toString();
+}
+
+async function startWorker(workerMongoUrl: string): Promise<{ worker: Managed; port: number }> {
   const port = await freePort();
   const worker = startProcess(tsx('tools/start-one.ts', 'worker'), {
     NODE_ENV: 'test',
     LOG_LEVEL: 'warn',
     REDIS_URL: process.env.TEST_REDIS_URL!,
     REDIS_KEY_PREFIX: prefix,
-    MONGO_URL: `mongodb://127.0.0.1:${mongoPort}/${database}`,
+    MONGO_URL: workerMongoUrl,
     WORKER_PORT: String(port),
     BUILD_RETRY_DELAY_MS: String(RETRY_DELAY_MS),
   });
@@ -95,7 +104,7 @@ async function buildUnderWay(jobId: string): Promise<void> {
 
 describe('worker shutdown during a build (D4)', () => {
   it('when the worker gets SIGTERM mid-build, then the build is aborted within the grace, the lock released, current untouched, and the next worker retries the job', async () => {
-    const { worker } = await startWorker(proxy.port);
+    const { worker } = await startWorker(throughProxy());
     await buildUnderWay('shutdown-sigterm');
     const signalledAt = Date.now();
     worker.child.kill('SIGTERM');
@@ -110,7 +119,7 @@ describe('worker shutdown during a build (D4)', () => {
     expect(aborted.failedReason).toMatch(/worker shutting down: build aborted/);
 
     // The next worker (MongoDB at full speed) retries the job and publishes the rebuild.
-    await startWorker(Number(mongoUri.port));
+    await startWorker(mongoUrl);
     await waitUntil('the retried build to complete', async () => (await queue.getJob('shutdown-sigterm'))?.finishedOn !== undefined, 60_000);
     const retried = (await queue.getJob('shutdown-sigterm'))!;
     expect(await retried.getState()).toBe('completed');
@@ -119,7 +128,7 @@ describe('worker shutdown during a build (D4)', () => {
   }, 150_000);
 
   it('when the worker gets a second signal while the first waits for the build, then it exits at once with 130', async () => {
-    const { worker, port } = await startWorker(proxy.port);
+    const { worker, port } = await startWorker(throughProxy());
     await buildUnderWay('shutdown-twice');
     worker.child.kill('SIGTERM');
     // The first signal closes the dashboard's port at once, while the build has its grace.

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import mongoose, { type Connection } from 'mongoose';
 import { loadConfig, type Config } from '@feed/config';
 import { connectRedis, createRedisKeys, deleteKeysWithPrefix, type Redis, type RedisKeys } from '@feed/storage';
+import { testMongoUrl } from './mongo';
 
 export interface TestServices {
   prefix: string;
@@ -21,7 +22,7 @@ export async function startTestServices(name: string, env: Record<string, string
   const config = loadConfig({
     NODE_ENV: 'test',
     REDIS_URL: process.env.TEST_REDIS_URL!,
-    MONGO_URL: `${process.env.TEST_MONGO_URI}/t_${name.replace(/\W/g, '_')}_${randomBytes(3).toString('hex')}`,
+    MONGO_URL: testMongoUrl(name),
     REDIS_KEY_PREFIX: prefix,
     // The read path's Redis deadline is the subject of the fault tests only (they set their own):
     // elsewhere a busy CI machine must not turn a slow answer into a fallback page.

@@ -5,7 +5,6 @@
 import { Long, calculateObjectSize, type Document } from 'bson';
 import { Query } from 'mingo';
 import { CommandError } from './errors';
-import { explainCommand } from './explain';
 import { getPath, type Collection, type Store } from './store';
 
 const DEFAULT_BATCH_SIZE = 101;
@@ -155,7 +154,6 @@ function hello(_command: Document, _db: string, ctx: CommandContext): Document {
 
 const handlers: Record<string, Handler> = {
   hello,
-  explain: (command, db, ctx) => explainCommand(command.explain as Document, db, (name) => collectionOf(ctx, db, name)),
   /** The documented top-level shape; counters this server does not keep are absent, not invented. */
   serverStatus: (_command, _db, ctx) => {
     const uptimeMillis = Date.now() - ctx.startedAt;
@@ -406,6 +404,9 @@ function refuseUnsupported(command: Document): void {
 }
 
 /** Runs one command; failures come back as MongoDB-shaped error replies, never as exceptions. */
+/** The commands this server answers; any other is CommandNotFound (59). */
+export const HANDLED_COMMANDS: readonly string[] = Object.keys(handlers);
+
 export function runCommand(command: Document, db: string, ctx: CommandContext, cursors: CursorRegistry): Document {
   const name = Object.keys(command)[0];
   const handler = handlers[name];

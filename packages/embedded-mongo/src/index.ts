@@ -1,1 +1,2 @@
 export { startEmbeddedMongo, type EmbeddedMongo, type EmbeddedMongoOptions } from './server';
+export { HANDLED_COMMANDS } from './commands';

@@ -1,10 +1,11 @@
 /**
- * The project's mongoose usage, run against the embedded server — and against a real MongoDB
- * when MONGO_URL_CONFORMANCE is set, so that drift between the two shows up here.
+ * The project's mongoose usage, run against the embedded server, and against a real MongoDB
+ * when the suite runs with TEST_MONGO_URL, so that drift between the two shows up here.
  */
 import mongoose, { Schema, type Connection } from 'mongoose';
+import { onRealMongo, testMongoUrl } from '../../../test/support/mongo';
 
-const baseUri = process.env.MONGO_URL_CONFORMANCE ?? process.env.TEST_MONGO_URI!;
+if (!onRealMongo) console.warn('R19 explain checks skipped: they need a real MongoDB (TEST_MONGO_URL); the embedded server has no query planner');
 
 interface Item {
   name: string;
@@ -28,7 +29,7 @@ pairSchema.index({ userId: 1, videoId: 1 }, { unique: true });
 let conn: Connection;
 
 beforeAll(async () => {
-  conn = await mongoose.createConnection(`${baseUri}/conformance_${process.pid}_${Date.now()}`).asPromise();
+  conn = await mongoose.createConnection(testMongoUrl('conformance')).asPromise();
 });
 
 afterAll(async () => {
@@ -177,10 +178,8 @@ describe('embedded MongoDB server batches', () => {
   });
 });
 
-// Only a real MongoDB has a query planner: R19's indexes are checked there.
-// On a real MongoDB (MONGO_URL_CONFORMANCE) as on the embedded server, whose explain reports the
-// index MongoDB's rules pick for the query.
-describe('R19 indexes (explain)', () => {
+// Only a real MongoDB has a query planner: R19's indexes are checked there, and only there.
+(onRealMongo ? describe : describe.skip)('R19 indexes (explain, on a real MongoDB)', () => {
   it('when the build and new-pool queries are explained, then they use the status+newsType indexes', async () => {
     const { videoModel } = await import('@feed/storage');
     const videos = videoModel(conn);
@@ -454,13 +453,13 @@ describe('embedded MongoDB server: collection options', () => {
   });
 
   // The embedded server's own answer (a real MongoDB implements validators).
-  (process.env.MONGO_URL_CONFORMANCE ? it.skip : it)('when a collection option the server does not implement is given, then it answers a clear not-supported error', async () => {
+  (onRealMongo ? it.skip : it)('when a collection option the server does not implement is given, then it answers a clear not-supported error', async () => {
     await expect(conn.db!.createCollection('validated_things', { validator: { n: { $gte: 0 } } })).rejects.toThrow(/not supported by the embedded server/);
   });
 });
 
 // What the embedded server does not implement, it refuses by name instead of ignoring.
-(process.env.MONGO_URL_CONFORMANCE ? describe.skip : describe)('embedded MongoDB server: unsupported features answer clearly', () => {
+(onRealMongo ? describe.skip : describe)('embedded MongoDB server: unsupported features answer clearly', () => {
   const Thing = () => conn.models.Thing ?? conn.model('Thing', new Schema({ name: String }));
 
   it('when a collation is asked for, then the server refuses it instead of comparing bytes', async () => {
