@@ -3,7 +3,7 @@
  * Redis and the embedded MongoDB server of the test run, all on 127.0.0.1.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -183,10 +183,35 @@ describe('compiled deployables (D3 pnpm build, pnpm deploy)', () => {
   let dir: string;
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'feed-deploy-'));
-    await run('pnpm', ['build'], { cwd: ROOT });
-    await Promise.all(['api', 'worker'].map((name) => run('pnpm', ['--filter', `@feed/${name}`, 'deploy', '--prod', path.join(dir, name)], { cwd: ROOT })));
-  }, 180_000);
+    // Built in a copy of the work tree (its files as git sees them, installed from the local
+    // store), so the test never writes dist/ into the checkout it runs from.
+    const source = path.join(dir, 'source');
+    const { stdout } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
+    for (const file of stdout.split('\0').filter((f) => f && existsSync(path.join(ROOT, f)))) cpSync(path.join(ROOT, file), path.join(source, file), { recursive: true });
+    await run('pnpm', ['install', '--offline', '--frozen-lockfile'], { cwd: source });
+    await run('pnpm', ['build'], { cwd: source });
+    await Promise.all(['api', 'worker'].map((name) => run('pnpm', ['--filter', `@feed/${name}`, 'deploy', '--prod', path.join(dir, name)], { cwd: source })));
+  }, 240_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it.each(['api', 'worker'])('when the deployed %s starts in production with the secrets printed in the repository, then it exits non-zero naming them and never listens', async (name) => {
+    const port = await freePort();
+    const main = path.join(dir, name, require(path.join(dir, name, 'package.json')).main as string);
+    const child = startProcess([main], {
+      ...baseEnv,
+      NODE_OPTIONS: '',
+      NODE_ENV: 'production',
+      AUTH_JWT_SECRET: 'local-development-jwt-secret',
+      ADMIN_PASSWORD: 'local-admin-password',
+      PORT: String(port),
+      WORKER_PORT: String(port),
+    });
+    running.push(child);
+    expect(await exited(child)).not.toBe(0);
+    expect(child.output.join('')).toMatch(/AUTH_JWT_SECRET[^;]*published in the repository/);
+    expect(child.output.join('')).toMatch(/ADMIN_PASSWORD[^;]*published in the repository/);
+    expect(await portClosed(port)).toBe(true);
+  });
 
   it('when the deployed folders start with node <main>, then the API serves a full page and neither holds tsx or the embedded server', async () => {
     for (const name of ['api', 'worker']) {
