@@ -32,6 +32,9 @@ interface ChildBuild {
   result: BuildResult;
   seconds: number;
   peakRssMb: number;
+  /** The build process's own CPU time (process.cpuUsage), user and system. */
+  cpuUserSeconds: number;
+  cpuSystemSeconds: number;
   /** The peak RSS (MB) so far when each phase started. */
   peakBefore: Record<string, number>;
   startRssMb: number;
@@ -142,6 +145,7 @@ export async function runBuildBench(): Promise<void> {
     console.log(`queue length ${ids.length}, high ${result.meta?.highCount}, new ${result.meta?.newCount}; rss ${first.startRssMb} MB connected, ${first.peakRssMb} MB peak`);
     const write = t.write ?? 0;
     console.log(`videos/s (whole build) ${Math.round((videos + fresh) / first.seconds)}; redis write ${write.toFixed(3)} s`);
+    console.log(`build process CPU ${(first.cpuUserSeconds + first.cpuSystemSeconds).toFixed(2)} s (user ${first.cpuUserSeconds.toFixed(2)}, system ${first.cpuSystemSeconds.toFixed(2)}) in ${first.seconds.toFixed(2)} s wall, against ${process.env.MONGO_URL ? 'MONGO_URL' : 'the embedded MongoDB (a test double: its share of the wall time is not MongoDB\'s)'}`);
     console.log(`bare pipelined RPUSH of the same ids (median of ${LIMIT_PROCESSES} fresh processes): first run ${limit.cold.toFixed(3)} s (the limit: the write is its process's first too), later runs ${limit.warm.toFixed(3)} s (write = ${(write / Math.max(limit.warm, 0.001)).toFixed(2)} x)`);
     console.log(`legacy set refill ${t.legacy?.toFixed(3)} s = ${((t.legacy ?? 0) / Math.max(limit.sAdd, 0.001)).toFixed(2)} x a bare pipelined SADD run after RPUSHes (${limit.sAdd.toFixed(3)} s; a set costs Redis ${(limit.sAdd / Math.max(limit.warm, 0.001)).toFixed(1)} x a list); scores written ${result.scoresWritten}`);
 
@@ -150,7 +154,7 @@ export async function runBuildBench(): Promise<void> {
     for (let i = 0; i < changed.length; i += 5000) await model.updateMany({ _id: { $in: changed.slice(i, i + 5000) } }, { $inc: { recommendLikeCount: 1 } });
     const next = await buildInChild(mongo.uri, prefix, new Date(at.getTime() + 24 * 3600_000), { switch: true });
     console.log(`next-day changed=${changed.length} scores_written=${next.result.scoresWritten} scores_seconds=${(next.result.timings.scores ?? 0).toFixed(2)}`);
-    console.log(`videos=${videos + fresh} seconds=${first.seconds.toFixed(2)} write/limit=${(write / Math.max(limit.cold, 0.001)).toFixed(2)} peak_rss_mb=${first.peakRssMb}`);
+    console.log(`videos=${videos + fresh} seconds=${first.seconds.toFixed(2)} cpu_seconds=${(first.cpuUserSeconds + first.cpuSystemSeconds).toFixed(2)} write/limit=${(write / Math.max(limit.cold, 0.001)).toFixed(2)} peak_rss_mb=${first.peakRssMb}`);
   } finally {
     await connection.close();
     await cleanup();
