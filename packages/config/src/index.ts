@@ -95,7 +95,7 @@ function schemaFor(env: NodeJS.ProcessEnv) {
     VIEW_HISTORY_SIZE: Joi.number().integer().min(10).max(5000).default(200).description('Recent views kept per user (skipped by the feed)'),
     VIEW_HISTORY_TTL_DAYS: Joi.number().min(0.0001).max(90).default(7).description('Days the recent-views list lives after the last view'),
     NOT_INTERESTED_MAX: Joi.number().integer().min(10).max(10000).default(500).description('"Not interested" marks kept per user; the oldest are dropped first'),
-    REDIS_DEADLINE_MS: Joi.number().integer().min(10).max(5000).default(250).description('Deadline of each Redis call on the API read path; past it the request degrades (R17)'),
+    REDIS_DEADLINE_MS: Joi.number().integer().min(10).max(5000).default(250).description('Redis budget of one API request (all its Redis calls together); past it the request degrades (R17)'),
     CORS_ALLOWED_ORIGINS: originList.default('').description('Comma list of origins an H5 page may call the API from; empty = no cross-origin access'),
     BUILD_LOCK_TTL_MS: Joi.number().integer().min(1000).default(10 * 60_000).description('Expiry of the build lock, so a crashed worker does not block the next build'),
     BUILD_RETRY_DELAY_MS: Joi.number().integer().min(100).max(3_600_000).default(30_000).description('Delay before a failed build\'s first retry (doubled for the second); after the last, the controller queues it again'),

@@ -36,7 +36,8 @@ export function demoVideo(overrides: Partial<VideoDoc> = {}): Partial<VideoDoc> 
 /** Inserts `videos` old and `fresh` new approved short videos; returns their ids. */
 export async function seedVideos(model: VideoModel, options: SeedOptions): Promise<string[]> {
   const now = (options.now ?? new Date()).getTime();
-  // The queue shuffle's seeded PRNG: demo data is the same on every machine.
+  // The queue shuffle's seeded PRNG: for one seed, titles, counters and review times are the same
+  // on every machine (the ObjectIds are fresh each time).
   const random = seededRandom(`demo-data:${options.seed ?? 42}`, 0);
   const total = options.videos + (options.fresh ?? 0);
   const ids: string[] = [];

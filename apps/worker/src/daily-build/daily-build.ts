@@ -4,6 +4,7 @@
  *
  * The pipeline, one named step each:
  *   plan -> lock -> read -> assemble -> write -> verify -> switch | shadow -> legacy -> scores
+ * (`plan` runs before the lock and is not timed; every other step is a BuildPhase.)
  * Writes go to staging keys in the version's slot and are RENAMEd into place after
  * verification, so readers never see a half-written queue, even on a forced rebuild of the
  * version they are reading. A shadow build RENAMEs onto keys of its own instead (R20).
