@@ -2,7 +2,7 @@
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
-import { logger } from '@feed/logger';
+import { configureLogger, logger } from '@feed/logger';
 import { closeRedis, connectMongo, connectRedis, interactionModels, videoModel } from '@feed/storage';
 import { createApp } from './app';
 import { createApiMetrics } from './metrics';
@@ -13,6 +13,7 @@ export interface RunningApi {
 }
 
 export async function startApi(config: Config = loadConfig()): Promise<RunningApi> {
+  configureLogger(config);
   const mongo = await connectMongo(config);
   // Without Redis the API still listens and serves the MongoDB fallback; the client keeps
   // reconnecting in the background and the ring returns when Redis does (R17).

@@ -2,7 +2,7 @@
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
-import { logger } from '@feed/logger';
+import { configureLogger, logger } from '@feed/logger';
 import { closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readMeta, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
 import { buildDepsFrom } from './daily-build/daily-build';
@@ -19,6 +19,7 @@ export interface RunningWorker {
 }
 
 export async function startWorker(config: Config = loadConfig()): Promise<RunningWorker> {
+  configureLogger(config);
   const mongo = await connectMongo(config);
   // Fail fast while disconnected: an admin page answers 503 and a build fails (BullMQ retries it)
   // instead of waiting on a queue of commands for a Redis that is gone.

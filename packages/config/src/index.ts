@@ -54,7 +54,26 @@ function isValidTimeZone(value: string): boolean {
   }
 }
 
-function schemaFor(env: NodeJS.ProcessEnv) {
+/**
+ * One setting: its variable, its joi schema (default, description and rules in one place), and
+ * how the validated value lands in `Config`. `Config` is derived from the declarations below.
+ */
+interface Setting<Raw, Value> {
+  env: string;
+  schema: Joi.Schema<Raw>;
+  toValue: (raw: Raw) => Value;
+}
+
+const setting = <Raw>(env: string, schema: Joi.Schema<Raw>): Setting<Raw, Raw> => ({ env, schema, toValue: (raw) => raw });
+/** A setting with no default: absent unless set. */
+const optional = <Raw>(env: string, schema: Joi.Schema<Raw>): Setting<Raw | undefined, Raw | undefined> => ({ env, schema, toValue: (raw) => raw });
+/** A comma list, split. */
+const list = (env: string, schema: Joi.StringSchema): Setting<string | undefined, string[]> => ({ env, schema, toValue: (raw) => (raw ? raw.split(',') : []) });
+
+type NodeEnv = 'development' | 'production' | 'test';
+
+/** Every setting of the service, each declared once (SPEC D2). Production tightens some rules. */
+function settingsFor(env: NodeJS.ProcessEnv) {
   // Production has no toy fallbacks: a missing value stops the process, naming the variable.
   const required = (schema: Joi.StringSchema) => (isProduction(env) ? schema.required() : schema);
   const secret = (description: string, devDefault: string) => {
@@ -67,114 +86,88 @@ function schemaFor(env: NodeJS.ProcessEnv) {
       .custom((value: string, helpers) => (isPublishedSecret(value, devDefault) ? helpers.error('any.invalid') : value), 'a private secret')
       .messages({ 'any.invalid': '{{#label}} is a value published in the repository (a development default or a placeholder): set a private secret' });
   };
-  return Joi.object({
-    NODE_ENV: Joi.string().valid('development', 'production', 'test').default('development').description('Runtime mode: JSON logs and required secrets in production'),
-    LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'http', 'debug').default('info').description('Lowest log level written'),
-    PORT: Joi.number().port().default(3000).description('HTTP port of the API'),
-    WORKER_PORT: Joi.number().port().default(3001).description('HTTP port of the worker (job dashboard, /metrics, health)'),
-    MONGO_URL: required(
-      Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] }).description('MongoDB connection string with database; required in production; unset in development = the embedded server started by pnpm start'),
+  return {
+    nodeEnv: setting('NODE_ENV', Joi.string<NodeEnv>().valid('development', 'production', 'test').default('development').description('Runtime mode: JSON logs and required secrets in production')),
+    logLevel: setting('LOG_LEVEL', Joi.string().valid('error', 'warn', 'info', 'http', 'debug').default('info').description('Lowest log level written')),
+    port: setting('PORT', Joi.number().port().default(3000).description('HTTP port of the API')),
+    workerPort: setting('WORKER_PORT', Joi.number().port().default(3001).description('HTTP port of the worker (job dashboard, /metrics, health)')),
+    mongoUrl: optional(
+      'MONGO_URL',
+      required(Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] })).description(
+        'MongoDB connection string with database. Required in production (the process exits naming it); unset in development = the embedded server that pnpm start, start:api, start:worker and cli start',
+      ),
     ),
-    EMBEDDED_MONGO_PORT: Joi.number().port().default(27018).description('Development only: port of the embedded server that pnpm start / start:api / start:worker share when MONGO_URL is unset'),
-    REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379').description('Redis URL; a /N database index is honoured'),
-    REDIS_CLUSTER_NODES: Joi.string()
-      .pattern(/^[^,:\s]+:\d+(,[^,:\s]+:\d+)*$/, 'host:port list')
-      .description('Comma-separated host:port seeds; when set, Redis Cluster mode is used instead of REDIS_URL'),
-    REDIS_KEY_PREFIX: Joi.string().allow('').pattern(/^[A-Za-z0-9:_-]*$/).default('').description('Prefix for every Redis key (isolates tests or tenants); empty in production'),
-    AUTH_JWT_SECRET: secret('HS256 secret of user tokens; the token sub is the user id', 'local-development-jwt-secret'),
-    ADMIN_USER: Joi.string().default('admin').description('User name for the job dashboard and admin endpoints'),
-    ADMIN_PASSWORD: secret('Password for the job dashboard and admin endpoints', 'local-admin-password'),
-    TZ_BUSINESS: Joi.string().custom((v: string, helpers) => (isValidTimeZone(v) ? v : helpers.error('any.invalid'))).default('Asia/Shanghai').description('Time zone that names versions and runs the daily cron'),
-    SHORT_RECOMMEND_V2_ENABLED: booleanString.default(true).description('Serve the ring queue (false = legacy random feed)'),
-    SHORT_RECOMMEND_V2_PERCENT: Joi.number().integer().min(0).max(100).default(100).description('Share of users (stable hash of the user id) served by the ring queue'),
-    SHORT_RECOMMEND_CRON: cronExpression.default('30 4 * * *').description('When the daily build runs, in TZ_BUSINESS'),
-    SHORT_RECOMMEND_KEY_TTL_HOURS: Joi.number().integer().min(1).max(24 * 30).default(72).description('Expiry of a version\'s Redis keys, counted from when they are written'),
-    TOTAL_WATCH: Joi.number().integer().min(0).max(100000).default(10).description('Free watches per user per day'),
-    CURRENT_CACHE_MS: Joi.number().integer().min(0).max(5000).default(2000).description('How long an API instance caches the current version (at most 5 s)'),
-    VIDEO_CACHE_MS: Joi.number().integer().min(0).max(60000).default(2000).description('How long an API instance caches video documents: the delay before a takedown hides a video'),
-    VIEW_HISTORY_SIZE: Joi.number().integer().min(10).max(5000).default(200).description('Recent views kept per user (skipped by the feed)'),
-    VIEW_HISTORY_TTL_DAYS: Joi.number().min(0.0001).max(90).default(7).description('Days the recent-views list lives after the last view'),
-    NOT_INTERESTED_MAX: Joi.number().integer().min(10).max(10000).default(500).description('"Not interested" marks kept per user; the oldest are dropped first'),
-    REDIS_DEADLINE_MS: Joi.number().integer().min(10).max(5000).default(250).description('Redis budget of one API request (all its Redis calls together); past it the request degrades (R17)'),
-    CORS_ALLOWED_ORIGINS: originList.default('').description('Comma list of origins an H5 page may call the API from; empty = no cross-origin access'),
-    BUILD_LOCK_TTL_MS: Joi.number().integer().min(1000).default(10 * 60_000).description('Expiry of the build lock, so a crashed worker does not block the next build'),
-    BUILD_RETRY_DELAY_MS: Joi.number().integer().min(100).max(3_600_000).default(30_000).description('Delay before a failed build\'s first retry (doubled for the second); after the last, the controller queues it again'),
-  });
+    embeddedMongoPort: setting('EMBEDDED_MONGO_PORT', Joi.number().port().default(27018).description('Development only: port of that embedded server (shared by api and worker on one machine)')),
+    redisUrl: setting('REDIS_URL', Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379').description('Redis URL; a /N database index is honoured')),
+    redisClusterNodes: {
+      env: 'REDIS_CLUSTER_NODES',
+      schema: Joi.string().pattern(/^[^,:\s]+:\d+(,[^,:\s]+:\d+)*$/, 'host:port list').description('Comma-separated host:port seeds; when set, Redis Cluster mode is used instead of REDIS_URL'),
+      toValue: (raw: string | undefined) => (raw ? raw.split(',') : undefined),
+    },
+    redisKeyPrefix: setting('REDIS_KEY_PREFIX', Joi.string().allow('').pattern(/^[A-Za-z0-9:_-]*$/).default('').description('Prefix for every Redis key (isolates tests or tenants); empty in production')),
+    authJwtSecret: setting('AUTH_JWT_SECRET', secret('HS256 secret of user tokens; the token sub is the user id', 'local-development-jwt-secret')),
+    adminUser: setting('ADMIN_USER', Joi.string().default('admin').description('User name for the job dashboard and admin endpoints')),
+    adminPassword: setting('ADMIN_PASSWORD', secret('Password for the job dashboard and admin endpoints', 'local-admin-password')),
+    businessTimeZone: setting(
+      'TZ_BUSINESS',
+      Joi.string().custom((v: string, helpers) => (isValidTimeZone(v) ? v : helpers.error('any.invalid'))).default('Asia/Shanghai').description('Time zone that names versions and runs the daily cron'),
+    ),
+    shortRecommendV2Enabled: setting('SHORT_RECOMMEND_V2_ENABLED', booleanString.default(true).description('Serve the ring queue (false = legacy random feed)')),
+    shortRecommendV2Percent: setting('SHORT_RECOMMEND_V2_PERCENT', Joi.number().integer().min(0).max(100).default(100).description('Share of users (stable hash of the user id) served by the ring queue')),
+    shortRecommendCron: setting('SHORT_RECOMMEND_CRON', cronExpression.default('30 4 * * *').description('When the daily build runs, in TZ_BUSINESS')),
+    shortRecommendKeyTTLHours: setting('SHORT_RECOMMEND_KEY_TTL_HOURS', Joi.number().integer().min(1).max(24 * 30).default(72).description("Expiry of a version's Redis keys, counted from when they are written")),
+    totalWatch: setting('TOTAL_WATCH', Joi.number().integer().min(0).max(100000).default(10).description('Free watches per user per day')),
+    currentCacheMs: setting('CURRENT_CACHE_MS', Joi.number().integer().min(0).max(5000).default(2000).description('How long an API instance caches the current version (at most 5 s)')),
+    videoCacheMs: setting('VIDEO_CACHE_MS', Joi.number().integer().min(0).max(60000).default(2000).description('How long an API instance caches video documents: the delay before a takedown hides a video')),
+    viewHistorySize: setting('VIEW_HISTORY_SIZE', Joi.number().integer().min(10).max(5000).default(200).description('Recent views kept per user (skipped by the feed)')),
+    viewHistoryTtlDays: setting('VIEW_HISTORY_TTL_DAYS', Joi.number().min(0.0001).max(90).default(7).description('Days the recent-views list lives after the last view')),
+    notInterestedMax: setting('NOT_INTERESTED_MAX', Joi.number().integer().min(10).max(10000).default(500).description('"Not interested" marks kept per user; the oldest are dropped first')),
+    buildLockTtlMs: setting('BUILD_LOCK_TTL_MS', Joi.number().integer().min(1000).default(10 * 60_000).description('Expiry of the build lock, so a crashed worker does not block the next build')),
+    buildRetryDelayMs: setting(
+      'BUILD_RETRY_DELAY_MS',
+      Joi.number().integer().min(100).max(3_600_000).default(30_000).description("Delay before a failed build's first retry (doubled for the second); after the last, the controller queues it again"),
+    ),
+    redisDeadlineMs: setting('REDIS_DEADLINE_MS', Joi.number().integer().min(10).max(5000).default(250).description('Redis budget of one API request (all its Redis calls together); past it the request degrades (R17)')),
+    corsAllowedOrigins: list('CORS_ALLOWED_ORIGINS', originList.default('').description('Comma list of origins an H5 page may call /api/app/* from; empty = no cross-origin access; admin endpoints never')),
+  };
 }
 
-export interface Config {
-  nodeEnv: 'development' | 'production' | 'test';
-  logLevel: string;
-  port: number;
-  workerPort: number;
-  mongoUrl?: string;
-  embeddedMongoPort: number;
-  redisUrl: string;
-  redisClusterNodes?: string[];
-  redisKeyPrefix: string;
-  authJwtSecret: string;
-  adminUser: string;
-  adminPassword: string;
-  businessTimeZone: string;
-  shortRecommendV2Enabled: boolean;
-  shortRecommendV2Percent: number;
-  shortRecommendCron: string;
-  shortRecommendKeyTTLHours: number;
-  totalWatch: number;
-  currentCacheMs: number;
-  videoCacheMs: number;
-  viewHistorySize: number;
-  viewHistoryTtlDays: number;
-  notInterestedMax: number;
-  buildLockTtlMs: number;
-  buildRetryDelayMs: number;
-  redisDeadlineMs: number;
-  corsAllowedOrigins: string[];
-}
+type Settings = ReturnType<typeof settingsFor>;
+
+type Values = { [K in keyof Settings]: ReturnType<Settings[K]['toValue']> };
+/** Settings that may be absent (no default): optional fields. */
+type AbsentKeys = { [K in keyof Values]: undefined extends Values[K] ? K : never }[keyof Values];
+
+/** The validated configuration: one field per setting above, typed by its declaration. */
+export type Config = { [K in Exclude<keyof Values, AbsentKeys>]: Values[K] } & { [K in AbsentKeys]?: Values[K] };
 
 export class ConfigError extends Error {}
 
 /** Validates the environment; throws ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (env === process.env) loadDotEnv(env);
-  const { value, error } = schemaFor(env).validate(env, { allowUnknown: true, abortEarly: false, convert: true });
+  const settings = Object.entries(settingsFor(env)) as Array<[keyof Settings, Setting<unknown, unknown>]>;
+  const schema = Joi.object(Object.fromEntries(settings.map(([, { env: name, schema: rule }]) => [name, rule])));
+  const { value, error } = schema.validate(env, { allowUnknown: true, abortEarly: false, convert: true });
   if (error) {
     throw new ConfigError(`invalid configuration: ${error.details.map((d) => `${String(d.path[0])}: ${d.message}`).join('; ')}`);
   }
-  const v = value as Record<string, never>;
-  return {
-    nodeEnv: v.NODE_ENV,
-    logLevel: v.LOG_LEVEL,
-    port: v.PORT,
-    workerPort: v.WORKER_PORT,
-    mongoUrl: v.MONGO_URL,
-    embeddedMongoPort: v.EMBEDDED_MONGO_PORT,
-    redisUrl: v.REDIS_URL,
-    redisClusterNodes: v.REDIS_CLUSTER_NODES ? (v.REDIS_CLUSTER_NODES as string).split(',') : undefined,
-    redisKeyPrefix: v.REDIS_KEY_PREFIX,
-    authJwtSecret: v.AUTH_JWT_SECRET,
-    adminUser: v.ADMIN_USER,
-    adminPassword: v.ADMIN_PASSWORD,
-    businessTimeZone: v.TZ_BUSINESS,
-    shortRecommendV2Enabled: v.SHORT_RECOMMEND_V2_ENABLED,
-    shortRecommendV2Percent: v.SHORT_RECOMMEND_V2_PERCENT,
-    shortRecommendCron: v.SHORT_RECOMMEND_CRON,
-    shortRecommendKeyTTLHours: v.SHORT_RECOMMEND_KEY_TTL_HOURS,
-    totalWatch: v.TOTAL_WATCH,
-    currentCacheMs: v.CURRENT_CACHE_MS,
-    videoCacheMs: v.VIDEO_CACHE_MS,
-    viewHistorySize: v.VIEW_HISTORY_SIZE,
-    viewHistoryTtlDays: v.VIEW_HISTORY_TTL_DAYS,
-    notInterestedMax: v.NOT_INTERESTED_MAX,
-    buildLockTtlMs: v.BUILD_LOCK_TTL_MS,
-    buildRetryDelayMs: v.BUILD_RETRY_DELAY_MS,
-    redisDeadlineMs: v.REDIS_DEADLINE_MS,
-    corsAllowedOrigins: v.CORS_ALLOWED_ORIGINS ? (v.CORS_ALLOWED_ORIGINS as string).split(',') : [],
-  };
+  const validated = value as Record<string, unknown>;
+  // Each field is its declaration's toValue of the validated variable: the types line up by construction.
+  return Object.fromEntries(settings.map(([key, { env: name, toValue }]) => [key, toValue(validated[name])])) as Config;
 }
 
-/** Every variable with its description, for documentation. */
+/** Every variable with its default and description, from the declarations (README table, .env.example). */
 export function describeConfig(): Array<{ name: string; description: string; default?: unknown }> {
-  const described = schemaFor({}).describe() as { keys: Record<string, { flags?: { description?: string; default?: unknown } }> };
-  return Object.entries(described.keys).map(([name, key]) => ({ name, description: key.flags?.description ?? '', default: key.flags?.default }));
+  return Object.values(settingsFor({})).map(({ env: name, schema }) => {
+    const { flags } = schema.describe() as { flags?: { description?: string; default?: unknown } };
+    return { name, description: flags?.description ?? '', default: flags?.default };
+  });
+}
+
+/** The README's configuration table, generated from the declarations (a test keeps the README equal to it). */
+export function renderConfigTable(): string {
+  const cell = (text: string) => text.replace(/\|/g, '\\|');
+  const rows = describeConfig().map(({ name, description, default: fallback }) => `| \`${name}\` | ${fallback === undefined ? '—' : `\`${String(fallback)}\``} | ${cell(description)} |`);
+  return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
 }

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, describeConfig, loadConfig, loadDotEnv } from '@feed/config';
+import { ConfigError, describeConfig, loadConfig, loadDotEnv, renderConfigTable } from '@feed/config';
 
 describe('configuration (D2)', () => {
   it('when the environment is empty, then the documented defaults apply', () => {
@@ -60,6 +60,33 @@ describe('configuration (D2)', () => {
     const described = describeConfig();
     expect(described.length).toBeGreaterThan(20);
     for (const entry of described) expect(entry.description.length).toBeGreaterThan(5);
+  });
+});
+
+describe('the settings as documented: each declared once, README and .env.example follow (D2)', () => {
+  const ROOT = path.resolve(__dirname, '../../..');
+
+  it('when the README is read, then its configuration table is the one generated from the declarations', () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const start = readme.indexOf('| variable | default | meaning |');
+    const table = readme.slice(start, readme.indexOf('\n\n', start));
+    expect(table).toBe(renderConfigTable());
+  });
+
+  it('when .env.example is read, then it names every setting once, with its default where it has one, and nothing else', () => {
+    const lines = readFileSync(path.join(ROOT, '.env.example'), 'utf8').split('\n');
+    // `NAME=value`, or `# NAME=example` for a setting without a default.
+    const named = lines.flatMap((line) => {
+      const match = /^(#\s*)?([A-Z][A-Z0-9_]+)=(.*)$/.exec(line);
+      return match ? [{ name: match[2], value: match[3], commented: Boolean(match[1]) }] : [];
+    });
+    const described = describeConfig();
+    expect(named.map((n) => n.name).sort()).toEqual(described.map((d) => d.name).sort());
+    for (const { name, default: fallback } of described) {
+      const entry = named.find((n) => n.name === name)!;
+      if (fallback === undefined) expect({ name, commented: entry.commented }).toEqual({ name, commented: true });
+      else expect({ name, value: entry.value }).toEqual({ name, value: String(fallback) });
+    }
   });
 });
 

@@ -22,30 +22,43 @@ const serializeErrors = winston.format((info) => {
   return info;
 });
 
+const formatFor = (json: boolean) =>
+  winston.format.combine(
+    addContext(),
+    serializeErrors(),
+    winston.format.timestamp(),
+    json
+      ? winston.format.json()
+      : winston.format.printf(({ level, message, timestamp, ...fields }) => {
+          const rest = Object.keys(fields).length ? ` ${JSON.stringify(fields)}` : '';
+          return `${String(timestamp)} ${level} ${String(message)}${rest}`;
+        }),
+  );
+
 export function createLogger(options: { level?: string; json?: boolean; silent?: boolean } = {}): winston.Logger {
-  const json = options.json ?? process.env.NODE_ENV === 'production';
   return winston.createLogger({
     level: options.level ?? process.env.LOG_LEVEL ?? 'info',
     silent: options.silent ?? process.env.NODE_ENV === 'test',
-    format: winston.format.combine(
-      addContext(),
-      serializeErrors(),
-      winston.format.timestamp(),
-      json
-        ? winston.format.json()
-        : winston.format.printf(({ level, message, timestamp, ...fields }) => {
-            const rest = Object.keys(fields).length ? ` ${JSON.stringify(fields)}` : '';
-            return `${String(timestamp)} ${level} ${String(message)}${rest}`;
-          }),
-    ),
+    format: formatFor(options.json ?? process.env.NODE_ENV === 'production'),
     transports: [new winston.transports.Console()],
   });
 }
 
 export type Logger = winston.Logger;
 
-/** The process-wide logger. */
+/**
+ * The process-wide logger. Until a deployable or the CLI applies its validated configuration
+ * (`configureLogger`), it follows NODE_ENV and LOG_LEVEL as found, so that modules logging at
+ * import and tests behave the same.
+ */
 export const logger = createLogger();
+
+/** Applies the validated configuration (LOG_LEVEL; NODE_ENV: JSON lines in production, silent in tests). */
+export function configureLogger({ logLevel, nodeEnv }: { logLevel: string; nodeEnv: string }): void {
+  logger.level = logLevel;
+  logger.silent = nodeEnv === 'test';
+  logger.format = formatFor(nodeEnv === 'production');
+}
 
 /**
  * An error listener that writes each distinct message at most once per `intervalMs`: an outage
