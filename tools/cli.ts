@@ -1,108 +1,134 @@
 /**
- * `pnpm cli <command>` (SPEC D3). Every command exits non-zero with a clear message on failure.
+ * `pnpm cli <command>` (SPEC D3), parsed by commander: `--help` for the whole CLI and for each
+ * command. A usage error (unknown command or flag, bad value) exits 2 naming it; a failure exits 1
+ * with a clear message. Commands that only read Redis (`inspect`, `rollout`) never need MongoDB;
+ * commands that need it refuse a throwaway embedded server (its data would vanish on exit).
  */
-import { parseArgs } from 'node:util';
-import { loadConfig } from '@feed/config';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { loadConfig, type Config } from '@feed/config';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { parseBuildAt } from '@feed/domain';
-import { createLogger } from '@feed/logger';
-import { clearRolloutOverride, closeRedis, connectMongo, connectRedis, createRedisKeys, initRecommendHistory, readRolloutOverride, resolveRollout, VERSION_PATTERN, videoModel, writeRolloutOverride } from '@feed/storage';
+import { configureLogger, createLogger } from '@feed/logger';
+import {
+  clearRolloutOverride,
+  closeRedis,
+  connectMongo,
+  connectRedis,
+  createRedisKeys,
+  initRecommendHistory,
+  readRolloutOverride,
+  resolveRollout,
+  VERSION_PATTERN,
+  videoModel,
+  writeRolloutOverride,
+  type MongoHandle,
+  type Redis,
+} from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { explainNextPage, guestIdentity, userIdentity, UserHistory, VideoCatalog } from '@feed/api';
 import { Queue } from 'bullmq';
 import { BUILD_QUEUE, buildDepsFrom, buildSchedule, bullConnectionFactory, runDailyBuild, summarizeVersions } from '@feed/worker';
 import { useLocalMongo } from './support/local-mongo';
 
-const USAGE = `usage: pnpm cli <command> [options]
-  mongo [--port P]                         run the embedded MongoDB-protocol server in the foreground
-  seed --videos N [--fresh M]              insert demo videos (N older than a day, M approved in the last 24 h)
-  build [--at ISO-8601] [--force] [--shadow] [--switch]
-                                           run one build now; --at without an offset is in TZ_BUSINESS;
-                                           a day older than current or later than today is built as a
-                                           shadow unless --switch
-  inspect [--version V]                    versions, meta, block composition, shadow diff
-  explain (--user U | --device D) [--version V] [--page-size N]
-                                           the user's offset and next page, with block, pool, score and skip reasons
-  init-history                             one-time, idempotent recommend* counter initialisation (R5)
-  rollout [--enabled true|false] [--percent N] [--clear]
-                                           the run-time rollout override (R16); no flag: the values in force
-`;
-
+/** A usage error found after parsing (e.g. two options that exclude each other): exit 2. */
 class UsageError extends Error {}
 
 /** A command fails within 10 s, naming the setting, when Redis is unreachable. */
 const REDIS_CONNECT_MS = 5_000;
 
-function versionOption(value: string | undefined): string | undefined {
-  if (value !== undefined && !VERSION_PATTERN.test(value)) throw new UsageError(`--version must be YYYYMMDD, got "${value}"`);
-  return value;
-}
-
-function intOption(value: string | undefined, name: string, fallback?: number): number {
-  if (value === undefined) {
-    if (fallback === undefined) throw new UsageError(`--${name} is required`);
-    return fallback;
-  }
-  if (!/^\d+$/.test(value)) throw new UsageError(`--${name} must be a non-negative integer, got "${value}"`);
+const nonNegativeInt = (name: string) => (value: string) => {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`--${name} must be a non-negative integer.`);
   return Number(value);
+};
+const versionArg = (value: string) => {
+  if (!VERSION_PATTERN.test(value)) throw new InvalidArgumentError('a version is YYYYMMDD.');
+  return value;
+};
+
+function startCommand(): Config {
+  if (process.env.MONGO_URL === '') delete process.env.MONGO_URL; // `MONGO_URL=` in a shell means unset
+  const config = loadConfig();
+  configureLogger(config);
+  return config;
 }
 
-async function withStores<T>(fn: (stores: { config: ReturnType<typeof loadConfig>; redis: Awaited<ReturnType<typeof connectRedis>>; mongo: Awaited<ReturnType<typeof connectMongo>> }) => Promise<T>): Promise<T> {
-  const localMongo = await useLocalMongo();
-  const config = loadConfig();
+async function withRedis<T>(config: Config, fn: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = await connectRedis(config, { connectWithinMs: REDIS_CONNECT_MS });
   try {
-    const redis = await connectRedis(config, { connectWithinMs: REDIS_CONNECT_MS });
-    try {
-      const mongo = await connectMongo(config);
-      try {
-        return await fn({ config, redis, mongo });
-      } finally {
-        await mongo.close();
-      }
-    } finally {
-      await closeRedis(redis);
-    }
+    return await fn(redis);
   } finally {
-    await localMongo.stop();
+    await closeRedis(redis);
   }
+}
+
+/** Redis and MongoDB: MONGO_URL, or the embedded server `pnpm start` / `pnpm cli mongo` runs (never a new, throwaway one). */
+async function withStores<T>(fn: (stores: { config: Config; redis: Redis; mongo: MongoHandle }) => Promise<T>): Promise<T> {
+  await useLocalMongo(process.env, { reuseOnly: true });
+  const config = startCommand();
+  return withRedis(config, async (redis) => {
+    const mongo = await connectMongo(config);
+    try {
+      return await fn({ config, redis, mongo });
+    } finally {
+      await mongo.close();
+    }
+  });
 }
 
 const print = (value: unknown) => process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`);
 
-const commands: Record<string, (args: string[]) => Promise<void>> = {
-  async mongo(args) {
-    const { values } = parseArgs({ args, options: { port: { type: 'string' } } });
-    const embedded = await startEmbeddedMongo({ port: intOption(values.port, 'port', 27018) });
+const program = new Command('pnpm cli')
+  .description('Operate the short-video feed: seed, build, inspect, explain, roll out.')
+  .showHelpAfterError('(add --help for usage)')
+  .exitOverride();
+
+program
+  .command('mongo')
+  .description('run the embedded MongoDB-protocol server in the foreground (in memory; Ctrl-C to stop)')
+  .option('--port <P>', 'port to listen on', nonNegativeInt('port'), 27018)
+  .action(async ({ port }: { port: number }) => {
+    const embedded = await startEmbeddedMongo({ port });
     print(`embedded MongoDB-protocol server listening at ${embedded.uri} (in memory; Ctrl-C to stop)`);
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);
     });
     await embedded.stop();
-  },
+  });
 
-  async seed(args) {
-    const { values } = parseArgs({ args, options: { videos: { type: 'string' }, fresh: { type: 'string' } } });
-    const videos = intOption(values.videos, 'videos');
-    const fresh = intOption(values.fresh, 'fresh', 0);
+program
+  .command('seed')
+  .description('insert demo videos: N approved more than a day ago, M in the last 24 h')
+  .requiredOption('--videos <N>', 'older videos', nonNegativeInt('videos'))
+  .option('--fresh <M>', 'videos approved in the last 24 h', nonNegativeInt('fresh'), 0)
+  .action(async ({ videos, fresh }: { videos: number; fresh: number }) => {
     await withStores(async ({ mongo }) => {
       const model = videoModel(mongo.connection);
       await model.init();
       const ids = await seedVideos(model, { videos, fresh, seed: Date.now() });
       print(`seeded ${ids.length} videos (${fresh} approved in the last 24 h)`);
     });
-  },
+  });
 
-  async build(args) {
-    const { values } = parseArgs({ args, options: { at: { type: 'string' }, force: { type: 'boolean' }, shadow: { type: 'boolean' }, switch: { type: 'boolean' } } });
+program
+  .command('build')
+  .description('run one build now; a day older than current or later than today is built as a shadow unless --switch')
+  .option('--at <ISO-8601>', 'generatedAt (its date in TZ_BUSINESS names the version; without an offset it is read in TZ_BUSINESS)')
+  .option('--force', 'rebuild a version that is already current')
+  .option('--shadow', 'build onto keys of its own; current stays (R20)')
+  .option('--switch', 'make this version current even when it is older than current or later than today')
+  .action(async (options: { at?: string; force?: boolean; shadow?: boolean; switch?: boolean }) => {
     await withStores(async ({ config, redis, mongo }) => {
-      const at = values.at === undefined ? undefined : parseBuildAt(values.at, config.businessTimeZone);
-      if (at === null) throw new UsageError(`--at must be an ISO-8601 date or date-time (without an offset: in ${config.businessTimeZone}), got "${values.at}"`);
+      const at = options.at === undefined ? undefined : parseBuildAt(options.at, config.businessTimeZone);
+      if (at === null) throw new UsageError(`--at must be an ISO-8601 date or date-time (without an offset: in ${config.businessTimeZone}), got "${options.at}"`);
       const logger = createLogger({ silent: false, level: 'warn' });
-      const result = await runDailyBuild(
-        buildDepsFrom(config, { redis, keys: createRedisKeys(config.redisKeyPrefix), videos: videoModel(mongo.connection), logger }),
-        { at, force: values.force, shadow: values.shadow, switch: values.switch, onProgress: (phase, percent) => void process.stderr.write(`[${String(percent).padStart(3)}%] ${phase}\n`) },
-      );
+      const result = await runDailyBuild(buildDepsFrom(config, { redis, keys: createRedisKeys(config.redisKeyPrefix), videos: videoModel(mongo.connection), logger }), {
+        at,
+        force: options.force,
+        shadow: options.shadow,
+        switch: options.switch,
+        onProgress: (phase, percent) => void process.stderr.write(`[${String(percent).padStart(3)}%] ${phase}\n`),
+      });
       print({
         version: result.version,
         status: result.status,
@@ -115,71 +141,18 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
       });
       if (result.status === 'locked') throw new Error(`another build of ${result.version} holds the lock; try again when it finishes`);
     });
-  },
+  });
 
-  async explain(args) {
-    const { values } = parseArgs({ args, options: { user: { type: 'string' }, device: { type: 'string' }, version: { type: 'string' }, 'page-size': { type: 'string' } } });
-    if (Boolean(values.user) === Boolean(values.device)) throw new UsageError('give exactly one of --user U or --device D');
-    const requested = versionOption(values.version);
-    const pageSize = intOption(values['page-size'], 'page-size', 20);
-    await withStores(async ({ config, redis, mongo }) => {
+program
+  .command('inspect')
+  .description('versions, meta, block composition, the shadow build and its diff, the build schedule (Redis only)')
+  .option('--version <V>', 'one version (YYYYMMDD)', versionArg)
+  .action(async ({ version }: { version?: string }) => {
+    const config = startCommand();
+    await withRedis(config, async (redis) => {
       const keys = createRedisKeys(config.redisKeyPrefix);
-      const videos = videoModel(mongo.connection);
-      const identity = values.user ? userIdentity(values.user) : guestIdentity(values.device!);
-      const version = requested ?? (await redis.get(keys.current));
-      if (!version) throw new Error('no current version: run pnpm cli build first');
-      const explanation = await explainNextPage(
-        { redis, keys, videos, catalog: new VideoCatalog(videos, 0), history: new UserHistory(redis, keys, config) },
-        identity,
-        version,
-        pageSize,
-      );
-      if (!explanation) throw new Error(`version ${version} has no queue in Redis (expired or never built)`);
-      print(`user ${explanation.user}  version ${explanation.version}  offset ${explanation.offset}/${explanation.queueLength}  generatedAt ${explanation.generatedAt}`);
-      print('position  block  pool  score  verdict       vid');
-      for (const c of explanation.candidates) {
-        print(`${String(c.position).padStart(8)}  ${String(c.block).padStart(5)}  ${c.pool.padEnd(4)}  ${String(c.score ?? '-').padStart(5)}  ${c.verdict.padEnd(12)}  ${c.vid}`);
-      }
-    });
-  },
-
-  async 'init-history'() {
-    await withStores(async ({ mongo }) => {
-      const videos = videoModel(mongo.connection);
-      const result = await initRecommendHistory(mongo.connection, videos, (done) => process.stderr.write(`initialised ${done} videos\n`));
-      if (result.previouslyCompletedAt) print(`version ${result.version} was completed at ${result.previouslyCompletedAt.toISOString()}; this run initialised ${result.initialised} new videos`);
-      else print(`initialised ${result.initialised} videos (version ${result.version})`);
-    });
-  },
-
-  async rollout(args) {
-    const { values } = parseArgs({ args, options: { enabled: { type: 'string' }, percent: { type: 'string' }, clear: { type: 'boolean' } } });
-    if (values.enabled !== undefined && values.enabled !== 'true' && values.enabled !== 'false') throw new UsageError(`--enabled must be true or false, got "${values.enabled}"`);
-    const percent = values.percent === undefined ? undefined : intOption(values.percent, 'percent');
-    if (percent !== undefined && percent > 100) throw new UsageError(`--percent must be 0-100, got ${percent}`);
-    if (values.clear && (values.enabled !== undefined || percent !== undefined)) throw new UsageError('--clear takes no other option');
-    const config = loadConfig();
-    const redis = await connectRedis(config, { connectWithinMs: REDIS_CONNECT_MS });
-    try {
-      const keys = createRedisKeys(config.redisKeyPrefix);
-      if (values.clear) await clearRolloutOverride(redis, keys);
-      else await writeRolloutOverride(redis, keys, { enabled: values.enabled === undefined ? undefined : values.enabled === 'true', percent });
-      const inForce = resolveRollout({ enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent }, await readRolloutOverride(redis, keys));
-      print(`enabled ${inForce.enabled} (${inForce.source.enabled})`);
-      print(`percent ${inForce.percent} (${inForce.source.percent})`);
-      if (values.clear || values.enabled !== undefined || percent !== undefined) print(`every API instance applies this within CURRENT_CACHE_MS (${config.currentCacheMs} ms)`);
-    } finally {
-      await closeRedis(redis);
-    }
-  },
-
-  async inspect(args) {
-    const { values } = parseArgs({ args, options: { version: { type: 'string' } } });
-    const requested = versionOption(values.version);
-    await withStores(async ({ config, redis }) => {
-      const keys = createRedisKeys(config.redisKeyPrefix);
-      const summary = await summarizeVersions(redis, keys, requested ? [requested] : undefined);
-      if (requested && !summary.versions[0].meta && summary.shadow?.version !== requested) throw new Error(`version ${requested} has no meta in Redis (expired or never built)`);
+      const summary = await summarizeVersions(redis, keys, version ? [version] : undefined);
+      if (version && !summary.versions[0].meta && summary.shadow?.version !== version) throw new Error(`version ${version} has no meta in Redis (expired or never built)`);
       // The schedule as BullMQ holds it: a missing scheduler is an error, not a computed date.
       const connection = bullConnectionFactory(config)();
       const queue = new Queue(BUILD_QUEUE, { connection, prefix: keys.bullPrefix });
@@ -192,24 +165,83 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
         await connection.quit();
       }
     });
-  },
-};
+  });
 
-async function main(): Promise<void> {
-  const [name, ...args] = process.argv.slice(2);
-  const command = name ? commands[name] : undefined;
-  if (!command) {
-    process.stderr.write(name ? `unknown command "${name}"\n${USAGE}` : USAGE);
-    process.exit(2);
-  }
-  await command(args);
-}
+program
+  .command('explain')
+  .description("a user's offset and next page, with block, pool, score and skip reason per candidate (read-only)")
+  .option('--user <U>', 'a signed-in user id')
+  .option('--device <D>', "a guest's device id")
+  .option('--version <V>', 'a version other than current (YYYYMMDD)', versionArg)
+  .option('--page-size <N>', 'candidates to explain', nonNegativeInt('page-size'), 20)
+  .action(async (options: { user?: string; device?: string; version?: string; pageSize: number }) => {
+    if (Boolean(options.user) === Boolean(options.device)) throw new UsageError('give exactly one of --user U or --device D');
+    await withStores(async ({ config, redis, mongo }) => {
+      const keys = createRedisKeys(config.redisKeyPrefix);
+      const videos = videoModel(mongo.connection);
+      const identity = options.user ? userIdentity(options.user) : guestIdentity(options.device!);
+      const version = options.version ?? (await redis.get(keys.current));
+      if (!version) throw new Error('no current version: run pnpm cli build first');
+      const explanation = await explainNextPage(
+        { redis, keys, videos, catalog: new VideoCatalog(videos, 0), history: new UserHistory(redis, keys, config) },
+        identity,
+        version,
+        options.pageSize,
+      );
+      if (!explanation) throw new Error(`version ${version} has no queue in Redis (expired or never built)`);
+      print(`user ${explanation.user}  version ${explanation.version}  offset ${explanation.offset}/${explanation.queueLength}  generatedAt ${explanation.generatedAt}`);
+      print('position  block  pool  score  verdict       vid');
+      for (const c of explanation.candidates) {
+        print(`${String(c.position).padStart(8)}  ${String(c.block).padStart(5)}  ${c.pool.padEnd(4)}  ${String(c.score ?? '-').padStart(5)}  ${c.verdict.padEnd(12)}  ${c.vid}`);
+      }
+    });
+  });
 
-main().then(
+program
+  .command('init-history')
+  .description('R5, once and idempotent: recommendXCount = max(XCount, 0) per video, never lowering a counter; progress on stderr')
+  .action(async () => {
+    await withStores(async ({ mongo }) => {
+      const videos = videoModel(mongo.connection);
+      const result = await initRecommendHistory(mongo.connection, videos, (done) => process.stderr.write(`initialised ${done} videos\n`));
+      if (result.previouslyCompletedAt) print(`version ${result.version} was completed at ${result.previouslyCompletedAt.toISOString()}; this run initialised ${result.initialised} new videos`);
+      else print(`initialised ${result.initialised} videos (version ${result.version})`);
+    });
+  });
+
+program
+  .command('rollout')
+  .description("R16's run-time override (Redis only); with no option, the values in force and where each comes from")
+  .addOption(new Option('--enabled <bool>', 'serve the ring queue').choices(['true', 'false']))
+  .option('--percent <N>', 'share of users served by the ring (0-100)', (value: string) => {
+    const percent = nonNegativeInt('percent')(value);
+    if (percent > 100) throw new InvalidArgumentError('--percent must be 0-100.');
+    return percent;
+  })
+  .option('--clear', 'remove the override: the environment rules again')
+  .action(async (options: { enabled?: 'true' | 'false'; percent?: number; clear?: boolean }) => {
+    const { enabled, percent, clear } = options;
+    if (clear && (enabled !== undefined || percent !== undefined)) throw new UsageError('--clear takes no other option');
+    const config = startCommand();
+    await withRedis(config, async (redis) => {
+      const keys = createRedisKeys(config.redisKeyPrefix);
+      if (clear) await clearRolloutOverride(redis, keys);
+      else await writeRolloutOverride(redis, keys, { enabled: enabled === undefined ? undefined : enabled === 'true', percent });
+      const inForce = resolveRollout({ enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent }, await readRolloutOverride(redis, keys));
+      print(`enabled ${inForce.enabled} (${inForce.source.enabled})`);
+      print(`percent ${inForce.percent} (${inForce.source.percent})`);
+      if (clear || enabled !== undefined || percent !== undefined) print(`every API instance applies this within CURRENT_CACHE_MS (${config.currentCacheMs} ms)`);
+    });
+  });
+
+program.parseAsync(process.argv).then(
   () => process.exit(0),
   (err: unknown) => {
+    if (err instanceof CommanderError) {
+      // Help and version are answers (exit 0); everything else commander reports is a usage error.
+      process.exit(err.exitCode === 0 ? 0 : 2);
+    }
     process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
-    if (err instanceof UsageError || (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') process.stderr.write(USAGE);
-    process.exit(1);
+    process.exit(err instanceof UsageError ? 2 : 1);
   },
 );

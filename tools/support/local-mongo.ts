@@ -4,6 +4,7 @@
  * process already started there — and sets `MONGO_URL` for the deployables started next. The
  * deployables themselves never start it: they require `MONGO_URL` (SPEC D2).
  */
+import net from 'node:net';
 import { startEmbeddedMongo, type EmbeddedMongo } from '@feed/embedded-mongo';
 import { loadConfig } from '@feed/config';
 import { logger } from '@feed/logger';
@@ -16,10 +17,32 @@ export interface LocalMongo {
   stop(): Promise<void>;
 }
 
-export async function useLocalMongo(env: NodeJS.ProcessEnv = process.env): Promise<LocalMongo> {
+/** True when something accepts connections on 127.0.0.1:port. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * With `reuseOnly` (the CLI's seed, build, explain, init-history), only an embedded server that
+ * is already running is used: one started for a single command would take its data with it.
+ */
+export async function useLocalMongo(env: NodeJS.ProcessEnv = process.env, options: { reuseOnly?: boolean } = {}): Promise<LocalMongo> {
   if (env.MONGO_URL === '') delete env.MONGO_URL; // `MONGO_URL=` in a shell means unset
   if (env.MONGO_URL || env.NODE_ENV === 'production') return { stop: async () => undefined };
   const port = loadConfig(env).embeddedMongoPort;
+  if (options.reuseOnly) {
+    if (!(await listening(port))) {
+      throw new Error(
+        `MONGO_URL is not set and no embedded MongoDB runs on EMBEDDED_MONGO_PORT=${port}: a server started for this command alone would lose what it wrote when the command exits. Run \`pnpm start\` or \`pnpm cli mongo\` in another terminal, or set MONGO_URL`,
+      );
+    }
+    env.MONGO_URL = `mongodb://127.0.0.1:${port}/${LOCAL_DATABASE}`;
+    return { stop: async () => undefined };
+  }
   let embedded: EmbeddedMongo | undefined;
   try {
     embedded = await startEmbeddedMongo({ port });

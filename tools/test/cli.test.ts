@@ -1,0 +1,68 @@
+/**
+ * `pnpm cli` as on-call types it (D3, issue 24): help for the CLI and each command, usage errors
+ * named with exit 2, Redis-only commands without MongoDB, and no command writing into a
+ * throwaway embedded MongoDB.
+ */
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { cli, freePort } from '../support/processes';
+
+/** The environment of a developer machine: no MONGO_URL, the embedded server's port free. */
+async function withoutMongo(): Promise<{ env: Record<string, string>; port: number }> {
+  const port = await freePort();
+  return {
+    port,
+    env: { NODE_ENV: 'development', MONGO_URL: '', EMBEDDED_MONGO_PORT: String(port), REDIS_URL: process.env.TEST_REDIS_URL!, REDIS_KEY_PREFIX: `test:cli:${randomBytes(3).toString('hex')}:` },
+  };
+}
+
+const listening = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
+
+describe('pnpm cli', () => {
+  it('when asked for --help, then it lists every command; each command has a help of its own', async () => {
+    const top = await cli({}, '--help');
+    expect(top.code).toBe(0);
+    for (const command of ['mongo', 'seed', 'build', 'inspect', 'explain', 'init-history', 'rollout']) expect(top.output).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
+    const build = await cli({}, 'build', '--help');
+    expect(build.code).toBe(0);
+    expect(build.output).toMatch(/--at <ISO-8601>/);
+    expect(build.output).toMatch(/--switch/);
+  }, 30_000);
+
+  it.each([
+    [['build', '--att', 'x'], /unknown option '--att'/],
+    [['nope'], /unknown command 'nope'/],
+    [['seed', '--videos', 'many'], /--videos must be a non-negative integer/],
+    [['rollout', '--percent', '101'], /--percent must be 0-100/],
+    [['rollout', '--enabled', 'maybe'], /--enabled <bool>.*Allowed choices are true, false/],
+    [['inspect', '--version', '2026'], /a version is YYYYMMDD/],
+    [['explain'], /exactly one of --user U or --device D/],
+  ])('when run with %j, then it exits 2 naming the problem', async (args, message) => {
+    const { env } = await withoutMongo();
+    const run = await cli(env, ...args);
+    expect({ code: run.code, named: message.test(run.output) }).toEqual({ code: 2, named: true });
+  }, 30_000);
+
+  it('when inspect and rollout run without MONGO_URL, then they answer from Redis and no MongoDB is started', async () => {
+    const { env, port } = await withoutMongo();
+    const inspect = await cli(env, 'inspect');
+    expect(inspect.output).toMatch(/"versions"/);
+    const rollout = await cli(env, 'rollout');
+    expect(rollout.code).toBe(0);
+    expect(rollout.output).toMatch(/enabled true \(environment\)/);
+    expect(await listening(port)).toBe(false);
+  }, 30_000);
+
+  it.each([['seed', '--videos', '5'], ['build']])('when %s runs without MONGO_URL and no embedded server, then it refuses pointing at pnpm start, pnpm cli mongo and MONGO_URL', async (...args) => {
+    const { env, port } = await withoutMongo();
+    const run = await cli(env, ...args);
+    expect(run.code).toBe(1);
+    expect(run.output).toMatch(/pnpm start.*pnpm cli mongo.*MONGO_URL/);
+    expect(await listening(port)).toBe(false);
+  }, 30_000);
+});
