@@ -1,34 +1,107 @@
-/** OpenAPI 3.1 description of the app endpoints, served at /openapi.json and checked against real responses in tests. */
-import { MAX_PAGE_SIZE } from './routes/feed-routes';
-import { MAX_COMMENT_LENGTH } from './routes/interaction-routes';
+/**
+ * OpenAPI 3.1 description of the API, served at /openapi.json. Request parameters and bodies are
+ * generated from the joi schemas the routes validate with (joi-to-json), so a rule is written
+ * once; the response shapes are declared here and checked against real responses in tests. Lint
+ * clean under `redocly lint` (recommended rules), run by the tests.
+ */
+import type Joi from 'joi';
+import parse from 'joi-to-json';
+import { objectId, vidBody } from './http/validate';
+import { adQuery, countQuery, pageQuery } from './routes/feed-routes';
+import { commentBody, idempotencyKey, shareBody } from './routes/interaction-routes';
+import { explainQuery, rolloutBody } from './routes/admin-routes';
 
-const objectId = { type: 'string', pattern: '^[0-9a-fA-F]{24}$' };
+type JsonSchema = Record<string, unknown>;
+
+const toJsonSchema = (schema: Joi.Schema): JsonSchema => parse(schema, 'open-api-3.1') as JsonSchema;
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object) => ({ content: { 'application/json': { schema } } });
 const ok = (schema: object, description = 'OK') => ({ description, ...json(schema) });
-const errors = {
-  400: { description: 'Malformed input', ...json(ref('Error')) },
-  401: { description: 'Missing or invalid credentials', ...json(ref('Error')) },
-};
-const withVideo = { ...errors, 404: { description: 'No such video', ...json(ref('Error')) } };
-const vidBody = { required: true, ...json({ type: 'object', required: ['vid'], properties: { vid: objectId } }) };
+const error = (description: string) => ({ description, ...json(ref('Error')) });
+
+/** The query parameters of a joi object schema, one per key. */
+function queryParameters(schema: Joi.ObjectSchema): object[] {
+  const { properties = {}, required = [] } = toJsonSchema(schema) as { properties?: Record<string, JsonSchema>; required?: string[] };
+  return Object.entries(properties).map(([name, { description, ...property }]) => ({
+    name,
+    in: 'query',
+    required: required.includes(name),
+    schema: property,
+    ...(description ? { description } : {}),
+  }));
+}
+
+const body = (schema: Joi.Schema, required = true) => ({ required, ...json(toJsonSchema(schema)) });
+
+const clientErrors = { 400: error('Malformed input, naming the field'), 401: error('Missing or invalid credentials') };
+const withVideo = { ...clientErrors, 404: error('No such video') };
+const unavailable = { 503: error('A store it needs is unreachable') };
 const userSecurity = [{ bearer: [] }];
 const userOrGuest = [{ bearer: [] }, { deviceId: [] }];
-const pageParams = [
-  { name: 'pageNumber', in: 'query', schema: { type: 'integer', minimum: 1 }, description: 'Accepted for old clients; never moves the offset' },
-  { name: 'pageSize', in: 'query', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 } },
-];
-const toggle = (summary: string) => ({
-  post: { summary, security: userSecurity, requestBody: vidBody, responses: { 200: ok(ref('Toggle')), ...withVideo, 409: { description: 'Video not approved', ...json(ref('Error')) } } },
+const adminSecurity = [{ adminBasic: [] }];
+
+interface Operation {
+  operationId: string;
+  tag: 'feed' | 'views' | 'interactions' | 'admin';
+  summary: string;
+  description: string;
+  security: object[];
+  parameters?: object[];
+  requestBody?: object;
+  responses: Record<string, object>;
+}
+
+const operation = ({ tag, ...fields }: Operation) => ({ tags: [tag], ...fields });
+
+const feedPage = (operationId: string, summary: string, description: string) =>
+  operation({
+    operationId,
+    tag: 'feed',
+    summary,
+    description,
+    security: userOrGuest,
+    parameters: queryParameters(pageQuery),
+    responses: { 200: ok(ref('FeedPage')), ...clientErrors, ...unavailable },
+  });
+
+const toggle = (operationId: string, summary: string, description: string) => ({
+  post: operation({
+    operationId,
+    tag: 'interactions',
+    summary,
+    description,
+    security: userSecurity,
+    requestBody: body(vidBody),
+    responses: { 200: ok(ref('Toggle')), ...withVideo, 409: error('The video is not an approved short video') },
+  }),
 });
+
+const viewAction = (operationId: string, summary: string, description: string) => ({
+  post: operation({ operationId, tag: 'views', summary, description, security: userOrGuest, requestBody: body(vidBody), responses: { 200: ok(ref('Ok')), ...withVideo, ...unavailable } }),
+});
+
+const rolloutAnswer = ok(ref('RolloutInForce'), 'The rollout in force after the call, and where each value comes from');
 
 export const openApiDocument = {
   openapi: '3.1.0',
-  info: { title: 'Short-video feed API', version: '2.0.0', description: 'Feed reads and interactions for the H5 client.' },
+  info: {
+    title: 'Short-video feed API',
+    version: '2.0.0',
+    description: 'Feed reads and interactions for the H5 client, and the admin endpoints on-call uses (explain, the rollout switch).',
+  },
+  // Relative: every deployment serves this document at /openapi.json on its own host.
+  servers: [{ url: '/', description: 'The host that served this document' }],
+  tags: [
+    { name: 'feed', description: 'The next videos for a user (R11-R13)' },
+    { name: 'views', description: 'Views, free watches and "not interested" (R14, R15, V1, V3)' },
+    { name: 'interactions', description: 'Likes, collects, comments and shares (R2-R4)' },
+    { name: 'admin', description: 'On-call: behind the admin credentials (HTTP Basic, ADMIN_USER / ADMIN_PASSWORD)' },
+  ],
   components: {
     securitySchemes: {
       bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT (HS256, sub = user id)' },
       deviceId: { type: 'apiKey', in: 'header', name: 'X-Device-Id' },
+      adminBasic: { type: 'http', scheme: 'basic', description: 'ADMIN_USER and ADMIN_PASSWORD' },
     },
     schemas: {
       Error: {
@@ -38,10 +111,11 @@ export const openApiDocument = {
       },
       VideoInfo: {
         type: 'object',
+        description: 'One video as the H5 client shows it (the item of vInfos)',
         additionalProperties: false,
         required: ['vid', 'title', 'coverUrl', 'playUrl', 'durationSec', 'authorId', 'vip', 'coin', 'isAd', 'special', 'likeCount', 'collectCount', 'commentCount', 'shareCount', 'reviewAt'],
         properties: {
-          vid: objectId,
+          vid: toJsonSchema(objectId),
           title: { type: 'string' },
           coverUrl: { type: 'string' },
           playUrl: { type: 'string' },
@@ -78,62 +152,120 @@ export const openApiDocument = {
       },
       Toggle: { type: 'object', additionalProperties: false, required: ['active', 'changed'], properties: { active: { type: 'boolean' }, changed: { type: 'boolean' } } },
       Ok: { type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' }, removed: { type: 'boolean' }, counted: { type: 'boolean' } } },
-    },
-  },
-  paths: {
-    '/api/app/recommend/vid/list': { get: { summary: 'Next page of the feed (the H5 main call)', security: userOrGuest, parameters: pageParams, responses: { 200: ok(ref('FeedPage')), ...errors } } },
-    '/api/app/vid/module/short/all': { get: { summary: 'Older client: same ring service', security: userOrGuest, parameters: pageParams, responses: { 200: ok(ref('FeedPage')), ...errors } } },
-    '/api/app/recommend/vid/ad': {
-      get: {
-        summary: 'Ad videos, inserted by the client outside the 17+3',
-        security: userOrGuest,
-        parameters: [{ name: 'pageSize', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 10, default: 3 } }],
-        responses: { 200: ok({ type: 'object', required: ['vInfos'], properties: { vInfos: { type: 'array', items: ref('VideoInfo') } } }), ...errors },
+      Comment: { type: 'object', required: ['commentId', 'created'], properties: { commentId: toJsonSchema(objectId), created: { type: 'boolean' } } },
+      Explanation: {
+        type: 'object',
+        required: ['user', 'version', 'queueLength', 'offset', 'generatedAt', 'candidates'],
+        properties: {
+          user: { type: 'string' },
+          version: { type: 'string' },
+          queueLength: { type: 'integer' },
+          offset: { type: 'integer' },
+          generatedAt: { type: ['string', 'null'] },
+          candidates: { type: 'array', items: { type: 'object', description: 'position, block, pool, score and verdict of one candidate' } },
+        },
       },
-    },
-    '/api/app/vid/user/count': {
-      get: {
-        summary: 'Remaining free watches; with vid, registers that watch (once per user, video and day) and a view',
-        security: userOrGuest,
-        parameters: [{ name: 'vid', in: 'query', schema: objectId }],
-        responses: { 200: ok(ref('WatchCount')), ...withVideo },
-      },
-    },
-    '/api/app/vid/view': { post: { summary: 'Record a view (skipped by the feed for VIEW_HISTORY_TTL_DAYS)', security: userOrGuest, requestBody: vidBody, responses: { 200: ok(ref('Ok')), ...withVideo } } },
-    '/api/app/recommend/vid/not-interested': { post: { summary: 'Never show this video to me', security: userOrGuest, requestBody: vidBody, responses: { 200: ok(ref('Ok')), ...withVideo } } },
-    '/api/app/recommend/vid/not-interested/undo': { post: { summary: 'Undo "not interested"', security: userOrGuest, requestBody: vidBody, responses: { 200: ok(ref('Ok')), ...withVideo } } },
-    '/api/app/vid/like': toggle('Like (counts once per user and video in its lifetime)'),
-    '/api/app/vid/unlike': toggle('Unlike (display count only)'),
-    '/api/app/vid/collect': toggle('Collect (counts once per user and video)'),
-    '/api/app/vid/uncollect': toggle('Uncollect (display count only)'),
-    '/api/app/vid/comment': {
-      post: {
-        summary: 'Publish a comment; an Idempotency-Key header makes retries create and count it once',
-        security: userSecurity,
-        parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{8,128}$' } }],
-        requestBody: { required: true, ...json({ type: 'object', required: ['vid', 'content'], properties: { vid: objectId, content: { type: 'string', minLength: 1, maxLength: MAX_COMMENT_LENGTH } } }) },
-        responses: {
-          201: ok({ type: 'object', required: ['commentId', 'created'], properties: { commentId: objectId, created: { type: 'boolean' } } }, 'Created'),
-          200: ok({ type: 'object', required: ['commentId', 'created'], properties: { commentId: objectId, created: { type: 'boolean' } } }, 'Replayed'),
-          ...withVideo,
+      RolloutInForce: {
+        type: 'object',
+        required: ['enabled', 'percent', 'source', 'environment'],
+        properties: {
+          enabled: { type: 'boolean' },
+          percent: { type: 'integer', minimum: 0, maximum: 100 },
+          source: { type: 'object', description: 'override or environment, per value' },
+          environment: { type: 'object', description: 'the values the environment sets' },
         },
       },
     },
-    '/api/app/vid/comment/{id}': {
-      delete: {
-        summary: 'Delete my comment (display count only)',
+  },
+  paths: {
+    '/api/app/recommend/vid/list': { get: feedPage('nextPage', 'Next page of the feed', 'The H5 main call: the next videos of the ring queue for this user or device, skipping seen and rejected ones.') },
+    '/api/app/vid/module/short/all': { get: feedPage('nextPageOldClient', 'Next page of the feed (older client)', 'The older client\'s endpoint: the same ring service, the same offset.') },
+    '/api/app/recommend/vid/ad': {
+      get: operation({
+        operationId: 'adVideos',
+        tag: 'feed',
+        summary: 'Ad videos',
+        description: 'Ad videos the client inserts outside the 17+3 blocks.',
+        security: userOrGuest,
+        parameters: queryParameters(adQuery),
+        responses: { 200: ok({ type: 'object', required: ['vInfos'], properties: { vInfos: { type: 'array', items: ref('VideoInfo') } } }), ...clientErrors },
+      }),
+    },
+    '/api/app/vid/user/count': {
+      get: operation({
+        operationId: 'watchCount',
+        tag: 'views',
+        summary: 'Remaining free watches',
+        description: 'Remaining free watches today; with vid, registers that watch (once per user, video and day) and a view.',
+        security: userOrGuest,
+        parameters: queryParameters(countQuery),
+        responses: { 200: ok(ref('WatchCount')), ...withVideo, ...unavailable },
+      }),
+    },
+    '/api/app/vid/view': viewAction('recordView', 'Record a view', 'The feed skips this video for VIEW_HISTORY_TTL_DAYS.'),
+    '/api/app/recommend/vid/not-interested': viewAction('markNotInterested', 'Not interested', 'The feed never shows this video to this user again (until undone).'),
+    '/api/app/recommend/vid/not-interested/undo': viewAction('undoNotInterested', 'Undo "not interested"', 'Removes the mark; `removed` says whether there was one.'),
+    '/api/app/vid/like': toggle('like', 'Like', 'Counts once per user and video in its lifetime (recommend*); the display count follows the like.'),
+    '/api/app/vid/unlike': toggle('unlike', 'Unlike', 'Lowers the display count only.'),
+    '/api/app/vid/collect': toggle('collect', 'Collect', 'Counts once per user and video (recommend*); the display count follows.'),
+    '/api/app/vid/uncollect': toggle('uncollect', 'Uncollect', 'Lowers the display count only.'),
+    '/api/app/vid/comment': {
+      post: operation({
+        operationId: 'comment',
+        tag: 'interactions',
+        summary: 'Publish a comment',
+        description: 'An Idempotency-Key header makes a retried request return the first comment and count it once.',
         security: userSecurity,
-        parameters: [{ name: 'id', in: 'path', required: true, schema: objectId }],
-        responses: { 200: ok({ type: 'object', required: ['deleted'], properties: { deleted: { type: 'boolean' } } }), ...withVideo },
-      },
+        parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: toJsonSchema(idempotencyKey) }],
+        requestBody: body(commentBody),
+        responses: { 201: ok(ref('Comment'), 'Created'), 200: ok(ref('Comment'), 'Replayed: the comment this key created'), ...withVideo, 409: error('The video is not an approved short video, or the key was used for another video') },
+      }),
+    },
+    '/api/app/vid/comment/{id}': {
+      delete: operation({
+        operationId: 'deleteComment',
+        tag: 'interactions',
+        summary: 'Delete my comment',
+        description: 'Lowers the display count only; another user\'s comment is reported as missing.',
+        security: userSecurity,
+        parameters: [{ name: 'id', in: 'path', required: true, schema: toJsonSchema(objectId) }],
+        responses: { 200: ok({ type: 'object', required: ['deleted'], properties: { deleted: { type: 'boolean' } } }), ...clientErrors, 404: error('No such comment of this user') },
+      }),
     },
     '/api/app/share/output': {
-      post: {
-        summary: 'Share; counted once per user and video when videoID names an approved short video',
+      post: operation({
+        operationId: 'share',
+        tag: 'interactions',
+        summary: 'Share',
+        description: 'Counted once per user and video when videoID names an approved short video; guests are never counted.',
         security: userOrGuest,
-        requestBody: { required: false, ...json({ type: 'object', properties: { videoID: objectId } }) },
+        requestBody: body(shareBody, false),
         responses: { 200: ok(ref('Ok')), ...withVideo },
-      },
+      }),
+    },
+    '/api/admin/explain': {
+      get: operation({
+        operationId: 'explainNextPage',
+        tag: 'admin',
+        summary: "Explain a user's next page",
+        description: 'Read-only: the offset and the next candidates with block, pool, score and skip reason.',
+        security: adminSecurity,
+        parameters: queryParameters(explainQuery),
+        responses: { 200: ok(ref('Explanation')), ...clientErrors, 404: error('No current version, or no queue for it') },
+      }),
+    },
+    '/api/admin/rollout': {
+      get: operation({ operationId: 'getRollout', tag: 'admin', summary: 'The rollout in force', description: 'The values in force and where each comes from (override or environment).', security: adminSecurity, responses: { 200: rolloutAnswer, 401: error('Missing or invalid admin credentials') } }),
+      put: operation({
+        operationId: 'setRollout',
+        tag: 'admin',
+        summary: 'Override the rollout',
+        description: 'Every API instance applies the override within CURRENT_CACHE_MS (R16).',
+        security: adminSecurity,
+        requestBody: body(rolloutBody),
+        responses: { 200: rolloutAnswer, ...clientErrors },
+      }),
+      delete: operation({ operationId: 'clearRollout', tag: 'admin', summary: 'Clear the override', description: 'The environment\'s values rule again.', security: adminSecurity, responses: { 200: rolloutAnswer, 401: error('Missing or invalid admin credentials') } }),
     },
   },
-} as const;
+};

@@ -1,3 +1,8 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import request from 'supertest';
@@ -27,7 +32,23 @@ beforeAll(async () => {
 
 afterAll(() => s.cleanup());
 
-type Method = 'get' | 'post' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'delete';
+const ROOT = path.resolve(__dirname, '../../..');
+
+/** Every route the Express app registers, as `METHOD /path` with OpenAPI's {param} syntax. */
+function registeredRoutes(app: Express): string[] {
+  // Express 5 keeps the app's router at app.router; its layers nest the routers the app mounts.
+  const { router } = app as Express & { router: { stack: Layer[] } };
+  return router.stack.flatMap(routesOf).sort();
+}
+interface Layer {
+  route?: { path: string; methods: Record<string, boolean> };
+  handle?: { stack?: Layer[] };
+}
+function routesOf(layer: Layer): string[] {
+  if (layer.route) return Object.keys(layer.route.methods).map((method) => `${method.toUpperCase()} ${layer.route!.path.replace(/:(\w+)/g, '{$1}')}`);
+  return (layer.handle?.stack ?? []).flatMap(routesOf);
+}
 
 /** Validates a real response against the documented schema for its path, method and status. */
 function expectDocumented(path: string, method: Method, res: request.Response): void {
@@ -41,6 +62,37 @@ function expectDocumented(path: string, method: Method, res: request.Response): 
 }
 
 describe('OpenAPI document', () => {
+  it('when the app\'s routes are listed, then each /api route is documented and the document has no other', () => {
+    const documented = Object.entries(openApiDocument.paths).flatMap(([route, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${route}`)).sort();
+    expect(registeredRoutes(app).filter((route) => route.includes(' /api/'))).toEqual(documented);
+  });
+
+  it('when the H5 item is described, then vInfos items are exactly the fields the client reads, no more', () => {
+    const item = openApiDocument.components.schemas.VideoInfo;
+    expect(item.additionalProperties).toBe(false);
+    expect([...item.required].sort()).toEqual(Object.keys(item.properties).sort());
+    expect(Object.keys(item.properties).sort()).toEqual(
+      ['authorId', 'coin', 'collectCount', 'commentCount', 'coverUrl', 'durationSec', 'isAd', 'likeCount', 'playUrl', 'reviewAt', 'shareCount', 'special', 'title', 'vid', 'vip'].sort(),
+    );
+  });
+
+  it('when the served document is linted (redocly, recommended rules), then it has no error and no warning', async () => {
+    const served = (await request(app).get('/openapi.json').expect(200)).body;
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'feed-openapi-'));
+    try {
+      const file = path.join(dir, 'openapi.json');
+      writeFileSync(file, JSON.stringify(served));
+      const { stdout } = await promisify(execFile)(path.join(ROOT, 'node_modules/.bin/redocly'), ['lint', '--config', path.join(ROOT, 'redocly.yaml'), '--format', 'json', file], {
+        cwd: ROOT,
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+      });
+      const { totals, problems } = JSON.parse(stdout) as { totals: { errors: number; warnings: number }; problems: Array<{ ruleId: string; message: string }> };
+      expect({ totals, problems: problems.map((p) => `${p.ruleId}: ${p.message}`) }).toEqual({ totals: { errors: 0, warnings: 0, ignored: 0 }, problems: [] });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
   it('when /openapi.json is fetched, then it is the served document', async () => {
     const res = await request(app).get('/openapi.json').expect(200);
     expect(res.body.openapi).toBe('3.1.0');
@@ -68,6 +120,17 @@ describe('OpenAPI document', () => {
       ['/api/app/share/output', 'post', request(app).post('/api/app/share/output').set(user).send({ videoID: ids[4] })],
     ];
     for (const [path, method, call] of calls) expectDocumented(path, method, await call);
+
+    const admin = { Authorization: `Basic ${Buffer.from(`${s.config.adminUser}:${s.config.adminPassword}`).toString('base64')}` };
+    const adminCalls: Array<[string, Method, request.Test]> = [
+      ['/api/admin/explain', 'get', request(app).get('/api/admin/explain?user=doc-user&pageSize=3').set(admin)],
+      ['/api/admin/explain', 'get', request(app).get('/api/admin/explain?pageSize=3').set(admin)],
+      ['/api/admin/explain', 'get', request(app).get('/api/admin/explain?user=doc-user')],
+      ['/api/admin/rollout', 'put', request(app).put('/api/admin/rollout').set(admin).send({ percent: 50 })],
+      ['/api/admin/rollout', 'get', request(app).get('/api/admin/rollout').set(admin)],
+      ['/api/admin/rollout', 'delete', request(app).delete('/api/admin/rollout').set(admin)],
+    ];
+    for (const [path, method, call] of adminCalls) expectDocumented(path, method, await call);
 
     const comment = await request(app).post('/api/app/vid/comment').set(user).send({ vid: ids[5], content: 'documented' });
     expectDocumented('/api/app/vid/comment', 'post', comment);

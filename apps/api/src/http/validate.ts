@@ -10,7 +10,7 @@ import { badRequest } from '@feed/http';
 export const objectId = Joi.string().pattern(/^[0-9a-fA-F]{24}$/, 'ObjectId (24 hex characters)').lowercase();
 
 /** A request body naming one video (SPEC C: bodies name a video `vid`). */
-export const vidBody = Joi.object({ vid: objectId.required() });
+export const vidBody = Joi.object<{ vid: string }>({ vid: objectId.required() });
 
 export function validate<T>(schema: Joi.Schema<T>, value: unknown): T {
   const result = schema.validate(value ?? {}, { abortEarly: true, convert: true, stripUnknown: false });

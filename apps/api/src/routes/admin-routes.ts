@@ -15,7 +15,7 @@ import { MAX_PAGE_SIZE } from './feed-routes';
 
 const REALM = 'feed-api';
 
-const explainQuery = Joi.object({
+export const explainQuery = Joi.object<{ user?: string; device?: string; version?: string; pageSize: number }>({
   user: Joi.string().pattern(USER_ID),
   device: Joi.string().pattern(DEVICE_ID),
   version: Joi.string().pattern(VERSION_PATTERN),
@@ -23,7 +23,7 @@ const explainQuery = Joi.object({
 }).xor('user', 'device');
 
 /** Strict types: "true" or "50" as strings are rejected, so a typo never half-applies. */
-const rolloutBody = Joi.object({
+export const rolloutBody = Joi.object<Partial<Rollout>>({
   enabled: Joi.boolean().strict(),
   percent: Joi.number().integer().strict().min(0).max(100),
 }).or('enabled', 'percent');
@@ -44,7 +44,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   router.use('/api/admin', basicAuth(config.adminUser, config.adminPassword, REALM));
 
   router.get('/api/admin/explain', async (req, res) => {
-    const query = validateQuery(explainQuery, req) as { user?: string; device?: string; version?: string; pageSize: number };
+    const query = validateQuery(explainQuery, req);
     const identity = query.user ? userIdentity(query.user) : guestIdentity(query.device!);
     const version = query.version ?? (await redis.get(keys.current));
     if (!version) throw notFound('no current version');
@@ -63,7 +63,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
     res.json(await rolloutInForce());
   });
   router.put('/api/admin/rollout', async (req, res) => {
-    await writeRolloutOverride(redis, keys, validateBody(rolloutBody, req) as Partial<Rollout>);
+    await writeRolloutOverride(redis, keys, validateBody(rolloutBody, req));
     res.json(await rolloutInForce());
   });
   router.delete('/api/admin/rollout', async (_req, res) => {

@@ -16,12 +16,12 @@ import type { WatchCounter } from '../users/watch-counter';
 export const MAX_PAGE_SIZE = 50;
 
 // Unknown query parameters (cache busters, tracking) are ignored, as the old service did.
-const pageQuery = Joi.object({
-  pageNumber: Joi.number().integer().min(1).max(1_000_000).default(1),
-  pageSize: Joi.number().integer().min(1).max(MAX_PAGE_SIZE).default(20),
+export const pageQuery = Joi.object<{ pageNumber: number; pageSize: number }>({
+  pageNumber: Joi.number().integer().min(1).max(1_000_000).default(1).description('Accepted for old clients; never moves the offset (R12)'),
+  pageSize: Joi.number().integer().min(1).max(MAX_PAGE_SIZE).default(20).description('Videos in the page'),
 }).unknown(true);
-const countQuery = Joi.object({ vid: objectId }).unknown(true);
-const adQuery = Joi.object({ pageSize: Joi.number().integer().min(1).max(10).default(3) }).unknown(true);
+export const countQuery = Joi.object<{ vid?: string }>({ vid: objectId.description('With it, the watch of this video is registered (once per user, video and day)') }).unknown(true);
+export const adQuery = Joi.object<{ pageSize: number }>({ pageSize: Joi.number().integer().min(1).max(10).default(3).description('Ad videos wanted') }).unknown(true);
 
 export interface FeedRouteDeps {
   feed: FeedService;
@@ -66,7 +66,7 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
   /** The caller and the existing video named by the body's `vid`. */
   const callerAndVideo = async (req: Request) => {
     const identity = identify(req, jwtSecret);
-    const { vid } = validateBody(vidBody, req) as { vid: string };
+    const { vid } = validateBody(vidBody, req);
     await existingVideo(vid);
     return { identity, vid };
   };
@@ -74,7 +74,7 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
   const servePage: RequestHandler = async (req, res) => {
     const identity = identify(req, jwtSecret);
     // pageNumber is validated for old clients but never moves the offset (R12).
-    const { pageSize } = validateQuery(pageQuery, req) as { pageSize: number };
+    const { pageSize } = validateQuery(pageQuery, req);
     res.type('application/json').send(serializePage(await feed.nextPage(identity, pageSize, requestIdOf(res)), catalog));
   };
   router.get('/api/app/recommend/vid/list', servePage);
@@ -83,13 +83,13 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
 
   router.get('/api/app/recommend/vid/ad', async (req, res) => {
     identify(req, jwtSecret);
-    const { pageSize } = validateQuery(adQuery, req) as { pageSize: number };
+    const { pageSize } = validateQuery(adQuery, req);
     res.json({ vInfos: await catalog.randomAds(pageSize) });
   });
 
   router.get('/api/app/vid/user/count', async (req, res) => {
     const identity = identify(req, jwtSecret);
-    const { vid } = validateQuery(countQuery, req) as { vid?: string };
+    const { vid } = validateQuery(countQuery, req);
     if (vid === undefined) {
       res.json(await inRedis(watches.count(identity.key), 'watch-count'));
       return;

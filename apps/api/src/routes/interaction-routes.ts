@@ -7,16 +7,16 @@ import type { InteractionService } from '../interactions/interaction-service';
 
 export const MAX_COMMENT_LENGTH = 500;
 
-const commentBody = Joi.object({ vid: objectId.required(), content: Joi.string().trim().min(1).max(MAX_COMMENT_LENGTH).required() });
-const shareBody = Joi.object({ videoID: objectId }).unknown(true);
-const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, 'Idempotency-Key (8-128 characters of A-Z, a-z, 0-9, _ . : -)');
+export const commentBody = Joi.object<{ vid: string; content: string }>({ vid: objectId.required(), content: Joi.string().trim().min(1).max(MAX_COMMENT_LENGTH).required() });
+export const shareBody = Joi.object<{ videoID?: string }>({ videoID: objectId.description('Without it nothing is counted (old clients)') }).unknown(true);
+export const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, 'Idempotency-Key (8-128 characters of A-Z, a-z, 0-9, _ . : -)');
 
 export function interactionRoutes(service: InteractionService, jwtSecret: string): Router {
   const router = Router();
   const toggle = (path: string, action: (vid: string, userId: string) => Promise<unknown>) =>
     router.post(path, async (req, res) => {
       const { userId } = requireUser(req, jwtSecret);
-      const { vid } = validateBody(vidBody, req) as { vid: string };
+      const { vid } = validateBody(vidBody, req);
       res.json(await action(vid, userId));
     });
   toggle('/api/app/vid/like', service.like);
@@ -26,22 +26,22 @@ export function interactionRoutes(service: InteractionService, jwtSecret: string
 
   router.post('/api/app/vid/comment', async (req, res) => {
     const { userId } = requireUser(req, jwtSecret);
-    const { vid, content } = validateBody(commentBody, req) as { vid: string; content: string };
+    const { vid, content } = validateBody(commentBody, req);
     const header = req.header('idempotency-key');
-    const key = header === undefined ? undefined : (validate(idempotencyKey.label('Idempotency-Key'), header) as string);
+    const key = header === undefined ? undefined : validate(idempotencyKey.label('Idempotency-Key'), header);
     const result = await service.comment(vid, userId, content, key);
     res.status(result.created ? 201 : 200).json(result);
   });
 
   router.delete('/api/app/vid/comment/:id', async (req, res) => {
     const { userId } = requireUser(req, jwtSecret);
-    const id = validate(objectId.label('id'), req.params.id) as string;
+    const id = validate(objectId.label('id'), req.params.id);
     res.json(await service.deleteComment(id, userId));
   });
 
   router.post('/api/app/share/output', async (req, res) => {
     const identity = identify(req, jwtSecret);
-    const { videoID } = validateBody(shareBody, req) as { videoID?: string };
+    const { videoID } = validateBody(shareBody, req);
     const { counted } = await service.share(videoID, identity.userId);
     res.json({ ok: true, counted });
   });
