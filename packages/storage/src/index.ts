@@ -1,5 +1,7 @@
 export * from './redis-keys';
 export * from './redis-client';
+export * from './redis-connection';
+export * from './deadline';
 export * from './lua-scripts';
 export * from './ring';
 export * from './mongo';

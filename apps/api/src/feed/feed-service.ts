@@ -13,11 +13,10 @@
  */
 import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { readRing, type Redis, type RedisKeys } from '@feed/storage';
+import { Deadline, DeadlineSpentError, readRing, RedisCallError, type Redis, type RedisKeys } from '@feed/storage';
 import { AppError } from '@feed/http';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
-import { Deadline, DeadlineSpentError, RedisCallError } from '../with-deadline';
 import { judgeCandidate } from './candidate-verdict';
 import { FeedSettingsCache, type FeedSettings } from './feed-settings';
 import type { VideoCatalog, VideoInfo } from './video-catalog';

@@ -3,7 +3,7 @@ import { Router, type Request, type RequestHandler } from 'express';
 import Joi from 'joi';
 import { logger } from '@feed/logger';
 import { notFound, unavailable } from '@feed/http';
-import { withDeadline } from '../with-deadline';
+import { withDeadline } from '@feed/storage';
 import { identify } from '../http/identity';
 import { requestIdOf } from '../http/request-id';
 import { objectId, validateBody, validateQuery, vidBody } from '../http/validate';

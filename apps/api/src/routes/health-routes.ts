@@ -5,10 +5,9 @@
  */
 import { Router } from 'express';
 import type { Connection } from 'mongoose';
-import type { Redis, RedisKeys } from '@feed/storage';
+import { withDeadline, type Redis, type RedisKeys } from '@feed/storage';
 import type { ApiMetrics } from '../metrics';
 import { openApiDocument } from '../openapi';
-import { withDeadline } from '../with-deadline';
 
 /** MongoDB's probe gets longer than a Redis read: a slow primary election is not "down". */
 const MONGO_PROBE_MS = 1000;

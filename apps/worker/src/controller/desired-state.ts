@@ -19,7 +19,7 @@ import type { Queue } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import { versionFor } from '@feed/domain';
 import type { Logger } from '@feed/logger';
-import { runScript, type Redis, type RedisKeys } from '@feed/storage';
+import { runScript, withDeadline, type Redis, type RedisKeys } from '@feed/storage';
 import type { WorkerMetrics } from '../metrics';
 import { SCHEDULER_ID, type BuildJobData } from '../jobs/build-queue';
 import { COUNTER_REPAIR_SCHEDULER_ID } from '../jobs/counter-repair';
@@ -133,18 +133,12 @@ export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS):
   // repairs are idempotent) so the next one can run, and it never holds up a shutdown.
   const tick = () =>
     (running ??= (async () => {
-      let timer: NodeJS.Timeout | undefined;
-      const hung = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${LEASE_MS} ms`)), LEASE_MS);
-        timer.unref();
-      });
       try {
-        await Promise.race([(async () => (await holdsLease()) && (await checkDesiredState(deps)))(), hung]);
+        await withDeadline((async () => (await holdsLease()) && (await checkDesiredState(deps)))(), LEASE_MS, 'desired state check');
       } catch (err) {
         deps.metrics.controllerFailures.inc();
         deps.logger.warn('desired state check failed', { err: err instanceof Error ? err.message : String(err) });
       } finally {
-        clearTimeout(timer);
         running = undefined;
       }
     })());

@@ -1,24 +1,12 @@
 /**
  * BullMQ's Redis connections. BullMQ uses ioredis, its primary client: its node-redis adapter does
- * not drive a node-redis cluster client (jobs never ran on a Redis Cluster in our test).
+ * not drive a node-redis cluster client (jobs never ran on a Redis Cluster in our test). They are
+ * made under the service's one connection policy (`@feed/storage` redis-connection.ts).
  */
-import IORedis, { Cluster } from 'ioredis';
-import type { Config } from '@feed/config';
+import { bullConnectionFactory, withDeadline, type BullConnection } from '@feed/storage';
 import { oncePerMessage, type Logger } from '@feed/logger';
 
-export type BullConnection = IORedis | Cluster;
-
-export function bullConnectionFactory(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>): () => BullConnection {
-  const options = { maxRetriesPerRequest: null };
-  if (config.redisClusterNodes) {
-    const nodes = config.redisClusterNodes.map((node) => {
-      const [host, port] = node.split(':');
-      return { host, port: Number(port) };
-    });
-    return () => new Cluster(nodes, { redisOptions: options });
-  }
-  return () => new IORedis(config.redisUrl, options);
-}
+export { bullConnectionFactory, type BullConnection };
 
 /** The same BullMQ error is logged at most once per this interval (a Redis outage repeats it). */
 const ERROR_LOG_INTERVAL_MS = 30_000;
@@ -43,11 +31,10 @@ export class BullConnections {
    * then closes the connections: politely when BullMQ closed, at once otherwise.
    */
   async closeWithin(boundMs: number, close: () => Promise<void>, logger: Logger): Promise<void> {
-    const closing = close();
-    closing.catch(() => undefined);
-    let timer: NodeJS.Timeout | undefined;
-    const closed = await Promise.race([closing.then(() => true, () => false), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), boundMs)))]);
-    clearTimeout(timer);
+    const closed = await withDeadline(close(), boundMs, 'bullmq close').then(
+      () => true,
+      () => false,
+    );
     if (!closed) logger.warn('bullmq did not close in time (Redis unreachable?), disconnecting', { boundMs });
     await Promise.all(this.made.map((c) => (closed ? c.quit().catch(() => c.disconnect()) : c.disconnect())));
   }

@@ -1,4 +1,9 @@
-/** Deadlines for Redis calls: node-redis v5 has no per-command timeout (SPEC R17: degradation is bounded in time). */
+/**
+ * The one deadline idiom of the service: a promise raced against a timer. node-redis v5 has no
+ * per-command timeout and BullMQ's ioredis queues commands while Redis is gone, so every wait on
+ * a store that may hang goes through `withDeadline` (the API's Redis budget, connecting, the
+ * controller's checks, BullMQ's close). SPEC R17: degradation is bounded in time.
+ */
 
 /** A Redis call failed or missed its deadline. */
 export class RedisCallError extends Error {}
@@ -18,6 +23,8 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): 
     promise,
     new Promise<T>((_, reject) => {
       timer = setTimeout(() => setImmediate(() => reject(new RedisCallError(`${what} timed out after ${ms} ms`))), ms);
+      // A deadline never keeps the process alive on its own (a shutdown is not held up by it).
+      timer.unref();
     }),
   ]).finally(() => clearTimeout(timer));
 }

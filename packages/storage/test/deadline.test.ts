@@ -3,7 +3,7 @@
  * used even when the event loop was too busy to read it before the deadline's timer came due.
  */
 import { createClient } from 'redis';
-import { RedisCallError, withDeadline } from '../src/with-deadline';
+import { RedisCallError, withDeadline } from '../src/deadline';
 
 const connect = () => createClient({ url: process.env.TEST_REDIS_URL! }).connect();
 let redis: Awaited<ReturnType<typeof connect>>;
