@@ -12,7 +12,7 @@ import { createApp } from '@feed/api';
 import { loadConfig } from '@feed/config';
 import { connectRedis, createRedisKeys, videoModel, type Redis } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
-import { cli, freePort, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { cli, freePort, holdPort, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { bearer, publishQueue } from '../support/feed-fixtures';
 import { testMongoUrl } from '../support/mongo';
 
@@ -55,7 +55,9 @@ async function ownRedis(): Promise<{ port: number; server: Managed; client: Redi
 
 describe('the API without Redis', () => {
   it('when Redis was never started, then the API listens, is ready (degraded) and serves MongoDB pages; when Redis comes, ring pages return', async () => {
-    const [redisPort, apiPort] = await Promise.all([freePort(), freePort()]);
+    // Held (connections reset) until Redis starts on it: no parallel test's server can take it.
+    const [held, apiPort] = await Promise.all([holdPort(), freePort()]);
+    const redisPort = held.port;
     const api = startProcess(tsx('tools/start-one.ts', 'api'), { NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${redisPort}`, PORT: String(apiPort), CURRENT_CACHE_MS: '200', LOG_LEVEL: 'error' });
     running.push(api);
     const base = `http://127.0.0.1:${apiPort}`;
@@ -68,6 +70,7 @@ describe('the API without Redis', () => {
     expect(page.body.queueVersion).toBe('fallback');
     expect(page.body.vInfos).toHaveLength(20);
 
+    await held.release();
     const server = await startRedis(redisPort, mkdtempSync(path.join(dir, 'r')));
     running.push(server);
     const client = await connectRedis({ redisUrl: `redis://127.0.0.1:${redisPort}` });

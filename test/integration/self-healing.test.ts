@@ -28,6 +28,7 @@ let redisPort: number;
 let redisDir: string;
 let mongo: Connection;
 const running: Managed[] = [];
+let redisServer: Managed;
 let apiPort: number;
 
 const redisCli = (...args: string[]) => run('redis-cli', ['-p', String(redisPort), ...args]).then((r) => r.stdout.trim());
@@ -56,13 +57,18 @@ async function secondsUntilRingPage(version: string, timeoutMs: number): Promise
 beforeAll(async () => {
   redisPort = await freePort();
   redisDir = mkdtempSync(path.join(os.tmpdir(), 'feed-healing-'));
-  running.push(await startRedis(redisPort, redisDir));
+  redisServer = await startRedis(redisPort, redisDir);
   mongo = await mongoose.createConnection(mongoUrl).asPromise();
   await seedVideos(videoModel(mongo), { videos: 200, fresh: 10 });
 }, 60_000);
 
-afterAll(async () => {
+// A test's deployables end with it: a worker left running would repair the next test's faults.
+afterEach(async () => {
   await Promise.all(running.splice(0).map((p) => p.stop('SIGKILL')));
+});
+
+afterAll(async () => {
+  await redisServer.stop('SIGKILL');
   await mongo.dropDatabase();
   await mongo.close();
   rmSync(redisDir, { recursive: true, force: true });

@@ -18,6 +18,16 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A port nothing else can take while it is held: every connection to it is reset, as to a server
+ * that is down. A free port left unheld can be taken by a parallel test's server in the meantime.
+ */
+export async function holdPort(): Promise<{ port: number; release(): Promise<void> }> {
+  const server = net.createServer((socket) => socket.resetAndDestroy());
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as net.AddressInfo).port, release: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
 /** Polls `probe` until it returns true, at most `timeoutMs`. */
 export async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
