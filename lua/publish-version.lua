@@ -8,7 +8,7 @@
   KEYS[4] the target queue (recommend:short:queue:{V}, or its :shadow key)
   KEYS[5] the target meta (recommend:short:meta:{V}, or its :shadow key)
   KEYS[6] optional: the version's offset hash, given the same expiry when it exists (a forced
-          rebuild keeps the offsets; a new version's hash is created by ring-read with the
+          rebuild keeps the offsets; a new version's hash is created by ring-claim with the
           queue's expiry)
   ARGV[1] the build's lock token
   ARGV[2] the expiry of the published keys, in seconds from now

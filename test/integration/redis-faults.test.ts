@@ -14,6 +14,7 @@ import { connectRedis, createRedisKeys, videoModel, type Redis } from '@feed/sto
 import { demoVideo } from '@feed/demo-data';
 import { cli, freePort, holdPort, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { bearer, publishQueue } from '../support/feed-fixtures';
+import { delayingProxy } from '../support/throttled-proxy';
 import { testMongoUrl } from '../support/mongo';
 
 const VERSION = '20260724';
@@ -110,9 +111,46 @@ describe('a stalled Redis (SIGSTOP)', () => {
 
     server.child.kill('SIGCONT');
     await waitUntil('ring after the stall', async () => (await feed(base)).body.queueVersion === VERSION, 10_000);
+    // R11: the claims Redis ran after the stall were past their deadline and moved nothing, so
+    // each guest's next ring page starts right after its last served one (here: at the start).
+    for (const user of ['stalled-0', 'stalled-7', 'stalled-19']) {
+      const next = await feed(base, user);
+      expect({ user, version: next.body.queueVersion, first: (next.body.vInfos as Array<{ vid: string }>).map((v) => v.vid) }).toEqual({ user, version: VERSION, first: ids.slice(0, 20) });
+    }
     await redis.close();
     await client.close();
   }, 60_000);
+});
+
+describe('a claim answered after the deadline (R11)', () => {
+  it('when Redis makes the claim in time but its answer reaches the API after the deadline, then the API serves a fallback page and gives the claim back', async () => {
+    const { port, client } = await ownRedis();
+    const proxy = await delayingProxy({ host: '127.0.0.1', port });
+    const prefix = `late:${randomBytes(3).toString('hex')}:`;
+    const keys = createRedisKeys(prefix);
+    await publishQueue(client, keys, VERSION, ids);
+    const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_KEY_PREFIX: prefix, REDIS_DEADLINE_MS: '100', CURRENT_CACHE_MS: '5000' });
+    const redis = await connectRedis(config, { failFast: true });
+    const api = createApp({ config, redis, mongo });
+    const server = api.app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    try {
+      expect((await feed(base, 'warm-up')).body.queueVersion).toBe(VERSION); // `current` cached
+      proxy.replyDelayMs = 400;
+      const late = await feed(base, 'late-user');
+      expect(late.body.queueVersion).toBe('fallback');
+      await waitUntil('the late claim given back', async () => /feed_claims_given_back_total\{result="given-back"\} 1/.test(await api.metrics.registry.metrics()), 5_000);
+      proxy.replyDelayMs = 0;
+      const next = await feed(base, 'late-user');
+      expect((next.body.vInfos as Array<{ vid: string }>).map((v) => v.vid)).toEqual(ids.slice(0, 20));
+    } finally {
+      server.close();
+      await redis.close();
+      await client.close();
+      await proxy.close();
+    }
+  }, 30_000);
 });
 
 describe('the worker and the CLI with Redis gone', () => {

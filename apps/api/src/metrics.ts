@@ -19,6 +19,12 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     emptyPages: new Counter({ name: 'feed_empty_pages_total', help: 'Feed pages served with no video', labelNames: ['strategy'], registers: [registry] }),
     skipped: new Counter({ name: 'feed_skipped_videos_total', help: 'Candidates skipped by the ring read, by reason', labelNames: ['reason'], registers: [registry] }),
     redisFailures: new Counter({ name: 'feed_redis_failures_total', help: 'Redis or Lua failures, by operation (the read path, views, not-interested marks, watch counts)', labelNames: ['operation'], registers: [registry] }),
+    claimsGivenBack: new Counter({
+      name: 'feed_claims_given_back_total',
+      help: 'Ring claims whose answer came after the request had served another page: given back (result=given-back) or, when a later claim had moved the offset on, left consumed (result=lost)',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
     degradations: new Counter({ name: 'feed_degradations_total', help: 'Pages served by a fallback strategy, by kind (previous-version, legacy-set, mongo-fallback)', labelNames: ['kind'], registers: [registry] }),
     rolloutEnabled: new Gauge({ name: 'feed_rollout_enabled', help: 'Whether the ring feed is enabled in this instance (R16, override or environment)', registers: [registry] }),
     rolloutPercent: new Gauge({ name: 'feed_rollout_percent', help: 'Share of users served by the ring feed in this instance (R16)', registers: [registry] }),

@@ -64,6 +64,10 @@ const feedPage = (operationId: string, summary: string, description: string) =>
     responses: { 200: ok(ref('FeedPage')), ...clientErrors, ...unavailable },
   });
 
+/** HEAD of a feed page: headers only; it never claims positions (R11). */
+const headOfPage = (operationId: string) =>
+  operation({ operationId, tag: 'feed', summary: 'Headers of a feed page', description: 'Headers only: no page is built and no position of the ring is claimed.', security: userOrGuest, responses: { 200: { description: 'OK (no body)' }, 401: { description: 'Missing or invalid credentials' } } });
+
 const toggle = (operationId: string, summary: string, description: string) => ({
   post: operation({
     operationId,
@@ -178,8 +182,14 @@ export const openApiDocument = {
     },
   },
   paths: {
-    '/api/app/recommend/vid/list': { get: feedPage('nextPage', 'Next page of the feed', 'The H5 main call: the next videos of the ring queue for this user or device, skipping seen and rejected ones.') },
-    '/api/app/vid/module/short/all': { get: feedPage('nextPageOldClient', 'Next page of the feed (older client)', 'The older client\'s endpoint: the same ring service, the same offset.') },
+    '/api/app/recommend/vid/list': {
+      get: feedPage('nextPage', 'Next page of the feed', 'The H5 main call: the next videos of the ring queue for this user or device, skipping seen and rejected ones.'),
+      head: headOfPage('nextPageHead'),
+    },
+    '/api/app/vid/module/short/all': {
+      get: feedPage('nextPageOldClient', 'Next page of the feed (older client)', 'The older client\'s endpoint: the same ring service, the same offset.'),
+      head: headOfPage('nextPageOldClientHead'),
+    },
     '/api/app/recommend/vid/ad': {
       get: operation({
         operationId: 'adVideos',

@@ -57,6 +57,15 @@ describe('GET /api/app/recommend/vid/list (ring read)', () => {
     expect(await s.redis.hGet(s.keys.offset(V1), 'u:first-visit')).toBe('20');
   });
 
+  it('when a client sends HEAD, then it gets the headers and no position is claimed (R11)', async () => {
+    for (const path of ['/api/app/recommend/vid/list', '/api/app/vid/module/short/all']) {
+      const head = await request(app).head(path).set(bearer('head-user')).expect(200);
+      expect(head.headers['content-type']).toMatch(/application\/json/);
+    }
+    expect(await s.redis.hGet(s.keys.offset(V1), 'u:head-user')).toBeNull();
+    expect(vids(await page('head-user').expect(200))).toEqual(ids.slice(0, 20));
+  });
+
   it('when the client sends any pageNumber, then it is ignored: pages follow the user\'s offset (R12)', async () => {
     const at = (pageNumber: string) => request(app).get('/api/app/recommend/vid/list').query({ pageSize: 10, pageNumber }).set(bearer('page-numbers'));
     expect(vids(await at('7').expect(200))).toEqual(ids.slice(0, 10));

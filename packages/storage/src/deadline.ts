@@ -34,7 +34,8 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): 
  * costs a request at most `ms` in all, however many calls and fallbacks it makes.
  */
 export class Deadline {
-  private readonly endsAt: number;
+  /** Epoch milliseconds when the budget ends (sent with a ring claim, so Redis refuses it later). */
+  readonly endsAt: number;
 
   constructor(readonly ms: number) {
     this.endsAt = Date.now() + ms;

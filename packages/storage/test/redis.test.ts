@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createClient } from 'redis';
-import { connectRedis, createRedisKeys, loadScript, readRing, runScript } from '../src';
+import { connectRedis, createRedisKeys, loadScript, claimRing, runScript } from '../src';
 import { freePort, startRedis } from '../../../tools/support/processes';
 
 const url = process.env.TEST_REDIS_URL!;
@@ -58,7 +58,7 @@ describe('Redis client and Lua loader', () => {
       await redis.rPush(keys.queue(version), Array.from({ length: 30 }, (_, i) => `id-${i}`));
       await redis.expire(keys.queue(version), 3600);
       expect(await redis.exists(keys.offset(version))).toBe(0);
-      await readRing(redis, keys, version, 'u:first', 20);
+      await claimRing(redis, keys, version, 'u:first', 20);
       const queueTtl = await redis.pTTL(keys.queue(version));
       const offsetTtl = await redis.pTTL(keys.offset(version));
       // Given by the same script call: equal up to the milliseconds between these two reads.
@@ -66,7 +66,7 @@ describe('Redis client and Lua loader', () => {
       expect(queueTtl - offsetTtl).toBeLessThanOrEqual(5);
       // A later read, by another user, keeps the expiry it has.
       await redis.expire(keys.offset(version), 60);
-      await readRing(redis, keys, version, 'u:second', 20);
+      await claimRing(redis, keys, version, 'u:second', 20);
       expect(await redis.pTTL(keys.offset(version))).toBeLessThanOrEqual(60_000);
     } finally {
       await redis.del([keys.queue(version), keys.offset(version)]);

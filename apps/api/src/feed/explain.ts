@@ -4,7 +4,7 @@
  * `pnpm cli build --at` and explained again.
  */
 import { BLOCK_SIZE, isNew } from '@feed/domain';
-import { readMeta, readRing, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { readMeta, peekRing, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { UserHistory } from '../users/user-history';
 import { judgeCandidate, type Verdict } from './candidate-verdict';
@@ -37,7 +37,7 @@ export async function explainNextPage(
 ): Promise<Explanation | null> {
   const { redis, keys } = deps;
   const [{ length, offset }, meta, filter] = await Promise.all([
-    readRing(redis, keys, version, identity.key, 0, { skip: 0 }),
+    peekRing(redis, keys, version, identity.key, 0),
     readMeta(redis, keys, version),
     deps.history.load(identity.key),
   ]);
@@ -49,7 +49,7 @@ export async function explainNextPage(
   // Scan as the ring read would: until the page is full or one circle is done.
   for (let scanned = 0; served < pageSize && scanned < length; ) {
     // The ring read itself, read-only: the same positions a claim would take, the same wrap.
-    const { ids } = await readRing(redis, keys, version, identity.key, Math.min(pageSize - served, length - scanned), { skip: scanned });
+    const { ids } = await peekRing(redis, keys, version, identity.key, Math.min(pageSize - served, length - scanned), scanned);
     const start = (offset + scanned) % length;
     const [videos, scores] = await Promise.all([
       deps.catalog.load(ids),

@@ -13,7 +13,7 @@
  */
 import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { Deadline, DeadlineSpentError, readRing, RedisCallError, type Redis, type RedisKeys } from '@feed/storage';
+import { claimRing, Deadline, DeadlineSpentError, RedisCallError, unclaimRing, type Redis, type RedisKeys, type RingClaim } from '@feed/storage';
 import { AppError } from '@feed/http';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
@@ -136,14 +136,40 @@ export class FeedService {
     }
   }
 
-  /** One Lua call: claims `count` positions of the ring for this user (R11). */
+  /**
+   * One Lua call: claims `count` positions of the ring for this user (R11). Positions are consumed
+   * only when served: the claim carries the request's deadline, so Redis moves nothing when it
+   * runs it later (a stalled Redis); and a claim answered after this request gave up (a busy API)
+   * is given back when its answer arrives, unless a later claim has moved the offset on.
+   */
   private async claim(version: string, request: PageRequest, count: number): Promise<{ length: number; ids: string[] }> {
-    const { length, ids } = await request.deadline.run(readRing(this.redis, this.keys, version, request.identity.key, count), 'ring claim');
-    if (length === 0) {
+    const userKey = request.identity.key;
+    const claiming = claimRing(this.redis, this.keys, version, userKey, count, request.deadline.endsAt);
+    let claim: RingClaim;
+    try {
+      claim = await request.deadline.run(claiming, 'ring claim');
+    } catch (err) {
+      if (err instanceof RedisCallError) void this.giveBackWhenAnswered(claiming, version, userKey);
+      throw err;
+    }
+    if (claim.late) throw new RedisCallError(`ring claim ran after the deadline (${this.options.redisDeadlineMs} ms): nothing claimed`);
+    if (claim.length === 0) {
       this.settings.invalidate();
       throw new NotApplicable(`queue of version ${version} is gone`);
     }
-    return { length, ids };
+    return { length: claim.length, ids: claim.ids };
+  }
+
+  /** A claim this request stopped waiting for: when it turns out to have moved the offset, give it back. */
+  private async giveBackWhenAnswered(claiming: Promise<RingClaim>, version: string, userKey: string): Promise<void> {
+    try {
+      const claim = await claiming;
+      if (claim.late || claim.ids.length === 0) return;
+      const givenBack = await unclaimRing(this.redis, this.keys, version, userKey, claim);
+      this.metrics.claimsGivenBack.inc({ result: givenBack ? 'given-back' : 'lost' });
+    } catch {
+      // Redis is gone: the claim most likely never ran; nothing to give back.
+    }
   }
 
   /**

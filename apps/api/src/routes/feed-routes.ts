@@ -77,8 +77,12 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
     const { pageSize } = validateQuery(pageQuery, req);
     res.type('application/json').send(serializePage(await feed.nextPage(identity, pageSize, requestIdOf(res)), catalog));
   };
+  // HEAD never claims (R11: positions are consumed only when served): headers, no page.
+  const headOfPage: RequestHandler = (_req, res) => void res.type('application/json').status(200).end();
+  router.head('/api/app/recommend/vid/list', headOfPage);
   router.get('/api/app/recommend/vid/list', servePage);
   // The older client's endpoint: the same ring service, no response cache (R13).
+  router.head('/api/app/vid/module/short/all', headOfPage);
   router.get('/api/app/vid/module/short/all', servePage);
 
   router.get('/api/app/recommend/vid/ad', async (req, res) => {
