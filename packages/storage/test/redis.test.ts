@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createClient } from 'redis';
-import { connectRedis, createRedisKeys, loadScript, claimRing, runScript } from '../src';
+import { claimRing, connectRedis, createRedisKeys, loadScript, runScript, unclaimRing } from '../src';
 import { freePort, startRedis } from '../../../tools/support/processes';
 
 const url = process.env.TEST_REDIS_URL!;
@@ -68,6 +68,31 @@ describe('Redis client and Lua loader', () => {
       await redis.expire(keys.offset(version), 60);
       await claimRing(redis, keys, version, 'u:second', 20);
       expect(await redis.pTTL(keys.offset(version))).toBeLessThanOrEqual(60_000);
+    } finally {
+      await redis.del([keys.queue(version), keys.offset(version)]);
+      await redis.close();
+    }
+  });
+
+  it('when Redis runs a claim past its deadline, then it moves nothing; a claim given back restores the offset unless a later claim moved it (R11)', async () => {
+    const redis = await connectRedis({ redisUrl: url });
+    const keys = createRedisKeys(`test:ring-claim:${randomBytes(4).toString('hex')}:`);
+    const version = '20260724';
+    try {
+      await redis.rPush(keys.queue(version), Array.from({ length: 30 }, (_, i) => `id-${i}`));
+      expect(await claimRing(redis, keys, version, 'u:late', 10, Date.now() - 1)).toEqual({ late: true, length: 30 });
+      expect(await redis.hGet(keys.offset(version), 'u:late')).toBeNull();
+      const first = await claimRing(redis, keys, version, 'u:late', 10, Date.now() + 60_000);
+      expect(first).toMatchObject({ offset: 0, ids: Array.from({ length: 10 }, (_, i) => `id-${i}`) });
+      if (first.late) throw new Error('claimed in time');
+      expect(await unclaimRing(redis, keys, version, 'u:late', first)).toBe(true);
+      expect(await redis.hGet(keys.offset(version), 'u:late')).toBe('0');
+      // A claim given back after a later one moved the offset stays consumed: the later one was served.
+      const again = await claimRing(redis, keys, version, 'u:late', 10);
+      await claimRing(redis, keys, version, 'u:late', 10);
+      if (again.late) throw new Error('claimed');
+      expect(await unclaimRing(redis, keys, version, 'u:late', again)).toBe(false);
+      expect(await redis.hGet(keys.offset(version), 'u:late')).toBe('20');
     } finally {
       await redis.del([keys.queue(version), keys.offset(version)]);
       await redis.close();

@@ -42,6 +42,14 @@ export interface FeedOptions {
 
 export type StrategyName = 'ring' | 'previous-version' | 'legacy-set' | 'mongo-fallback';
 
+/**
+ * How long past the request's deadline Redis still makes a claim: a claim sent just before the
+ * deadline by a busy API is still served when its answer beats the deadline's timer, and clocks
+ * may differ by this much. A claim whose answer comes too late is given back (ring-unclaim.lua);
+ * one Redis runs later still (a stall) moves nothing.
+ */
+const CLAIM_GRACE_MS = 1_000;
+
 /** Most recent approved videos the MongoDB fallback samples from. */
 const MONGO_FALLBACK_POOL = 200;
 const NO_FILTER: UserFilter = { viewed: () => false, notInterested: () => false };
@@ -144,7 +152,7 @@ export class FeedService {
    */
   private async claim(version: string, request: PageRequest, count: number): Promise<{ length: number; ids: string[] }> {
     const userKey = request.identity.key;
-    const claiming = claimRing(this.redis, this.keys, version, userKey, count, request.deadline.endsAt);
+    const claiming = claimRing(this.redis, this.keys, version, userKey, count, request.deadline.endsAt + CLAIM_GRACE_MS);
     let claim: RingClaim;
     try {
       claim = await request.deadline.run(claiming, 'ring claim');
