@@ -1,6 +1,7 @@
 /**
- * A TCP proxy on 127.0.0.1 whose answers from the target flow at most `bytesPerSecond`: a slow
- * network to MongoDB, so that a real build over real data lasts long enough to be signalled.
+ * TCP proxies on 127.0.0.1 in front of a real server, for fault tests: requests reach the target
+ * at once; its answers come back throttled (a slow network to MongoDB, so that a real build lasts
+ * long enough to be signalled) or late (the target acts in time, its caller learns of it late).
  */
 import net from 'node:net';
 
@@ -9,7 +10,13 @@ export interface ThrottledProxy {
   close(): Promise<void>;
 }
 
-export async function throttledProxy(target: { host: string; port: number }, bytesPerSecond: number): Promise<ThrottledProxy> {
+export interface DelayingProxy extends ThrottledProxy {
+  /** Holds each answer from the target this long before passing it on (0: at once). */
+  replyDelayMs: number;
+}
+
+/** A proxy whose answers from the target go through `forward` (which writes them to the client). */
+async function proxy(target: { host: string; port: number }, forward: (chunk: Buffer, client: net.Socket, upstream: net.Socket) => void): Promise<ThrottledProxy> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect(target.port, target.host);
@@ -23,12 +30,7 @@ export async function throttledProxy(target: { host: string; port: number }, byt
       });
     }
     client.pipe(upstream);
-    // Each chunk from the target holds the next one back for as long as the rate allows.
-    upstream.on('data', (chunk: Buffer) => {
-      client.write(chunk);
-      upstream.pause();
-      setTimeout(() => upstream.resume(), (chunk.length / bytesPerSecond) * 1000);
-    });
+    upstream.on('data', (chunk: Buffer) => forward(chunk, client, upstream));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -41,43 +43,21 @@ export async function throttledProxy(target: { host: string; port: number }, byt
   };
 }
 
-export interface DelayingProxy extends ThrottledProxy {
-  /** Holds each answer from the target this long before passing it on (0: at once). */
-  replyDelayMs: number;
+/** Answers flow at most `bytesPerSecond`: each chunk holds the next back for as long as the rate allows. */
+export function throttledProxy(target: { host: string; port: number }, bytesPerSecond: number): Promise<ThrottledProxy> {
+  return proxy(target, (chunk, client, upstream) => {
+    client.write(chunk);
+    upstream.pause();
+    setTimeout(() => upstream.resume(), (chunk.length / bytesPerSecond) * 1000);
+  });
 }
 
-/**
- * A TCP proxy whose requests reach the target at once and whose answers come back late: the
- * target acts in time, its caller learns of it only after `replyDelayMs` (a busy or distant client).
- */
+/** Answers are held `replyDelayMs` (settable while it runs). */
 export async function delayingProxy(target: { host: string; port: number }): Promise<DelayingProxy> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(target.port, target.host);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.once('close', () => {
-        sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream);
-    upstream.on('data', (chunk: Buffer) => {
-      if (proxy.replyDelayMs === 0) client.write(chunk);
-      else setTimeout(() => client.write(chunk), proxy.replyDelayMs);
-    });
+  const settings = { replyDelayMs: 0 };
+  const running = await proxy(target, (chunk, client) => {
+    if (settings.replyDelayMs === 0) client.write(chunk);
+    else setTimeout(() => client.write(chunk), settings.replyDelayMs);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const proxy: DelayingProxy = {
-    port: (server.address() as net.AddressInfo).port,
-    replyDelayMs: 0,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
-  return proxy;
+  return Object.assign(settings, running);
 }
