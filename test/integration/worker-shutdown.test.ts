@@ -11,10 +11,10 @@ import { versionFor } from '@feed/domain';
 import { seedVideos } from '@feed/demo-data';
 import { connectRedis, createRedisKeys, deleteKeysWithPrefix, videoModel, type Redis } from '@feed/storage';
 import { BUILD_QUEUE, buildJobOptions, bullConnectionFactory, type BuildJobData } from '@feed/worker';
-import { freePort, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { freePort, startMongoProcess, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { publishQueue } from '../support/feed-fixtures';
 import { throttledProxy, type ThrottledProxy } from '../support/throttled-proxy';
-import { testMongoUrl } from '../support/mongo';
+import { onRealMongo, testMongoUrl } from '../support/mongo';
 
 const VIDEOS = 300_000;
 /** The read of ~45 MB of projected documents takes ~20 s at this rate: far past the 6 s grace. */
@@ -23,8 +23,10 @@ const RETRY_DELAY_MS = 500;
 const VERSION = versionFor(new Date(), 'Asia/Shanghai');
 const prefix = `test:shutdown:${process.pid}:${randomBytes(3).toString('hex')}:`;
 const keys = createRedisKeys(prefix);
-const mongoUrl = testMongoUrl('shutdown');
-const mongoHost = new URL(mongoUrl);
+let mongoUrl: string;
+let mongoHost: URL;
+/** Seeding and reading 306k videos is heavy: on the embedded server, one of this test's own, so other test files' MongoDB stays responsive. */
+let ownMongo: Managed | undefined;
 
 let redis: Redis;
 let mongo: Connection;
@@ -36,6 +38,13 @@ const running: Managed[] = [];
 
 beforeAll(async () => {
   redis = await connectRedis({ redisUrl: process.env.TEST_REDIS_URL! });
+  if (onRealMongo) mongoUrl = testMongoUrl('shutdown');
+  else {
+    const port = await freePort();
+    ownMongo = await startMongoProcess(port);
+    mongoUrl = `mongodb://127.0.0.1:${port}/shutdown`;
+  }
+  mongoHost = new URL(mongoUrl);
   mongo = await mongoose.createConnection(mongoUrl).asPromise();
   await seedVideos(videoModel(mongo), { videos: VIDEOS, fresh: VIDEOS / 50 });
   proxy = await throttledProxy({ host: mongoHost.hostname, port: Number(mongoHost.port || 27017) }, MONGO_BYTES_PER_SECOND);
@@ -63,6 +72,7 @@ afterAll(async () => {
   await redis.close();
   await mongo.dropDatabase();
   await mongo.close();
+  await ownMongo?.stop();
 });
 
 const exited = (p: Managed) => new Promise<number | null>((resolve) => (p.child.exitCode !== null ? resolve(p.child.exitCode) : p.child.once('exit', (code) => resolve(code))));

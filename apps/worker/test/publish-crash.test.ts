@@ -36,7 +36,13 @@ async function buildKilledAt(point: PublishPoint): Promise<NodeJS.Signals | numb
     REDIS_KEY_PREFIX: s.prefix,
     BUILD_AT: TODAY.toISOString(),
   });
-  return new Promise((resolve) => child.child.once('exit', (code, signal) => resolve(signal ?? code)));
+  return new Promise((resolve) =>
+    child.child.once('exit', (code, signal) => {
+      // Anything but the kill: say why, or the assertion below shows only an exit code.
+      if (signal !== 'SIGKILL') console.error(`build-killed-at ${point} exited ${signal ?? code}:\n${child.output.join('').slice(-2000)}`);
+      resolve(signal ?? code);
+    }),
+  );
 }
 
 /** The version current names, checked whole: queue and meta present, same length, both expiring. */

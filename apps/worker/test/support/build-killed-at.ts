@@ -27,4 +27,7 @@ async function main(): Promise<void> {
   process.exit(3);
 }
 
-void main();
+main().catch((err: unknown) => {
+  process.stderr.write(`build-killed-at failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
