@@ -100,3 +100,25 @@ describe('Dockerfiles', () => {
     expect(ignored).toEqual(expect.arrayContaining(['**/node_modules', '**/dist']));
   });
 });
+
+describe('Grafana dashboard (infra/observability/grafana)', () => {
+  const dir = path.join(INFRA, 'observability/grafana');
+
+  it('when the dashboard and its provisioning are read, then Grafana can load them: a uid, panels on the datasource variable, each with a query', () => {
+    const dashboard = JSON.parse(readFileSync(path.join(dir, 'short-feed.json'), 'utf8')) as {
+      uid: string;
+      templating: { list: Array<{ name: string; type: string }> };
+      panels: Array<{ type: string; title: string; datasource?: { uid: string }; targets?: Array<{ expr: string }> }>;
+    };
+    expect(dashboard.uid).toMatch(/^[\w-]{1,40}$/);
+    expect(dashboard.templating.list).toContainEqual(expect.objectContaining({ name: 'datasource', type: 'datasource' }));
+    const graphs = dashboard.panels.filter((panel) => panel.type !== 'row');
+    expect(graphs.length).toBeGreaterThanOrEqual(15);
+    for (const panel of graphs) {
+      expect({ title: panel.title, datasource: panel.datasource?.uid }).toEqual({ title: panel.title, datasource: '${datasource}' });
+      expect(panel.targets?.length).toBeGreaterThan(0);
+      for (const target of panel.targets!) expect(target.expr).toMatch(/\bfeed_[a-z0-9_]+/);
+    }
+    for (const file of ['dashboards.yml', 'datasources.yml']) expect(parse(readFileSync(path.join(dir, 'provisioning', file), 'utf8'))).toMatchObject({ apiVersion: 1 });
+  });
+});
