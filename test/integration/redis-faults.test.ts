@@ -164,11 +164,16 @@ describe('the worker and the CLI with Redis gone', () => {
     await waitUntil('worker listening', async () => (await fetch(`${base}/healthz`)).ok, 30_000);
     await server.stop('SIGKILL');
     const auth = { Authorization: `Basic ${Buffer.from('admin:local-admin-password').toString('base64')}` };
-    for (const route of ['/admin/inspector/api/summary', '/admin/queues/api/queues']) {
-      const started = Date.now();
+    // The inspector's storage client fails fast; bull-board's ioredis queues, so the worker's
+    // 2 s deadline answers for it. Either way a 503 that says why, not a hang.
+    const expected: Record<string, RegExp> = {
+      '/admin/inspector/api/summary': /^a store this request needs is unavailable \(The client is offline\)/,
+      '/admin/queues/api/queues': /^no answer from the stores within 2000 ms/,
+    };
+    for (const route of Object.keys(expected)) {
       const res = await fetch(`${base}${route}`, { headers: auth });
       expect(res.status).toBe(503);
-      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(expected[route]);
     }
     // The outage is logged as JSON-able lines, never as raw multi-line stack traces.
     expect(worker.output.join('')).not.toMatch(/^\s+at .+\(.+:\d+:\d+\)$/m);
@@ -179,12 +184,11 @@ describe('the worker and the CLI with Redis gone', () => {
     expect(worker.child.exitCode).toBe(0);
   }, 60_000);
 
-  it('when Redis is unreachable, then a CLI command exits non-zero within 10 s naming REDIS_URL', async () => {
+  it('when Redis is unreachable, then a CLI command gives up after its 5 s connect bound, naming REDIS_URL', async () => {
     const port = await freePort();
-    const started = Date.now();
     const { code, output } = await cli({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}` }, 'inspect');
     expect(code).not.toBe(0);
-    expect(output).toContain(`REDIS_URL=redis://127.0.0.1:${port}`);
-    expect(Date.now() - started).toBeLessThan(10_000);
+    // It gives up after its bound (5 s), not at the test's timeout: the message says so.
+    expect(output).toContain(`Redis unreachable at REDIS_URL=redis://127.0.0.1:${port}: no connection within 5000 ms`);
   }, 30_000);
 });
