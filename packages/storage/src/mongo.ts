@@ -12,12 +12,26 @@ export interface MongoHandle {
   close(): Promise<void>;
 }
 
+/** How long a command waits for a usable server before failing (the API then answers 503). */
+const SERVER_SELECTION_MS = 2_000;
+/** Server-selection windows the first connection gets (about 10 s in all). */
+const FIRST_CONNECT_ATTEMPTS = 5;
+
 export async function connectMongo(config: Pick<Config, 'mongoUrl'>): Promise<MongoHandle> {
   if (!config.mongoUrl) {
     throw new ConfigError('MONGO_URL is not set: give the MongoDB connection string (pnpm start / start:api / start:worker start a local embedded server when it is unset)');
   }
-  // Fail a read within ~2 s when MongoDB is gone (the API answers 503) instead of hanging.
-  const connection = await mongoose.createConnection(config.mongoUrl, { serverSelectionTimeoutMS: 2000 }).asPromise();
+  // Fail a read within ~2 s when MongoDB is gone (the API answers 503) instead of hanging. The
+  // first connection gets a few of those windows: a MongoDB slow to answer at start-up (busy, or
+  // just failed over) is not a reason to exit.
+  let connection: Connection | undefined;
+  for (let attempt = 1; !connection; attempt++) {
+    try {
+      connection = await mongoose.createConnection(config.mongoUrl, { serverSelectionTimeoutMS: SERVER_SELECTION_MS }).asPromise();
+    } catch (err) {
+      if (attempt >= FIRST_CONNECT_ATTEMPTS || (err as Error).name !== 'MongooseServerSelectionError') throw err;
+    }
+  }
   return {
     connection,
     async close() {
