@@ -194,7 +194,7 @@ describe('compiled deployables (D3 pnpm build, pnpm deploy)', () => {
   }, 240_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it.each(['api', 'worker'])('when the deployed %s starts in production with the secrets printed in the repository, then it exits non-zero naming them and never listens', async (name) => {
+  it.each(['api', 'worker'])('when the deployed %s starts in production with the secrets printed in the repository, then it exits non-zero naming them and never listens; with private ones it starts', async (name) => {
     const port = await freePort();
     const main = path.join(dir, name, require(path.join(dir, name, 'package.json')).main as string);
     const child = startProcess([main], {
@@ -211,7 +211,22 @@ describe('compiled deployables (D3 pnpm build, pnpm deploy)', () => {
     expect(child.output.join('')).toMatch(/AUTH_JWT_SECRET[^;]*published in the repository/);
     expect(child.output.join('')).toMatch(/ADMIN_PASSWORD[^;]*published in the repository/);
     expect(await portClosed(port)).toBe(true);
-  });
+
+    // The same deployable with private secrets of 32+ characters starts and serves.
+    const privately = startProcess([main], {
+      ...baseEnv,
+      NODE_OPTIONS: '',
+      NODE_ENV: 'production',
+      AUTH_JWT_SECRET: randomBytes(24).toString('base64url'),
+      ADMIN_PASSWORD: randomBytes(24).toString('base64url'),
+      PORT: String(port),
+      WORKER_PORT: String(port),
+    });
+    running.push(privately);
+    await waitUntil(`the deployed ${name} listening`, () => answers(port), 30_000);
+    privately.child.kill('SIGTERM');
+    expect(await exited(privately)).toBe(0);
+  }, 60_000);
 
   it('when the deployed folders start with node <main>, then the API serves a full page and neither holds tsx or the embedded server', async () => {
     for (const name of ['api', 'worker']) {
