@@ -41,14 +41,12 @@ export class Deadline {
     this.endsAt = Date.now() + ms;
   }
 
-  async run<T>(promise: Promise<T>, what: string): Promise<T> {
+  /** Makes `call` within the time left; when none is left, the call is not made at all. */
+  async run<T>(call: () => Promise<T>, what: string): Promise<T> {
     const left = this.endsAt - Date.now();
-    if (left <= 0) {
-      promise.catch(() => undefined);
-      throw new DeadlineSpentError(`${what} skipped: Redis deadline of ${this.ms} ms used up`);
-    }
+    if (left <= 0) throw new DeadlineSpentError(`${what} skipped: Redis deadline of ${this.ms} ms used up`);
     try {
-      return await withDeadline(promise, left, what);
+      return await withDeadline(call(), left, what);
     } catch (err) {
       throw err instanceof RedisCallError ? err : new RedisCallError(`${what} failed: ${err instanceof Error ? err.message : String(err)}`);
     }

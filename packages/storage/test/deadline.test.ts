@@ -3,7 +3,7 @@
  * used even when the event loop was too busy to read it before the deadline's timer came due.
  */
 import { createClient } from 'redis';
-import { RedisCallError, withDeadline } from '../src/deadline';
+import { Deadline, DeadlineSpentError, RedisCallError, withDeadline } from '../src/deadline';
 
 const connect = () => createClient({ url: process.env.TEST_REDIS_URL! }).connect();
 let redis: Awaited<ReturnType<typeof connect>>;
@@ -39,5 +39,12 @@ describe('withDeadline', () => {
     } finally {
       await blocker.quit();
     }
+  });
+
+  it('when a request has used up its budget, then its next Redis call is not made at all', async () => {
+    const spent = new Deadline(0);
+    const call = jest.fn(() => redis.ping());
+    await expect(spent.run(call, 'PING')).rejects.toThrow(new DeadlineSpentError('PING skipped: Redis deadline of 0 ms used up'));
+    expect(call).not.toHaveBeenCalled();
   });
 });

@@ -136,7 +136,7 @@ export class FeedService {
     const cached = this.settings.peek();
     if (cached) return cached;
     try {
-      return await deadline.run(this.settings.get(), 'feed settings');
+      return await deadline.run(() => this.settings.get(), 'feed settings');
     } catch (err) {
       this.metrics.redisFailures.inc({ operation: 'settings' });
       logger.warn('feed settings unreadable, using the last known', { requestId, err: err instanceof Error ? err.message : String(err) });
@@ -152,12 +152,13 @@ export class FeedService {
    */
   private async claim(version: string, request: PageRequest, count: number): Promise<{ length: number; ids: string[] }> {
     const userKey = request.identity.key;
-    const claiming = claimRing(this.redis, this.keys, version, userKey, count, request.deadline.endsAt + CLAIM_GRACE_MS);
+    // Sent only while the request's budget lasts: a claim is never made just to be given back.
+    let claiming: Promise<RingClaim> | undefined;
     let claim: RingClaim;
     try {
-      claim = await request.deadline.run(claiming, 'ring claim');
+      claim = await request.deadline.run(() => (claiming = claimRing(this.redis, this.keys, version, userKey, count, request.deadline.endsAt + CLAIM_GRACE_MS)), 'ring claim');
     } catch (err) {
-      if (err instanceof RedisCallError) void this.giveBackWhenAnswered(claiming, version, userKey);
+      if (claiming && err instanceof RedisCallError) void this.giveBackWhenAnswered(claiming, version, userKey);
       throw err;
     }
     if (claim.late) throw new RedisCallError(`ring claim ran after the deadline (${this.options.redisDeadlineMs} ms): nothing claimed`);
@@ -189,7 +190,7 @@ export class FeedService {
   private async ringPage(request: PageRequest, version: string | null): Promise<FeedPage> {
     if (!version) throw new NotApplicable('no such version');
     const { identity, pageSize } = request;
-    const filterPromise = request.deadline.run(this.history.load(identity.key), 'user filter').catch((err: unknown) => {
+    const filterPromise = request.deadline.run(() => this.history.load(identity.key), 'user filter').catch((err: unknown) => {
       this.metrics.redisFailures.inc({ operation: 'user-filter' });
       logger.warn('user filter unreadable, serving unfiltered', { requestId: request.requestId, err: err instanceof Error ? err.message : String(err) });
       return NO_FILTER;
@@ -235,7 +236,7 @@ export class FeedService {
   /** The old behaviour: random ids from the legacy set (SRANDMEMBER), re-checked against R1. */
   private async legacyPage({ identity, pageSize, deadline }: PageRequest): Promise<FeedPage> {
     const [ids, size] = await deadline.run(
-      Promise.all([this.redis.sRandMemberCount(this.keys.legacyIds, pageSize), this.redis.sCard(this.keys.legacyIds)]),
+      () => Promise.all([this.redis.sRandMemberCount(this.keys.legacyIds, pageSize), this.redis.sCard(this.keys.legacyIds)]),
       'legacy set',
     );
     if (ids.length === 0) throw new NotApplicable('legacy set is empty');
