@@ -13,7 +13,7 @@ import { connectRedis, createRedisKeys, deleteKeysWithPrefix, videoModel, type R
 import { demoVideo } from '@feed/demo-data';
 import { versionFor } from '@feed/domain';
 import mongoose, { type Connection } from 'mongoose';
-import { cli, freePort, ROOT, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { cli, exited, freePort, listening, ROOT, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { bearer, publishQueue } from '../support/feed-fixtures';
 import { testMongoUrl } from '../support/mongo';
 
@@ -50,14 +50,8 @@ afterAll(async () => {
   await mongo.close();
 });
 
-const exited = (p: Managed) => new Promise<number | null>((resolve) => (p.child.exitCode !== null ? resolve(p.child.exitCode) : p.child.once('exit', (code) => resolve(code))));
 const answers = (port: number, route = '/healthz') => fetch(`http://127.0.0.1:${port}${route}`).then((r) => r.ok, () => false);
-const portClosed = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => (socket.destroy(), resolve(false)));
-    socket.once('error', () => resolve(true));
-  });
+const portClosed = async (port: number) => !(await listening(port));
 
 async function startDeployable(name: 'api' | 'worker', env: Record<string, string> = {}): Promise<{ process: Managed; port: number }> {
   const port = await freePort();

@@ -14,7 +14,7 @@ import { connectRedis, createRedisKeys, videoModel, type Redis } from '@feed/sto
 import { demoVideo } from '@feed/demo-data';
 import { cli, freePort, holdPort, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { bearer, publishQueue } from '../support/feed-fixtures';
-import { delayingProxy } from '../support/throttled-proxy';
+import { delayingProxy } from '../support/tcp-proxies';
 import { testMongoUrl } from '../support/mongo';
 
 const VERSION = '20260724';

@@ -11,9 +11,9 @@ import { versionFor } from '@feed/domain';
 import { seedVideos } from '@feed/demo-data';
 import { connectRedis, createRedisKeys, deleteKeysWithPrefix, videoModel, type Redis } from '@feed/storage';
 import { BUILD_QUEUE, buildJobOptions, bullConnectionFactory, type BuildJobData } from '@feed/worker';
-import { freePort, startMongoProcess, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { exited, freePort, startMongoProcess, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { publishQueue } from '../support/feed-fixtures';
-import { throttledProxy, type ThrottledProxy } from '../support/throttled-proxy';
+import { throttledProxy, type ThrottledProxy } from '../support/tcp-proxies';
 import { onRealMongo, testMongoUrl } from '../support/mongo';
 
 const VIDEOS = 300_000;
@@ -75,7 +75,6 @@ afterAll(async () => {
   await ownMongo?.stop();
 });
 
-const exited = (p: Managed) => new Promise<number | null>((resolve) => (p.child.exitCode !== null ? resolve(p.child.exitCode) : p.child.once('exit', (code) => resolve(code))));
 
 const answers = (port: number) => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
 

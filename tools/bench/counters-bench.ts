@@ -7,11 +7,8 @@
 import mongoose, { Types } from 'mongoose';
 import { InteractionService } from '@feed/api';
 import { interactionModels, videoModel } from '@feed/storage';
+import { percentile } from '../support/percentile';
 import { argValue, benchMongo } from './support';
-
-function percentile(sorted: number[], p: number): number {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : 0;
-}
 
 export async function runCountersBench(): Promise<void> {
   const likes = Number(argValue('likes', '2000'));

@@ -17,6 +17,7 @@ import { versionFor } from '@feed/domain';
 import { BUILD_QUEUE, SCHEDULER_ID, buildJobOptions, bullConnectionFactory, type BuildJobData, type BuildResult } from '@feed/worker';
 import { COUNTER_KINDS as COUNTER_FIELDS, createRedisKeys, interactionModels, videoModel, type CounterKind } from '@feed/storage';
 import { cli, freePort, startMongoProcess, startProcess, startRedis, tsx, waitUntil, type Managed } from '../support/processes';
+import { percentile } from '../support/percentile';
 import { badInputCases } from './bad-input';
 
 const QUICK = process.argv.includes('--quick');
@@ -76,10 +77,6 @@ async function interact(api: string, kind: CounterKind, user: number, vid: strin
   const res = await fetch(`${api}${request.path}`, { method: 'POST', headers, body: JSON.stringify(request.body) });
   await res.arrayBuffer();
   return res.ok;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : 0;
 }
 
 async function main(): Promise<void> {

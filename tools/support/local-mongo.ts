@@ -4,10 +4,10 @@
  * process already started there — and sets `MONGO_URL` for the deployables started next. The
  * deployables themselves never start it: they require `MONGO_URL` (SPEC D2).
  */
-import net from 'node:net';
 import { startEmbeddedMongo, type EmbeddedMongo } from '@feed/embedded-mongo';
 import { loadConfig } from '@feed/config';
 import { logger } from '@feed/logger';
+import { listening } from './processes';
 
 export const LOCAL_DATABASE = 'shortfeed';
 
@@ -15,15 +15,6 @@ export interface LocalMongo {
   /** Set when this process started the embedded server. */
   embedded?: EmbeddedMongo;
   stop(): Promise<void>;
-}
-
-/** True when something accepts connections on 127.0.0.1:port. */
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
-  });
 }
 
 /**

@@ -28,6 +28,18 @@ export async function holdPort(): Promise<{ port: number; release(): Promise<voi
   return { port: (server.address() as net.AddressInfo).port, release: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
+/** True when something accepts connections on 127.0.0.1:port. */
+export function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** The exit code of a managed process (null when a signal ended it), once it has exited. */
+export const exited = (p: Managed) => new Promise<number | null>((resolve) => (p.child.exitCode !== null ? resolve(p.child.exitCode) : p.child.once('exit', (code) => resolve(code))));
+
 /** Polls `probe` until it returns true, at most `timeoutMs`. */
 export async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -4,8 +4,7 @@
  * throwaway embedded MongoDB.
  */
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
-import { cli, freePort } from '../support/processes';
+import { cli, freePort, listening } from '../support/processes';
 
 /** The environment of a developer machine: no MONGO_URL, the embedded server's port free. */
 async function withoutMongo(): Promise<{ env: Record<string, string>; port: number }> {
@@ -15,13 +14,6 @@ async function withoutMongo(): Promise<{ env: Record<string, string>; port: numb
     env: { NODE_ENV: 'development', MONGO_URL: '', EMBEDDED_MONGO_PORT: String(port), REDIS_URL: process.env.TEST_REDIS_URL!, REDIS_KEY_PREFIX: `test:cli:${randomBytes(3).toString('hex')}:` },
   };
 }
-
-const listening = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
-    socket.once('error', () => resolve(false));
-  });
 
 describe('pnpm cli', () => {
   it('when asked for --help, then it lists every command; each command has a help of its own', async () => {
