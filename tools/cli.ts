@@ -9,18 +9,20 @@ import { loadConfig, type Config } from '@feed/config';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { parseBuildAt } from '@feed/domain';
 import { configureLogger, createLogger } from '@feed/logger';
+import { hostname, userInfo } from 'node:os';
 import {
-  clearRolloutOverride,
+  changeRollout,
   closeRedis,
   connectMongo,
   connectRedis,
   createRedisKeys,
   initRecommendHistory,
+  readAudit,
   readRolloutOverride,
+  recordAudit,
   resolveRollout,
   VERSION_PATTERN,
   videoModel,
-  writeRolloutOverride,
   type MongoHandle,
   type Redis,
 } from '@feed/storage';
@@ -75,6 +77,9 @@ async function withStores<T>(fn: (stores: { config: Config; redis: Redis; mongo:
   });
 }
 
+/** Who ran this command, for the audit trail (D6). */
+const cliActor = { actor: `${userInfo().username}@${hostname()}`, via: 'cli' } as const;
+
 const print = (value: unknown) => process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`);
 
 const program = new Command('pnpm cli')
@@ -122,13 +127,25 @@ program
       const at = options.at === undefined ? undefined : parseBuildAt(options.at, config.businessTimeZone);
       if (at === null) throw new UsageError(`--at must be an ISO-8601 date or date-time (without an offset: in ${config.businessTimeZone}), got "${options.at}"`);
       const logger = createLogger({ silent: false, level: 'warn' });
-      const result = await runDailyBuild(buildDepsFrom(config, { redis, keys: createRedisKeys(config.redisKeyPrefix), videos: videoModel(mongo.connection), logger }), {
-        at,
-        force: options.force,
-        shadow: options.shadow,
-        switch: options.switch,
-        onProgress: (phase, percent) => void process.stderr.write(`[${String(percent).padStart(3)}%] ${phase}\n`),
-      });
+      const keys = createRedisKeys(config.redisKeyPrefix);
+      const asked = { at: at?.toISOString() ?? null, force: Boolean(options.force), shadow: Boolean(options.shadow), switch: Boolean(options.switch) };
+      const current = await redis.get(keys.current);
+      const audit = async (after: Record<string, unknown>) =>
+        recordAudit(redis, keys, { action: 'build-requested', ...cliActor, before: { current, asked }, after: { current: await redis.get(keys.current), ...after } });
+      let result: Awaited<ReturnType<typeof runDailyBuild>>;
+      try {
+        result = await runDailyBuild(buildDepsFrom(config, { redis, keys, videos: videoModel(mongo.connection), logger }), {
+          at,
+          force: options.force,
+          shadow: options.shadow,
+          switch: options.switch,
+          onProgress: (phase, percent) => void process.stderr.write(`[${String(percent).padStart(3)}%] ${phase}\n`),
+        });
+      } catch (err) {
+        await audit({ status: 'failed', error: err instanceof Error ? err.message : String(err) }).catch(() => undefined);
+        throw err;
+      }
+      await audit({ version: result.version, status: result.status, ...(result.reason ? { reason: result.reason } : {}) });
       print({
         version: result.version,
         status: result.status,
@@ -219,18 +236,28 @@ program
     return percent;
   })
   .option('--clear', 'remove the override: the environment rules again')
-  .action(async (options: { enabled?: 'true' | 'false'; percent?: number; clear?: boolean }) => {
-    const { enabled, percent, clear } = options;
+  .option('--history', "on-call's audit trail: rollout changes and builds requested by hand, newest first (D6)")
+  .action(async (options: { enabled?: 'true' | 'false'; percent?: number; clear?: boolean; history?: boolean }) => {
+    const { enabled, percent, clear, history } = options;
+    const changes = clear || enabled !== undefined || percent !== undefined;
     if (clear && (enabled !== undefined || percent !== undefined)) throw new UsageError('--clear takes no other option');
+    if (history && changes) throw new UsageError('--history takes no other option');
     const config = startCommand();
     await withRedis(config, async (redis) => {
       const keys = createRedisKeys(config.redisKeyPrefix);
-      if (clear) await clearRolloutOverride(redis, keys);
-      else await writeRolloutOverride(redis, keys, { enabled: enabled === undefined ? undefined : enabled === 'true', percent });
-      const inForce = resolveRollout({ enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent }, await readRolloutOverride(redis, keys));
+      if (history) {
+        for (const entry of await readAudit(redis, keys)) {
+          print(`${entry.at}  ${entry.actor} (${entry.via})  ${entry.action}  before ${JSON.stringify(entry.before)}  after ${JSON.stringify(entry.after)}`);
+        }
+        return;
+      }
+      const environment = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
+      const inForce = changes
+        ? await changeRollout(redis, keys, environment, clear ? 'clear' : { enabled: enabled === undefined ? undefined : enabled === 'true', percent }, cliActor)
+        : resolveRollout(environment, await readRolloutOverride(redis, keys));
       print(`enabled ${inForce.enabled} (${inForce.source.enabled})`);
       print(`percent ${inForce.percent} (${inForce.source.percent})`);
-      if (clear || enabled !== undefined || percent !== undefined) print(`every API instance applies this within CURRENT_CACHE_MS (${config.currentCacheMs} ms)`);
+      if (changes) print(`every API instance applies this within CURRENT_CACHE_MS (${config.currentCacheMs} ms)`);
     });
   });
 

@@ -4,7 +4,9 @@
  * throwaway embedded MongoDB.
  */
 import { randomBytes } from 'node:crypto';
+import { hostname, userInfo } from 'node:os';
 import { cli, freePort, listening } from '../support/processes';
+import { testMongoUrl } from '../../test/support/mongo';
 
 /** The environment of a developer machine: no MONGO_URL, the embedded server's port free. */
 async function withoutMongo(): Promise<{ env: Record<string, string>; port: number }> {
@@ -49,6 +51,31 @@ describe('pnpm cli', () => {
     expect(rollout.output).toMatch(/enabled true \(environment\)/);
     expect(await listening(port)).toBe(false);
   }, 30_000);
+
+  it('when on-call turns the rollout off, then rollout --history shows who, when, before and after', async () => {
+    const { env } = await withoutMongo();
+    const off = await cli(env, 'rollout', '--enabled', 'false');
+    expect(off.code).toBe(0);
+    expect(off.output).toMatch(/enabled false \(override\)/);
+    const history = await cli(env, 'rollout', '--history');
+    expect(history.code).toBe(0);
+    const [line, ...rest] = history.output.trim().split('\n');
+    expect(rest).toEqual([]);
+    const [, at, actor] = /^(\S+)\s+(\S+) \(cli\)\s+rollout-set\s+before (.*)\s+after (.*)$/.exec(line) ?? [];
+    expect(actor).toBe(`${userInfo().username}@${hostname()}`);
+    expect(Math.abs(Date.now() - Date.parse(at))).toBeLessThan(60_000);
+    expect(line).toMatch(/before \{"enabled":true,.*\}\s+after \{"enabled":false,.*"source":\{"enabled":"override"/);
+    expect((await cli(env, 'rollout', '--history', '--clear')).code).toBe(2);
+  }, 30_000);
+
+  it('when on-call runs a build by hand, then it is on record with the version it asked for and what came of it', async () => {
+    const { env } = await withoutMongo();
+    const withMongo = { ...env, MONGO_URL: testMongoUrl('cli-build') };
+    expect((await cli(withMongo, 'seed', '--videos', '30', '--fresh', '5')).code).toBe(0);
+    expect((await cli(withMongo, 'build')).code).toBe(0);
+    const history = await cli(env, 'rollout', '--history');
+    expect(history.output).toMatch(/\(cli\)\s+build-requested\s+before \{"current":null,"asked":\{"at":null,"force":false,"shadow":false,"switch":false\}\}\s+after \{"current":"\d{8}","version":"\d{8}","status":"built"\}/);
+  }, 60_000);
 
   it.each([['seed', '--videos', '5'], ['build']])('when %s runs without MONGO_URL and no embedded server, then it refuses pointing at pnpm start, pnpm cli mongo and MONGO_URL', async (...args) => {
     const { env, port } = await withoutMongo();

@@ -20,7 +20,7 @@ export async function startApi(config: Config = loadConfig()): Promise<RunningAp
   const redis = await connectRedis(config, { failFast: true, background: true });
   // The unique indexes that decide "first success" (R3) must exist before the first request.
   await Promise.all([videoModel(mongo.connection), ...Object.values(interactionModels(mongo.connection))].map((m) => m.init()));
-  const { app } = createApp({ config, redis, mongo: mongo.connection, metrics: createApiMetrics({ defaultMetrics: true }) });
+  const { app, feed } = createApp({ config, redis, mongo: mongo.connection, metrics: createApiMetrics({ defaultMetrics: true }) });
   const server = app.listen(config.port);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   logger.info('api listening', { port: config.port });
@@ -30,6 +30,7 @@ export async function startApi(config: Config = loadConfig()): Promise<RunningAp
     (stopping ??= (async () => {
       // Stop accepting, let in-flight requests finish, then close the stores.
       await closeHttpServer(server);
+      await feed.readout.close();
       await closeRedis(redis);
       await mongo.close();
     })());

@@ -25,6 +25,13 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['result'],
       registers: [registry],
     }),
+    variantPages: new Counter({ name: 'feed_variant_pages_total', help: 'Feed pages served, by the variant of the user (ring or legacy, from the rollout bucket; D7)', labelNames: ['variant'], registers: [registry] }),
+    variantEngagement: new Counter({
+      name: 'feed_variant_engagement_total',
+      help: 'Views, likes, collects, comments, shares and not-interested marks, by the variant of the user (D7)',
+      labelNames: ['variant', 'action'],
+      registers: [registry],
+    }),
     degradations: new Counter({ name: 'feed_degradations_total', help: 'Pages served by a fallback strategy, by kind (previous-version, legacy-set, mongo-fallback)', labelNames: ['kind'], registers: [registry] }),
     rolloutEnabled: new Gauge({ name: 'feed_rollout_enabled', help: 'Whether the ring feed is enabled in this instance (R16, override or environment)', registers: [registry] }),
     rolloutPercent: new Gauge({ name: 'feed_rollout_percent', help: 'Share of users served by the ring feed in this instance (R16)', registers: [registry] }),

@@ -9,7 +9,7 @@ import parse from 'joi-to-json';
 import { objectId, vidBody } from './http/validate';
 import { adQuery, countQuery, pageQuery } from './routes/feed-routes';
 import { commentBody, idempotencyKey, shareBody } from './routes/interaction-routes';
-import { explainQuery, rolloutBody } from './routes/admin-routes';
+import { auditQuery, explainQuery, rolloutBody } from './routes/admin-routes';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -276,6 +276,41 @@ export const openApiDocument = {
         responses: { 200: rolloutAnswer, ...clientErrors },
       }),
       delete: operation({ operationId: 'clearRollout', tag: 'admin', summary: 'Clear the override', description: 'The environment\'s values rule again.', security: adminSecurity, responses: { 200: rolloutAnswer, 401: error('Missing or invalid admin credentials') } }),
+    },
+    '/api/admin/audit': {
+      get: operation({
+        operationId: 'auditTrail',
+        tag: 'admin',
+        summary: "On-call's audit trail",
+        description: 'Rollout changes and builds requested by hand (D6), newest first: who, when, the values before and after.',
+        security: adminSecurity,
+        parameters: queryParameters(auditQuery),
+        responses: {
+          200: ok({
+            type: 'object',
+            required: ['entries'],
+            properties: {
+              entries: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  required: ['id', 'at', 'action', 'actor', 'via', 'before', 'after'],
+                  properties: {
+                    id: { type: 'string', description: 'Redis stream id' },
+                    at: { type: 'string', format: 'date-time' },
+                    action: { type: 'string', enum: ['rollout-set', 'rollout-clear', 'build-requested'] },
+                    actor: { type: 'string', description: 'The admin user, or user@host for the CLI' },
+                    via: { type: 'string', enum: ['api', 'cli', 'dashboard'] },
+                    before: {},
+                    after: {},
+                  },
+                },
+              },
+            },
+          }),
+          ...clientErrors,
+        },
+      }),
     },
   },
 };

@@ -254,7 +254,7 @@ describe('rollout (R16)', () => {
 
   describe('the admin kill switch', () => {
     const admin = () => ({ Authorization: `Basic ${Buffer.from(`${s.config.adminUser}:${s.config.adminPassword}`).toString('base64')}` });
-    afterEach(() => s.redis.del(s.keys.rollout));
+    afterEach(() => s.redis.del([s.keys.rollout, s.keys.auditTrail]));
 
     it('when on-call PUTs enabled=false, then this instance serves the legacy feed at once, and the ring again after DELETE', async () => {
       await s.redis.sAdd(s.keys.legacyIds, ids);
@@ -265,12 +265,23 @@ describe('rollout (R16)', () => {
       const back = await request(app).delete('/api/admin/rollout').set(admin()).expect(200);
       expect(back.body.source).toEqual({ enabled: 'environment', percent: 'environment' });
       expect((await request(app).get('/api/app/recommend/vid/list').set(bearer('kill-switch')).expect(200)).body.queueVersion).toBe(V1);
+
+      // Both changes are in the audit trail (D6), newest first, with who and the values before and after.
+      const audit = await request(app).get('/api/admin/audit').set(admin()).expect(200);
+      expect(audit.body.entries).toEqual([
+        expect.objectContaining({ action: 'rollout-clear', actor: s.config.adminUser, via: 'api', before: expect.objectContaining({ enabled: false }), after: expect.objectContaining({ enabled: true }) }),
+        expect.objectContaining({ action: 'rollout-set', actor: s.config.adminUser, via: 'api', before: expect.objectContaining({ enabled: true }), after: expect.objectContaining({ enabled: false, source: { enabled: 'override', percent: 'environment' } }) }),
+      ]);
+      expect(Date.now() - Date.parse(audit.body.entries[0].at)).toBeLessThan(60_000);
+      expect(JSON.stringify(audit.body)).not.toContain(s.config.adminPassword);
+      await request(app).get('/api/admin/audit').expect(401);
     });
 
     it.each([[{ percent: 101 }], [{ percent: '50' }], [{ enabled: 'false' }], [{}], [{ enabled: true, extra: 1 }]])('when the body is %j, then 400 and nothing changes', async (body) => {
       const res = await request(app).put('/api/admin/rollout').set(admin()).send(body).expect(400);
       expect(res.body.error.code).toBe('bad_request');
       expect(await s.redis.exists(s.keys.rollout)).toBe(0);
+      expect(await s.redis.exists(s.keys.auditTrail)).toBe(0);
     });
 
     it('when called without credentials, then 401 with the API realm', async () => {

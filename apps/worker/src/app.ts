@@ -7,10 +7,10 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
-import { basicAuth, errorHandler, notFoundRoute, sendError, unavailable } from '@feed/http';
+import { adminUserOf, basicAuth, errorHandler, notFoundRoute, sendError, unavailable } from '@feed/http';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
-import type { Redis, RedisKeys, VideoModel } from '@feed/storage';
+import { recordAudit, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 import { inspectorRoutes } from './inspect/inspector-routes';
 import type { WorkerMetrics } from './metrics';
 
@@ -44,6 +44,27 @@ function answerWithin(ms: number): RequestHandler {
   };
 }
 
+/** The dashboard's requests that start a build by hand: "Add job", retry (one or all), promote. */
+const DASHBOARD_BUILD_REQUEST = /^\/api\/queues\/[^/]+\/(?:add|(?:[^/]+\/)?retry\/[^/]+|(?:[^/]+\/)?promote)$/;
+
+/** Records every build requested from the dashboard in the audit trail (D6), once it was accepted. */
+function auditDashboardBuilds(redis: Redis, keys: RedisKeys): RequestHandler {
+  return (req, res, next) => {
+    if ((req.method === 'POST' || req.method === 'PUT') && DASHBOARD_BUILD_REQUEST.test(req.path)) {
+      const current = redis.get(keys.current).catch(() => null);
+      res.once('finish', () => {
+        if (res.statusCode >= 400) return;
+        const body: unknown = req.body;
+        const asked = { request: `${req.method} ${req.path}`, ...(body && typeof body === 'object' && 'name' in body ? { name: body.name, data: 'data' in body ? body.data : undefined } : {}) };
+        void current
+          .then((version) => recordAudit(redis, keys, { action: 'build-requested', actor: adminUserOf(res), via: 'dashboard', before: { current: version }, after: asked }))
+          .catch((err: unknown) => logger.warn('audit trail unwritable', { err: err instanceof Error ? err.message : String(err) }));
+      });
+    }
+    next();
+  };
+}
+
 export function createWorkerApp({ config, queue, metrics, redis, keys, videos }: WorkerAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -58,7 +79,7 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
   board.setBasePath(DASHBOARD_PATH);
   createBullBoard({ queues: [new BullMQAdapter(queue)], serverAdapter: board, options: { uiConfig: { boardTitle: 'Feed builds' } } });
   const admin = [basicAuth(config.adminUser, config.adminPassword, REALM), answerWithin(ADMIN_DEADLINE_MS)];
-  app.use(DASHBOARD_PATH, admin, board.getRouter());
+  app.use(DASHBOARD_PATH, admin, auditDashboardBuilds(redis, keys), board.getRouter());
   app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos }));
   app.use(notFoundRoute);
   // Admin pages read Redis and MongoDB: a failing store is a 503, never a hung or generic 500.

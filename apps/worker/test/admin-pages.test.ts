@@ -1,14 +1,15 @@
 /**
  * The worker's admin pages in a real headless Chromium (Debian's, driven by playwright-core):
- * the queue inspector renders versions, the block chart, the score chart and the shadow diff;
- * the README's clicks in the job dashboard add a rebuild job. Both behind credentials.
+ * the queue inspector renders versions, the block chart, the score chart, the shadow diff, the
+ * V2 vs legacy readout and the audit trail; the README's clicks in the job dashboard add a
+ * rebuild job, recorded in the audit trail. Both behind credentials.
  */
 import type { Server } from 'node:http';
 import type { Browser } from 'playwright-core';
 import { PNG } from 'pngjs';
 import request from 'supertest';
 import { createLogger } from '@feed/logger';
-import { videoModel } from '@feed/storage';
+import { addVariantStats, changeRollout, readAudit, variantField, videoModel } from '@feed/storage';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
 import { runDailyBuild } from '../src/daily-build/daily-build';
@@ -87,6 +88,14 @@ describe('queue inspector', () => {
   });
 
   browserIt('when opened in Chromium with credentials, then the tables and both charts render', async () => {
+    // A rollout change on record (D6), and a day's tally of both variants (D7): ring 40 pages,
+    // 200 views, 10 likes, 4 not interested; legacy 50 pages, 100 views, 2 likes, 8 not interested.
+    await changeRollout(s.redis, s.keys, { enabled: true, percent: 100 }, { percent: 40 }, { actor: 'oncall', via: 'api' });
+    const tally: Array<[Parameters<typeof variantField>, number]> = [
+      [['ring', 'page'], 40], [['ring', 'view'], 200], [['ring', 'like'], 10], [['ring', 'not-interested'], 4],
+      [['legacy', 'page'], 50], [['legacy', 'view'], 100], [['legacy', 'like'], 2], [['legacy', 'not-interested'], 8],
+    ];
+    await addVariantStats(s.redis, s.keys, new Date(Date.now() - 3 * 3600_000), new Map(tally.map(([[v, e], n]) => [variantField(v, e), n])));
     const context = await browser!.newContext({ httpCredentials: { username: 'oncall', password: 'inspect-pass' } });
     const page = await context.newPage();
     try {
@@ -94,13 +103,23 @@ describe('queue inspector', () => {
       await page.goto(`${base}${INSPECTOR_PATH}`);
       await page.waitForSelector('body[data-ready="true"]', { timeout: 15_000 });
       expect(await page.textContent('#pointers')).toContain('current 20260724');
-      expect(await page.textContent('#settings')).toContain('rollout: enabled (environment) · 100% of users (environment)');
+      expect(await page.textContent('#settings')).toContain('rollout: enabled (environment) · 40% of users (override)');
       expect(await page.locator('#versions tbody tr').count()).toBe(1);
       // 400 videos = 20 blocks, each a high bar and a new bar.
       expect(await page.locator('#blocks rect.high').count()).toBe(20);
       expect(await page.locator('#scores rect.bucket').count()).toBe(12);
       // The shadow row: its version, its own queue length (410) and the diff against current.
       expect(await page.textContent('#shadow-diff')).toMatch(/20260725\s*410/);
+      // V2 vs legacy side by side: views per page, likes and "not interested" per 100 views.
+      const cells = (row: number) => page.locator(`#readout tbody tr:nth-child(${row}) td`).allTextContents();
+      expect(await page.locator('#readout tbody tr').count()).toBe(2);
+      expect((await cells(1)).slice(0, 6)).toEqual(['ring', '40', '200', '5', '5', '2']);
+      expect((await cells(2)).slice(0, 6)).toEqual(['legacy', '50', '100', '2', '2', '8']);
+      // The audit trail: who changed the rollout, from what to what.
+      const audit = await page.locator('#audit tbody tr').first().textContent();
+      expect(audit).toMatch(/oncall\s*api\s*rollout-set/);
+      expect(audit).toContain('"percent":100');
+      expect(audit).toContain('"percent":40');
 
       // The chart really painted: its screenshot holds many non-white (bar-coloured) pixels.
       const png = PNG.sync.read(await page.locator('#blocks svg').screenshot());
@@ -136,6 +155,9 @@ describe('queue inspector', () => {
       expect(job!.name).toBe('manual-rebuild');
       expect(job!.data).toEqual({ force: true });
       expect(job!.opts.attempts).toBe(3);
+      // The build asked by hand is on record (D6) with who asked it.
+      await waitUntil('the dashboard build in the audit trail', async () => (await readAudit(s.redis, s.keys, 1))[0]?.via === 'dashboard', 10_000);
+      expect((await readAudit(s.redis, s.keys, 1))[0]).toMatchObject({ action: 'build-requested', actor: 'oncall', via: 'dashboard', after: { name: 'manual-rebuild', data: { force: true } } });
       await job!.remove();
     } finally {
       await context.close();

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
 import { unauthorized } from './errors';
 
 function safeEqual(a: string, b: string): boolean {
@@ -11,16 +11,23 @@ function safeEqual(a: string, b: string): boolean {
 /**
  * HTTP Basic auth for admin surfaces (SPEC C): 401 with a challenge without valid credentials.
  * `realm` names the deployable, so a browser keeps separate credentials for each.
+ * On success the user name is `res.locals.adminUser`, for the audit trail (D6).
  */
 export function basicAuth(user: string, password: string, realm: string): RequestHandler {
   return (req, res, next) => {
     const match = /^Basic ([A-Za-z0-9+/=]+)$/.exec(req.header('authorization') ?? '');
     const [givenUser, ...rest] = match ? Buffer.from(match[1], 'base64').toString('utf8').split(':') : [];
     if (match && safeEqual(givenUser ?? '', user) && safeEqual(rest.join(':'), password)) {
+      res.locals.adminUser = givenUser;
       next();
       return;
     }
     res.setHeader('WWW-Authenticate', `Basic realm="${realm}", charset="UTF-8"`);
     next(unauthorized('admin credentials required'));
   };
+}
+
+/** The admin user a request was authenticated as (after `basicAuth`). */
+export function adminUserOf(res: Response): string {
+  return typeof res.locals.adminUser === 'string' ? res.locals.adminUser : 'unknown';
 }

@@ -13,3 +13,5 @@ export * from './models/interactions';
 export * from './counters/counter-tally';
 export * from './migrations/init-recommend-history';
 export * from './rollout-override';
+export * from './audit-trail';
+export * from './variant-stats';

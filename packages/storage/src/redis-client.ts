@@ -22,9 +22,10 @@ type ClusterClient = ReturnType<typeof createCluster>;
 type RedisCommands = Pick<
   StandaloneClient,
   | 'get' | 'set' | 'del' | 'exists' | 'expire' | 'ttl' | 'pTTL' | 'rename' | 'strLen' | 'mGet'
-  | 'hGet' | 'hSet' | 'hGetAll' | 'hLen' | 'hExists' | 'hDel'
+  | 'hGet' | 'hSet' | 'hGetAll' | 'hLen' | 'hExists' | 'hDel' | 'hIncrBy'
   | 'lRange' | 'lLen' | 'rPush'
   | 'sAdd' | 'sCard' | 'sMembers' | 'sRandMemberCount'
+  | 'xAdd' | 'xRevRange'
   | 'evalSha' | 'eval' | 'memoryUsage'
 >;
 

@@ -3,6 +3,7 @@
  * `percent`; on-call overrides either at run time in one Redis hash, and every API instance
  * applies it within CURRENT_CACHE_MS. Clearing the hash returns to the environment's values.
  */
+import { recordAudit, type AuditEntry } from './audit-trail';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
 
@@ -45,4 +46,23 @@ export function resolveRollout(defaults: Rollout, override: Partial<Rollout>): R
     percent: override.percent ?? defaults.percent,
     source: { enabled: override.enabled === undefined ? 'environment' : 'override', percent: override.percent === undefined ? 'environment' : 'override' },
   };
+}
+
+/**
+ * On-call's change of the override: sets the given fields (or clears the override), and records
+ * who did it with the values in force before and after in the audit trail (D6).
+ */
+export async function changeRollout(
+  redis: Redis,
+  keys: RedisKeys,
+  environment: Rollout,
+  change: Partial<Rollout> | 'clear',
+  who: Pick<AuditEntry, 'actor' | 'via'>,
+): Promise<RolloutInForce> {
+  const before = resolveRollout(environment, await readRolloutOverride(redis, keys));
+  if (change === 'clear') await clearRolloutOverride(redis, keys);
+  else await writeRolloutOverride(redis, keys, change);
+  const after = resolveRollout(environment, await readRolloutOverride(redis, keys));
+  await recordAudit(redis, keys, { action: change === 'clear' ? 'rollout-clear' : 'rollout-set', ...who, before, after });
+  return after;
 }

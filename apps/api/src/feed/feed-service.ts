@@ -13,12 +13,13 @@
  */
 import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { claimRing, Deadline, DeadlineSpentError, RedisCallError, unclaimRing, type Redis, type RedisKeys, type RingClaim } from '@feed/storage';
+import { claimRing, Deadline, DeadlineSpentError, RedisCallError, unclaimRing, type Redis, type RedisKeys, type RingClaim, type Variant } from '@feed/storage';
 import { AppError } from '@feed/http';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
 import { judgeCandidate } from './candidate-verdict';
 import { FeedSettingsCache, type FeedSettings } from './feed-settings';
+import { VariantReadout } from './variant-readout';
 import type { VideoCatalog, VideoInfo } from './video-catalog';
 import type { UserFilter, UserHistory } from '../users/user-history';
 
@@ -74,6 +75,8 @@ type Strategy = (request: PageRequest) => Promise<FeedPage>;
 
 export class FeedService {
   readonly settings: FeedSettingsCache;
+  /** Pages and engagement per variant (D7); the interaction routes count into it too. */
+  readonly readout: VariantReadout;
   private readonly strategies: Record<StrategyName, Strategy> = {
     ring: (r) => this.ringPage(r, r.settings.current),
     'previous-version': (r) => this.ringPage(r, r.settings.previous !== r.settings.current ? r.settings.previous : null),
@@ -96,6 +99,13 @@ export class FeedService {
     this.settings = new FeedSettingsCache(redis, keys, options.currentCacheMs, { enabled: options.enabled, percent: options.percent }, showRollout);
     // Until Redis is first read, the environment's values are in force.
     showRollout(this.settings.lastKnown());
+    this.readout = new VariantReadout(redis, keys, metrics, (identity) => this.variantOf(identity));
+  }
+
+  /** The variant that serves this user under the rollout in force (D7): read as a page request reads it. */
+  async variantOf(identity: Identity): Promise<Variant> {
+    const settings = await this.currentSettings(new Deadline(this.options.redisDeadlineMs));
+    return this.chainFor(identity, settings)[0] === 'ring' ? 'ring' : 'legacy';
   }
 
   /** The strategies tried for this user, in order. */
@@ -115,6 +125,7 @@ export class FeedService {
       try {
         const page = await this.strategies[name]({ identity, pageSize, settings, deadline, requestId });
         this.metrics.pages.inc({ strategy: name });
+        this.readout.count(chain[0] === 'ring' ? 'ring' : 'legacy', 'page');
         if (page.vInfos.length === 0) this.metrics.emptyPages.inc({ strategy: name });
         if (index > 0) {
           this.metrics.degradations.inc({ kind: name });

@@ -1,9 +1,9 @@
-/** Admin endpoints of the API, behind the admin credentials (SPEC C): explain and the rollout kill switch (R16). */
-import { Router } from 'express';
+/** Admin endpoints of the API, behind the admin credentials (SPEC C): explain, the rollout kill switch (R16) and on-call's audit trail (D6). */
+import { Router, type Response } from 'express';
 import Joi from 'joi';
-import { basicAuth } from '@feed/http';
+import { adminUserOf, basicAuth } from '@feed/http';
 import type { Config } from '@feed/config';
-import { clearRolloutOverride, readRolloutOverride, resolveRollout, VERSION_PATTERN, writeRolloutOverride, type Redis, type RedisKeys, type Rollout, type VideoModel } from '@feed/storage';
+import { changeRollout, readAudit, readRolloutOverride, resolveRollout, VERSION_PATTERN, type Redis, type RedisKeys, type Rollout, type VideoModel } from '@feed/storage';
 import { notFound } from '@feed/http';
 import { DEVICE_ID, guestIdentity, USER_ID, userIdentity } from '../http/identity';
 import { validateBody, validateQuery } from '../http/validate';
@@ -21,6 +21,8 @@ export const explainQuery = Joi.object<{ user?: string; device?: string; version
   version: Joi.string().pattern(VERSION_PATTERN),
   pageSize: Joi.number().integer().min(1).max(MAX_PAGE_SIZE).default(20),
 }).xor('user', 'device');
+
+export const auditQuery = Joi.object<{ count: number }>({ count: Joi.number().integer().min(1).max(1000).default(50) });
 
 /** Strict types: "true" or "50" as strings are rejected, so a typo never half-applies. */
 export const rolloutBody = Joi.object<Partial<Rollout>>({
@@ -62,13 +64,15 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   router.get('/api/admin/rollout', async (_req, res) => {
     res.json(await rolloutInForce());
   });
-  router.put('/api/admin/rollout', async (req, res) => {
-    await writeRolloutOverride(redis, keys, validateBody(rolloutBody, req));
+  const change = async (res: Response, value: Partial<Rollout> | 'clear') => {
+    await changeRollout(redis, keys, environment, value, { actor: adminUserOf(res), via: 'api' });
     res.json(await rolloutInForce());
-  });
-  router.delete('/api/admin/rollout', async (_req, res) => {
-    await clearRolloutOverride(redis, keys);
-    res.json(await rolloutInForce());
+  };
+  router.put('/api/admin/rollout', async (req, res) => change(res, validateBody(rolloutBody, req)));
+  router.delete('/api/admin/rollout', async (_req, res) => change(res, 'clear'));
+  router.get('/api/admin/audit', async (req, res) => {
+    const { count } = validateQuery(auditQuery, req);
+    res.json({ entries: await readAudit(redis, keys, count) });
   });
   return router;
 }

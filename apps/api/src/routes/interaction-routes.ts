@@ -1,7 +1,8 @@
 /** Interactions of a signed-in user (SPEC R3, R4); shares also accept guests (counted for users only). */
 import { Router } from 'express';
 import Joi from 'joi';
-import { identify, requireUser } from '../http/identity';
+import { identify, requireUser, userIdentity } from '../http/identity';
+import type { VariantReadout } from '../feed/variant-readout';
 import { objectId, validate, validateBody, vidBody } from '../http/validate';
 import type { InteractionService } from '../interactions/interaction-service';
 
@@ -11,17 +12,20 @@ export const commentBody = Joi.object<{ vid: string; content: string }>({ vid: o
 export const shareBody = Joi.object<{ videoID?: string }>({ videoID: objectId.description('Without it nothing is counted (old clients)') }).unknown(true);
 export const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, 'Idempotency-Key (8-128 characters of A-Z, a-z, 0-9, _ . : -)');
 
-export function interactionRoutes(service: InteractionService, jwtSecret: string): Router {
+/** `readout` counts each like, collect, comment and share that took effect for the user's variant (D7). */
+export function interactionRoutes(service: InteractionService, jwtSecret: string, readout: VariantReadout): Router {
   const router = Router();
-  const toggle = (path: string, action: (vid: string, userId: string) => Promise<unknown>) =>
+  const toggle = (path: string, action: (vid: string, userId: string) => Promise<{ active: boolean; changed: boolean }>, engagement?: 'like' | 'collect') =>
     router.post(path, async (req, res) => {
       const { userId } = requireUser(req, jwtSecret);
       const { vid } = validateBody(vidBody, req);
-      res.json(await action(vid, userId));
+      const result = await action(vid, userId);
+      if (engagement && result.changed) await readout.record(userIdentity(userId), engagement);
+      res.json(result);
     });
-  toggle('/api/app/vid/like', service.like);
+  toggle('/api/app/vid/like', service.like, 'like');
   toggle('/api/app/vid/unlike', service.unlike);
-  toggle('/api/app/vid/collect', service.collect);
+  toggle('/api/app/vid/collect', service.collect, 'collect');
   toggle('/api/app/vid/uncollect', service.uncollect);
 
   router.post('/api/app/vid/comment', async (req, res) => {
@@ -30,6 +34,7 @@ export function interactionRoutes(service: InteractionService, jwtSecret: string
     const header = req.header('idempotency-key');
     const key = header === undefined ? undefined : validate(idempotencyKey.label('Idempotency-Key'), header);
     const result = await service.comment(vid, userId, content, key);
+    if (result.created) await readout.record(userIdentity(userId), 'comment');
     res.status(result.created ? 201 : 200).json(result);
   });
 
@@ -43,6 +48,8 @@ export function interactionRoutes(service: InteractionService, jwtSecret: string
     const identity = identify(req, jwtSecret);
     const { videoID } = validateBody(shareBody, req);
     const { counted } = await service.share(videoID, identity.userId);
+    // A guest's share moves no counter (R4) but is engagement of the guest's variant all the same.
+    if (videoID !== undefined) await readout.record(identity, 'share');
     res.json({ ok: true, counted });
   });
   return router;

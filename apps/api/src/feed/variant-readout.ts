@@ -1,0 +1,58 @@
+/**
+ * The V2 vs legacy readout (SPEC D7): each page served and each engagement is counted for the
+ * variant the user's rollout bucket gives them at that moment (`ring` or `legacy`, whatever
+ * strategy actually served: a degraded ring user stays `ring`), in Prometheus counters and in
+ * Redis's hourly tally. Redis gets one batch per instance every few seconds, not a write per
+ * event; a crash loses at most that batch, which a rate over a day does not notice.
+ */
+import { logger } from '@feed/logger';
+import { addVariantStats, variantField, type Redis, type RedisKeys, type Variant, type VariantEvent } from '@feed/storage';
+import type { Identity } from '../http/identity';
+import type { ApiMetrics } from '../metrics';
+
+const FLUSH_EVERY_MS = 5_000;
+
+export class VariantReadout {
+  private pending = new Map<string, number>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly metrics: ApiMetrics,
+    /** The variant that serves this user now (the feed's rollout in force). */
+    private readonly variantOf: (identity: Identity) => Promise<Variant>,
+  ) {
+    this.timer = setInterval(() => void this.flush(), FLUSH_EVERY_MS).unref();
+  }
+
+  async record(identity: Identity, event: VariantEvent): Promise<void> {
+    this.count(await this.variantOf(identity), event);
+  }
+
+  count(variant: Variant, event: VariantEvent): void {
+    if (event === 'page') this.metrics.variantPages.inc({ variant });
+    else this.metrics.variantEngagement.inc({ variant, action: event });
+    const field = variantField(variant, event);
+    this.pending.set(field, (this.pending.get(field) ?? 0) + 1);
+  }
+
+  /** Adds the counts so far to Redis's tally; kept for the next flush when Redis does not take them. */
+  async flush(): Promise<void> {
+    const batch = this.pending;
+    if (batch.size === 0) return;
+    this.pending = new Map();
+    try {
+      await addVariantStats(this.redis, this.keys, new Date(), batch);
+    } catch (err) {
+      for (const [field, n] of batch) this.pending.set(field, (this.pending.get(field) ?? 0) + n);
+      logger.warn('variant readout not written to Redis; kept for the next flush', { err: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  /** Stops the timer and writes what is left (shutdown). */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * The V2 vs legacy readout (SPEC D7): two groups of users, one in the ring's rollout buckets and
+ * one outside, are driven through both feeds; pages and engagement are counted for the variant
+ * of the user at the time of the action, in Prometheus and in Redis's hourly tally.
+ */
+import request from 'supertest';
+import { readVariantStats, videoModel, type VariantTally } from '@feed/storage';
+import { demoVideo } from '@feed/demo-data';
+import { createApp, type Api } from '../src/app';
+import { startTestServices, type TestServices } from '../../../test/support/services';
+import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
+
+let s: TestServices;
+let api: Api;
+let ids: string[];
+const VERSION = '20260724';
+// Buckets computed outside the service (FNV-1a 32 of "u:<id>", mod 100): below 30 is the ring.
+const RING_USERS = ['rollout-6', 'rollout-34', 'rollout-82'];
+const LEGACY_USERS = ['rollout-149', 'rollout-21', 'rollout-22'];
+
+beforeAll(async () => {
+  s = await startTestServices('readout', { CURRENT_CACHE_MS: '0' });
+  const docs = Array.from({ length: 30 }, () => demoVideo({ reviewAt: new Date(Date.now() - 5 * 86400_000) }));
+  await videoModel(s.mongo).insertMany(docs);
+  ids = docs.map((d) => d._id!.toHexString());
+  await publishQueue(s.redis, s.keys, VERSION, ids);
+  await s.redis.sAdd(s.keys.legacyIds, ids);
+  api = createApp({ config: { ...s.config, shortRecommendV2Percent: 30 }, redis: s.redis, mongo: s.mongo });
+});
+
+afterAll(async () => {
+  await api.feed.readout.close();
+  await s.cleanup();
+});
+
+const counter = async (name: string, labels: Record<string, string>) => {
+  const metric = await api.metrics.registry.getSingleMetric(name)!.get();
+  return metric.values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value ?? 0;
+};
+
+describe('V2 vs legacy readout (D7)', () => {
+  it('when a ring group and a legacy group read and engage, then each is counted for its own variant, in Prometheus and in Redis', async () => {
+    const { app } = api;
+    for (const user of RING_USERS) {
+      for (let page = 0; page < 2; page++) expect((await request(app).get('/api/app/recommend/vid/list').set(bearer(user)).expect(200)).body.queueVersion).toBe(VERSION);
+      for (const vid of ids.slice(0, 3)) await request(app).post('/api/app/vid/view').set(bearer(user)).send({ vid }).expect(200);
+      await request(app).post('/api/app/vid/like').set(bearer(user)).send({ vid: ids[0] }).expect(200);
+      // A like that changes nothing is not engagement again.
+      await request(app).post('/api/app/vid/like').set(bearer(user)).send({ vid: ids[0] }).expect(200);
+    }
+    for (const user of LEGACY_USERS) {
+      expect((await request(app).get('/api/app/recommend/vid/list').set(bearer(user)).expect(200)).body.queueVersion).toBe('legacy');
+      await request(app).post('/api/app/vid/view').set(bearer(user)).send({ vid: ids[1] }).expect(200);
+      await request(app).post('/api/app/recommend/vid/not-interested').set(bearer(user)).send({ vid: ids[2] }).expect(200);
+      await request(app).post('/api/app/share/output').set(bearer(user)).send({ videoID: ids[3] }).expect(200);
+      await request(app).post('/api/app/vid/comment').set(bearer(user)).send({ vid: ids[4], content: 'nice' }).expect(201);
+    }
+    // A bad request is no engagement.
+    await request(app).post('/api/app/vid/view').set(bearer(RING_USERS[0])).send({ vid: 'nope' }).expect(400);
+
+    const expected: Record<'ring' | 'legacy', Record<string, number>> = {
+      ring: { page: 6, view: 9, like: 3, collect: 0, comment: 0, share: 0, 'not-interested': 0 },
+      legacy: { page: 3, view: 3, like: 0, collect: 0, comment: 3, share: 3, 'not-interested': 3 },
+    };
+    for (const variant of ['ring', 'legacy'] as const) {
+      expect(await counter('feed_variant_pages_total', { variant })).toBe(expected[variant].page);
+      for (const [action, n] of Object.entries(expected[variant])) if (action !== 'page') expect({ variant, action, n: await counter('feed_variant_engagement_total', { variant, action }) }).toEqual({ variant, action, n });
+    }
+    await api.feed.readout.flush();
+    const tally: VariantTally = await readVariantStats(s.redis, s.keys, new Date());
+    expect(tally).toEqual(expected);
+  });
+
+  it('when the rollout changes, then an action counts for the variant that serves the user at that moment', async () => {
+    const before = await readVariantStats(s.redis, s.keys, new Date());
+    const admin = { Authorization: `Basic ${Buffer.from(`${s.config.adminUser}:${s.config.adminPassword}`).toString('base64')}` };
+    await request(api.app).put('/api/admin/rollout').set(admin).send({ enabled: false }).expect(200);
+    try {
+      await request(api.app).post('/api/app/vid/view').set(bearer(RING_USERS[0])).send({ vid: ids[5] }).expect(200);
+    } finally {
+      await request(api.app).delete('/api/admin/rollout').set(admin).expect(200);
+    }
+    await request(api.app).post('/api/app/vid/view').set(bearer(RING_USERS[0])).send({ vid: ids[6] }).expect(200);
+    await api.feed.readout.flush();
+    const after = await readVariantStats(s.redis, s.keys, new Date());
+    expect({ ring: after.ring.view - before.ring.view, legacy: after.legacy.view - before.legacy.view }).toEqual({ ring: 1, legacy: 1 });
+  });
+
+  it('when Redis does not take a batch, then it is kept and written by the next flush', async () => {
+    const before = await readVariantStats(s.redis, s.keys, new Date());
+    await request(api.app).post('/api/app/vid/view').set(bearer(LEGACY_USERS[0])).send({ vid: ids[7] }).expect(200);
+    const gone = jest.spyOn(s.redis, 'hIncrBy').mockRejectedValue(new Error('Redis is gone'));
+    try {
+      await api.feed.readout.flush();
+    } finally {
+      gone.mockRestore();
+    }
+    expect((await readVariantStats(s.redis, s.keys, new Date())).legacy.view).toBe(before.legacy.view);
+    await api.feed.readout.flush();
+    expect((await readVariantStats(s.redis, s.keys, new Date())).legacy.view).toBe(before.legacy.view + 1);
+  });
+});

@@ -1,0 +1,77 @@
+/**
+ * The V2 vs legacy readout's shared tally (SPEC D7): pages served and engagement per variant, in
+ * one Redis hash per UTC hour, so that every API instance contributes and the inspector can sum
+ * the last 24 hours. Each API instance adds its counts in batches (VariantReadout in the API).
+ */
+import type { Redis } from './redis-client';
+import type { RedisKeys } from './redis-keys';
+
+/** The feed a user's rollout bucket gives them (R16): the ring queue, or the old random feed. */
+export const VARIANTS = ['ring', 'legacy'] as const;
+export type Variant = (typeof VARIANTS)[number];
+
+/** What is counted per variant: pages served, and the engagement they led to. */
+export const VARIANT_EVENTS = ['page', 'view', 'like', 'collect', 'comment', 'share', 'not-interested'] as const;
+export type VariantEvent = (typeof VARIANT_EVENTS)[number];
+
+export type VariantTally = Record<Variant, Record<VariantEvent, number>>;
+
+/** Hourly hashes outlive the 24 h the readout sums. */
+const HOUR_KEY_TTL_S = 48 * 3600;
+const HOUR_MS = 3_600_000;
+
+/** The hour an instant falls in, UTC: YYYYMMDDHH. */
+export function statsHour(at: Date): string {
+  return at.toISOString().slice(0, 13).replace(/[-T]/g, '');
+}
+
+/** Adds `counts` (field `variant:event` -> n) to the hour of `at`. */
+export async function addVariantStats(redis: Redis, keys: RedisKeys, at: Date, counts: Map<string, number>): Promise<void> {
+  if (counts.size === 0) return;
+  const key = keys.variantStats(statsHour(at));
+  await Promise.all([...[...counts].map(([field, n]) => redis.hIncrBy(key, field, n)), redis.expire(key, HOUR_KEY_TTL_S)]);
+}
+
+export const variantField = (variant: Variant, event: VariantEvent) => `${variant}:${event}`;
+
+/** The sums over the `hours` hours up to `now` (the current, partial hour included). */
+export async function readVariantStats(redis: Redis, keys: RedisKeys, now: Date, hours = 24): Promise<VariantTally> {
+  const tally = Object.fromEntries(VARIANTS.map((v) => [v, Object.fromEntries(VARIANT_EVENTS.map((e) => [e, 0]))])) as VariantTally;
+  const hashes = await Promise.all(Array.from({ length: hours }, (_, i) => redis.hGetAll(keys.variantStats(statsHour(new Date(now.getTime() - i * HOUR_MS))))));
+  for (const hash of hashes) {
+    for (const variant of VARIANTS) for (const event of VARIANT_EVENTS) tally[variant][event] += Number(hash[variantField(variant, event)] ?? 0);
+  }
+  return tally;
+}
+
+export interface VariantReadoutRow {
+  variant: Variant;
+  pages: number;
+  views: number;
+  viewsPerPage: number | null;
+  likesPer100Views: number | null;
+  notInterestedPer100Views: number | null;
+  collectsPer100Views: number | null;
+  commentsPer100Views: number | null;
+  sharesPer100Views: number | null;
+}
+
+const ratio = (n: number, d: number, scale = 1) => (d > 0 ? Math.round((n / d) * scale * 100) / 100 : null);
+
+/** The inspector's side-by-side rows: views per page, and each engagement per 100 views. */
+export function variantReadout(tally: VariantTally): VariantReadoutRow[] {
+  return VARIANTS.map((variant) => {
+    const t = tally[variant];
+    return {
+      variant,
+      pages: t.page,
+      views: t.view,
+      viewsPerPage: ratio(t.view, t.page),
+      likesPer100Views: ratio(t.like, t.view, 100),
+      notInterestedPer100Views: ratio(t['not-interested'], t.view, 100),
+      collectsPer100Views: ratio(t.collect, t.view, 100),
+      commentsPer100Views: ratio(t.comment, t.view, 100),
+      sharesPer100Views: ratio(t.share, t.view, 100),
+    };
+  });
+}
