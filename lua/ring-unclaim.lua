@@ -3,8 +3,8 @@
   claim's answer and served a fallback page; the answer came later). Compare-and-set: only when
   the user's offset is still where that claim left it, so a later claim is never undone.
 
-  KEYS[1] recommend:short:offset:{V}  HASH user -> next offset
-  ARGV[1] user key
+  KEYS[1] recommend:short:offset:{V:b}  HASH user field -> next offset (the user's bucket)
+  ARGV[1] the user's field
   ARGV[2] the offset the claim set
   ARGV[3] the offset before the claim
 

@@ -200,7 +200,7 @@ program
       const version = options.version ?? (await redis.get(keys.current));
       if (!version) throw new Error('no current version: run pnpm cli build first');
       const explanation = await explainNextPage(
-        { redis, keys, videos, catalog: new VideoCatalog(videos, 0), history: new UserHistory(redis, keys, config) },
+        { redis, keys, catalog: new VideoCatalog(videos, 0), history: new UserHistory(redis, keys, config) },
         identity,
         version,
         options.pageSize,

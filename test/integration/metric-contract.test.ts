@@ -12,7 +12,7 @@ import mongoose, { type Connection } from 'mongoose';
 import { seedVideos } from '@feed/demo-data';
 import { connectRedis, createRedisKeys, deleteKeysWithPrefix, videoModel, type Redis } from '@feed/storage';
 import { freePort, ROOT, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
-import { bearer } from '../support/feed-fixtures';
+import { bearer, setOffset } from '../support/feed-fixtures';
 import { testMongoUrl } from '../support/mongo';
 
 const prefix = `test:metrics:${process.pid}:${randomBytes(3).toString('hex')}:`;
@@ -107,7 +107,7 @@ describe('metric contract (D5)', () => {
     await fetch(`${api}/api/app/vid/like`, { method: 'POST', headers: { ...bearer('metrics-user'), 'Content-Type': 'application/json' }, body: '{"vid":"not-an-id"}' });
     // A view, so the next page skips a candidate (feed_skipped_videos_total{reason}).
     await fetch(`${api}/api/app/vid/view`, { method: 'POST', headers: { ...bearer('metrics-user'), 'Content-Type': 'application/json' }, body: JSON.stringify({ vid: page.vInfos[0].vid }) });
-    await redis.hSet(keys.offset(page.queueVersion), 'u:metrics-user', '0');
+    await setOffset(redis, keys, page.queueVersion, 'u:metrics-user', 0);
     await fetch(`${api}/api/app/recommend/vid/list`, { headers: bearer('metrics-user') });
     // A degradation: the current queue gone (the controller puts it back; this read comes first or not, either counts).
     await redis.del(keys.queue(page.queueVersion));

@@ -10,7 +10,7 @@ import mongoose, { type Connection } from 'mongoose';
 import request from 'supertest';
 import { loadConfig, type Config } from '@feed/config';
 import { createLogger } from '@feed/logger';
-import { connectRedis, createRedisKeys, videoModel, type Redis } from '@feed/storage';
+import { connectRedis, createRedisKeys, offsetSlot, readRingVersion, videoModel, type Redis } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { createApp } from '@feed/api';
 import { BUILD_QUEUE, bullConnectionFactory, createWorkerMetrics, listVersions, reportVersion, runDailyBuild, startBuildQueue, versionPointers } from '@feed/worker';
@@ -95,6 +95,26 @@ describe('on a Redis Cluster', () => {
     const concurrent = await Promise.all(Array.from({ length: 30 }, () => request(app).get('/api/app/recommend/vid/list?pageSize=2').set(bearer('cluster-many'))));
     const served = concurrent.flatMap((r) => r.body.vInfos.map((v: { vid: string }) => v.vid));
     expect(new Set(served).size).toBe(60);
+  });
+
+  clusterIt("when many users read, then their offsets land on every master and each master's share of the claims is about a third (R22)", async () => {
+    expect((await build('2026-07-24T01:00:00+08:00')).status).toBe('built');
+    const api = createApp({ config, redis, mongo });
+    const ring = (await readRingVersion(redis, keys, '20260724'))!;
+    await api.feed.reader.copies!.ensure(ring);
+    const users = Array.from({ length: 300 }, (_, i) => `spread-${i}`);
+    for (let i = 0; i < users.length; i += 30) await Promise.all(users.slice(i, i + 30).map((u) => request(api.app).get('/api/app/recommend/vid/list?pageSize=3').set(bearer(u)).expect(200)));
+    // Which master holds each user's offset bucket (the claims' one key each).
+    const owner = new Map<string, number>();
+    for (const node of cluster.nodes) {
+      const [host, port] = node.split(':');
+      const held = spawnSync('redis-cli', ['-h', host, '-p', port, '--scan', '--pattern', `${keys.offset('20260724', 0).replace(/\{.*$/, '')}*`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+      for (const key of held) owner.set(key, Number(port));
+    }
+    const perMaster = cluster.nodes.map((node) => users.filter((u) => owner.get(offsetSlot(keys, ring, `u:${u}`).key) === Number(node.split(':')[1])).length);
+    expect(perMaster.reduce((a, b) => a + b, 0)).toBe(users.length);
+    for (const share of perMaster) expect(share / users.length).toBeGreaterThan(0.2);
+    for (const share of perMaster) expect(share / users.length).toBeLessThan(0.45);
   });
 
   clusterIt('when a build job is added through BullMQ with the hash-tag prefix, then the worker runs it', async () => {

@@ -48,9 +48,14 @@ async function pageVersion(): Promise<string> {
 }
 
 /** Seconds until a ring page of `version` is served. */
+/**
+ * Until the ring is back in Redis (the version's queue published again) and serves a page of it.
+ * The queue's presence is part of the condition: an API instance serves from its in-process
+ * copy of the queue (R22) for up to CURRENT_CACHE_MS after Redis lost it.
+ */
 async function secondsUntilRingPage(version: string, timeoutMs: number): Promise<number> {
   const started = Date.now();
-  await waitUntil(`a ring page of ${version}`, async () => (await pageVersion()) === version, timeoutMs);
+  await waitUntil(`a ring page of ${version}`, async () => Number(await redisCli('exists', keys.queue(version))) === 1 && (await pageVersion()) === version, timeoutMs);
   return (Date.now() - started) / 1000;
 }
 

@@ -1,6 +1,7 @@
 /** Fixtures for read-path tests: tokens, and queues published the way the build publishes them. */
 import jwt from 'jsonwebtoken';
-import { makeCurrent, type Redis, type RedisKeys } from '@feed/storage';
+import { randomUUID } from 'node:crypto';
+import { DEFAULT_OFFSET_BUCKETS, makeCurrent, offsetBucketKeys, offsetSlot, readRingVersion, type Redis, type RedisKeys } from '@feed/storage';
 
 export const TEST_JWT_SECRET = 'local-development-jwt-secret';
 
@@ -10,12 +11,33 @@ export function tokenFor(userId: string, options: jwt.SignOptions = {}, secret =
 
 export const bearer = (userId: string) => ({ Authorization: `Bearer ${tokenFor(userId)}` });
 
-/** Writes a version's queue and meta and makes it current, as a successful build does. */
-export async function publishQueue(redis: Redis, keys: RedisKeys, version: string, ids: string[], options: { makeCurrent?: boolean } = {}): Promise<void> {
-  await redis.del([keys.queue(version), keys.meta(version), keys.offset(version)]);
+/** The version's offset layout as fixtures publish it (a build sizes it by yesterday's users). */
+const ring = (version: string) => ({ version, offsetBuckets: DEFAULT_OFFSET_BUCKETS });
+
+/** Writes a version's queue and meta (a new build id) and makes it current, as a successful build does; its offsets start empty. */
+export async function publishQueue(redis: Redis, keys: RedisKeys, version: string, ids: string[], options: { makeCurrent?: boolean; scores?: number[] } = {}): Promise<void> {
+  await redis.del([keys.queue(version), keys.meta(version), keys.scores(version), ...offsetBucketKeys(keys, ring(version))]);
   if (ids.length) await redis.rPush(keys.queue(version), ids);
-  await redis.hSet(keys.meta(version), { version, length: String(ids.length), startOffset: '0', generatedAt: new Date().toISOString() });
+  if (options.scores?.length) await redis.rPush(keys.scores(version), options.scores.map(String));
+  await redis.hSet(keys.meta(version), { version, length: String(ids.length), startOffset: '0', generatedAt: new Date().toISOString(), buildId: randomUUID(), offsetBuckets: String(DEFAULT_OFFSET_BUCKETS) });
   await redis.expire(keys.queue(version), 3600);
   await redis.expire(keys.meta(version), 3600);
   if (options.makeCurrent !== false) await makeCurrent(redis, keys, version, true);
+}
+
+/** The version's offset layout as its meta says (a build's sizing), else as fixtures publish it. */
+async function layoutOf(redis: Redis, keys: RedisKeys, version: string) {
+  return (await readRingVersion(redis, keys, version)) ?? ring(version);
+}
+
+/** The user's stored offset in `version` as Redis holds it (null: never claimed). */
+export async function offsetOf(redis: Redis, keys: RedisKeys, version: string, userKey: string): Promise<string | null> {
+  const { key, field } = offsetSlot(keys, await layoutOf(redis, keys, version), userKey);
+  return redis.hGet(key, field);
+}
+
+/** Sets the user's offset in `version` (a fixture's starting point). */
+export async function setOffset(redis: Redis, keys: RedisKeys, version: string, userKey: string, offset: number): Promise<void> {
+  const { key, field } = offsetSlot(keys, await layoutOf(redis, keys, version), userKey);
+  await redis.hSet(key, field, String(offset));
 }

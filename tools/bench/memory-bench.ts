@@ -1,10 +1,17 @@
 /**
  * `pnpm bench memory [--users U]`: Redis memory per user for the V1 recent-views window and V3
  * "not interested" marks as stored (4-byte fingerprints), against the alternatives, measured
- * with MEMORY USAGE; plus the offset hash per user.
+ * with MEMORY USAGE; the offsets per user at 100k and 1M users (R22; or at U), measured as
+ * used_memory of a Redis of the bench's own; and the API's queue copy per million videos.
  */
 import { randomBytes } from 'node:crypto';
-import { fingerprint } from '@feed/storage';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { offsetBucketsFor } from '@feed/domain';
+import { claimPositions, connectRedis, createRedisKeys, fingerprint, readRingVersion, type Redis, type RingVersion } from '@feed/storage';
+import { QueueCopies } from '@feed/api';
+import { freePort, startRedis } from '../support/processes';
 import { argValue, benchRedis } from './support';
 
 const hexId = () => randomBytes(12).toString('hex');
@@ -30,20 +37,74 @@ export async function runMemoryBench(): Promise<void> {
     await redis.set(keys.notInterested('u:fp'), Buffer.concat(ids.slice(0, marks).map(fingerprint)));
     rows.push([`not interested: ${marks} x 4-byte fingerprints (chosen, the bound)`, await measure(keys.notInterested('u:fp'))]);
 
-    // Offsets: one field per user in the version's hash.
-    const offsetKey = keys.offset('bench');
-    for (let i = 0; i < users; i += 10_000) {
-      const fields: Record<string, string> = {};
-      for (let j = i; j < Math.min(users, i + 10_000); j++) fields[`u:${1_000_000 + j}`] = String(j % 5000);
-      await redis.hSet(offsetKey, fields);
-    }
-    const offsetBytes = await measure(offsetKey);
-
     console.log('structure'.padEnd(64), 'bytes');
     for (const [name, bytes] of rows) console.log(name.padEnd(64), bytes);
-    console.log(`offset hash: ${users} users`.padEnd(64), offsetBytes, `(${(offsetBytes / users).toFixed(1)} B/user)`);
-    console.log(`views_bytes_per_user=${rows[0][1]} not_interested_max_bytes_per_user=${rows[4][1]} offset_bytes_per_user=${(offsetBytes / users).toFixed(1)}`);
+    console.log(`views_bytes_per_user=${rows[0][1]} not_interested_max_bytes_per_user=${rows[4][1]}`);
   } finally {
     await cleanup();
+  }
+  await offsetsAndQueueCopies(users === 100_000 ? [100_000, 1_000_000] : [users]);
+}
+
+/** used_memory of a Redis server of the bench's own: nothing else writes to it. */
+async function usedMemory(redis: Redis): Promise<number> {
+  const info = String(await redis.eval("return redis.call('INFO', 'memory')", { keys: [], arguments: [] }));
+  return Number(/used_memory:(\d+)/.exec(info)![1]);
+}
+
+/**
+ * R22's figures: the offsets' Redis memory per user, as the claim script stores them (the
+ * bucket count a build picks for that many users, each bucket with its expiry), against the
+ * seed's one hash per version; and the bytes an API instance spends on a verified queue copy.
+ */
+async function offsetsAndQueueCopies(userCounts: number[]): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'feed-memory-bench-'));
+  const port = await freePort();
+  const server = await startRedis(port, dir);
+  const redis = await connectRedis({ redisUrl: `redis://127.0.0.1:${port}` });
+  const keys = createRedisKeys('bench:');
+  try {
+    const figures: string[] = [];
+    for (const users of userCounts) {
+      await redis.eval("return redis.call('FLUSHALL')", { keys: [], arguments: [] });
+      const ring: RingVersion = { version: '20260724', length: 20_000, buildId: 'bench', offsetBuckets: offsetBucketsFor(users), expiresAt: Date.now() + 72 * 3_600_000 };
+      const before = await usedMemory(redis);
+      for (let u = 0; u < users; u += 2_000) {
+        await Promise.all(Array.from({ length: Math.min(2_000, users - u) }, (_, i) => claimPositions(redis, keys, ring, `u:${(u + i).toString(16).padStart(24, '0')}`, 1 + ((u + i) % 60))));
+      }
+      const bucketed = (await usedMemory(redis)) - before;
+      await redis.eval("return redis.call('FLUSHALL')", { keys: [], arguments: [] });
+      const seedBefore = await usedMemory(redis);
+      for (let u = 0; u < users; u += 10_000) {
+        const fields: Record<string, string> = {};
+        for (let j = u; j < Math.min(users, u + 10_000); j++) fields[`u:${j.toString(16).padStart(24, '0')}`] = String(1 + (j % 60));
+        await redis.hSet('bench:offset:{20260724}', fields);
+      }
+      const single = (await usedMemory(redis)) - seedBefore;
+      console.log(`offsets, ${users} users: ${ring.offsetBuckets} buckets ${(bucketed / users).toFixed(1)} B/user (seed layout, one hash: ${(single / users).toFixed(1)} B/user)`);
+      figures.push(`offsets_b_per_user_${users}=${(bucketed / users).toFixed(1)}`);
+    }
+
+    // The API's queue copy: a published queue of one million ids, loaded and verified as the API does.
+    await redis.eval("return redis.call('FLUSHALL')", { keys: [], arguments: [] });
+    const length = 1_000_000;
+    for (let i = 0; i < length; i += 10_000) await redis.rPush(keys.queue('20260724'), Array.from({ length: Math.min(10_000, length - i) }, hexId));
+    await redis.hSet(keys.meta('20260724'), { length: String(length), buildId: 'bench', offsetBuckets: '256' });
+    await redis.expire(keys.queue('20260724'), 3600);
+    global.gc?.();
+    const heapBefore = process.memoryUsage();
+    const copies = new QueueCopies(redis, keys, 1);
+    const ring = (await readRingVersion(redis, keys, '20260724'))!;
+    await copies.ensure(ring);
+    if (!copies.idsAt(ring, 0, 1)) throw new Error('the queue copy was not loaded');
+    global.gc?.();
+    const heapAfter = process.memoryUsage();
+    const held = heapAfter.arrayBuffers - heapBefore.arrayBuffers;
+    console.log(`API queue copy, ${length} videos: ${copies.bytes()} B of ids (${(held / 1e6).toFixed(1)} MB more ArrayBuffer memory; heap used ${((heapAfter.heapUsed - heapBefore.heapUsed) / 1e6).toFixed(1)} MB more)`);
+    console.log(`${figures.join(' ')} queue_copy_mb_per_million=${(copies.bytes() / 1e6).toFixed(1)}`);
+  } finally {
+    await redis.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }

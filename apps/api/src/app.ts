@@ -10,6 +10,7 @@ import { requestId, requestIdOf } from './http/request-id';
 import { createApiMetrics, type ApiMetrics } from './metrics';
 import { FeedService } from './feed/feed-service';
 import { VideoCatalog } from './feed/video-catalog';
+import { QueueCopies } from './feed/queue-copies';
 import { adminRoutes } from './routes/admin-routes';
 import { feedRoutes } from './routes/feed-routes';
 import { interactionRoutes } from './routes/interaction-routes';
@@ -39,7 +40,14 @@ export interface Api {
 export function createApp({ config, redis, mongo, metrics = createApiMetrics(), counterHooks }: ApiDeps): Api {
   const keys = createRedisKeys(config.redisKeyPrefix);
   const videos = videoModel(mongo);
-  const catalog = new VideoCatalog(videos, config.videoCacheMs);
+  const catalog = new VideoCatalog(videos, config.videoCacheMs, config.videoCacheMax, (hits, misses) => {
+    if (hits > 0) metrics.videoCache.inc({ result: 'hit' }, hits);
+    if (misses > 0) metrics.videoCache.inc({ result: 'miss' }, misses);
+  });
+  const queueCopies = new QueueCopies(redis, keys, config.queueCopiesMax, () => {
+    metrics.queueCopyLoads.inc();
+    metrics.queueCopyBytes.set(queueCopies.bytes());
+  });
   const interactions = new InteractionService(videos, interactionModels(mongo), counterHooks);
   const history = new UserHistory(redis, keys, config);
   const watches = new WatchCounter(redis, keys, config.totalWatch, config.businessTimeZone);
@@ -48,6 +56,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     percent: config.shortRecommendV2Percent,
     currentCacheMs: config.currentCacheMs,
     redisDeadlineMs: config.redisDeadlineMs,
+    queueCopies: config.queueCopiesMax > 0 ? queueCopies : undefined,
   });
 
   const app = express();

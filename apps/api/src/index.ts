@@ -10,3 +10,4 @@ export { VideoCatalog } from './feed/video-catalog';
 export { guestIdentity, userIdentity, type Identity } from './http/identity';
 export { UserHistory } from './users/user-history';
 export { InteractionService } from './interactions/interaction-service';
+export { QueueCopies } from './feed/queue-copies';

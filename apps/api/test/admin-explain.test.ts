@@ -4,7 +4,7 @@ import { videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { createApp } from '../src/app';
 import { startTestServices, type TestServices } from '../../../test/support/services';
-import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
+import { bearer, offsetOf, publishQueue } from '../../../test/support/feed-fixtures';
 
 let s: TestServices;
 let app: Express;
@@ -20,7 +20,8 @@ beforeAll(async () => {
   );
   await videoModel(s.mongo).insertMany(docs);
   ids = docs.map((d) => d._id!.toHexString());
-  await publishQueue(s.redis, s.keys, VERSION, ids);
+  // The build recorded scores 50, 49, ...; the documents hold 100, 99, ... since (a later write-back).
+  await publishQueue(s.redis, s.keys, VERSION, ids, { scores: ids.map((_, i) => 50 - i) });
   app = createApp({ config: s.config, redis: s.redis, mongo: s.mongo }).app;
 });
 
@@ -51,8 +52,10 @@ describe('GET /api/admin/explain', () => {
       [8, 'serve'],
       [9, 'serve'],
     ]);
-    expect(res.body.candidates[0]).toMatchObject({ position: 2, block: 0, pool: 'high', score: 98 });
-    expect(await s.redis.hGet(s.keys.offset(VERSION), 'u:explained')).toBe('2');
+    // The score the build of this version used, not the document's current recommendScore (98).
+    expect(res.body.candidates[0]).toMatchObject({ position: 2, block: 0, pool: 'high', score: 48 });
+    expect(res.body.candidates.map((c: { score: number }) => c.score)).toEqual([48, 47, 46, 45, 44, 43, 42, 41]);
+    expect(await offsetOf(s.redis, s.keys, VERSION, 'u:explained')).toBe('2');
 
     const fresh = await request(app).get('/api/admin/explain?device=guest-device-01&pageSize=2').auth(...ADMIN).expect(200);
     expect(fresh.body.candidates.map((c: { pool: string }) => c.pool)).toEqual(['high', 'new']);

@@ -5,7 +5,7 @@ import { demoVideo } from '@feed/demo-data';
 import { logger } from '@feed/logger';
 import { createApp, type Api } from '../src/app';
 import { startTestServices, type TestServices } from '../../../test/support/services';
-import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
+import { bearer, offsetOf, publishQueue, setOffset } from '../../../test/support/feed-fixtures';
 
 let s: TestServices;
 let api: Api;
@@ -54,7 +54,7 @@ describe('GET /api/app/recommend/vid/list (ring read)', () => {
       ['authorId', 'coin', 'collectCount', 'commentCount', 'coverUrl', 'durationSec', 'isAd', 'likeCount', 'playUrl', 'reviewAt', 'shareCount', 'special', 'title', 'vid', 'vip'].sort(),
     );
     expect(JSON.stringify(res.body)).not.toMatch(/recommend(Like|Collect|Comment|Share|Score)/);
-    expect(await s.redis.hGet(s.keys.offset(V1), 'u:first-visit')).toBe('20');
+    expect(await offsetOf(s.redis, s.keys, V1, 'u:first-visit')).toBe('20');
   });
 
   it('when a client sends HEAD, then it gets the headers and no position is claimed (R11)', async () => {
@@ -62,7 +62,7 @@ describe('GET /api/app/recommend/vid/list (ring read)', () => {
       const head = await request(app).head(path).set(bearer('head-user')).expect(200);
       expect(head.headers['content-type']).toMatch(/application\/json/);
     }
-    expect(await s.redis.hGet(s.keys.offset(V1), 'u:head-user')).toBeNull();
+    expect(await offsetOf(s.redis, s.keys, V1, 'u:head-user')).toBeNull();
     expect(vids(await page('head-user').expect(200))).toEqual(ids.slice(0, 20));
   });
 
@@ -82,10 +82,10 @@ describe('GET /api/app/recommend/vid/list (ring read)', () => {
   });
 
   it('when the tail is reached, then the read wraps around to the head', async () => {
-    await s.redis.hSet(s.keys.offset(V1), 'u:wrap', '45');
+    await setOffset(s.redis, s.keys, V1, 'u:wrap', 45);
     const res = await page('wrap').expect(200);
     expect(vids(res)).toEqual([...ids.slice(45), ...ids.slice(0, 15)]);
-    expect(await s.redis.hGet(s.keys.offset(V1), 'u:wrap')).toBe('15');
+    expect(await offsetOf(s.redis, s.keys, V1, 'u:wrap')).toBe('15');
   });
 
   it('when the version switches, then every user starts again at 0', async () => {
@@ -103,7 +103,7 @@ describe('GET /api/app/recommend/vid/list (ring read)', () => {
     const before = Number((await api.metrics.registry.getSingleMetricAsString('feed_skipped_videos_total')).match(/reason="invalid"} (\d+)/)?.[1] ?? 0);
     const res = await page('takedown').expect(200);
     expect(vids(res)).toEqual(ids.slice(0, 22).filter((id) => id !== ids[3] && id !== ids[7]));
-    expect(await s.redis.hGet(s.keys.offset(V1), 'u:takedown')).toBe('22');
+    expect(await offsetOf(s.redis, s.keys, V1, 'u:takedown')).toBe('22');
     const after = Number((await api.metrics.registry.getSingleMetricAsString('feed_skipped_videos_total')).match(/reason="invalid"} (\d+)/)?.[1]);
     expect(after - before).toBe(2);
     await videos.updateMany({ _id: { $in: [ids[3], ids[7]] } }, { $set: { status: 'approved', deleted: false } });
@@ -111,7 +111,7 @@ describe('GET /api/app/recommend/vid/list (ring read)', () => {
 
   it('when the queue is shorter than the page, then one circle is returned without duplicates', async () => {
     await publishQueue(s.redis, s.keys, V2, ids.slice(0, 7));
-    await s.redis.hSet(s.keys.offset(V2), 'u:short', '5');
+    await setOffset(s.redis, s.keys, V2, 'u:short', 5);
     const res = await page('short').expect(200);
     expect(vids(res)).toEqual([...ids.slice(5, 7), ...ids.slice(0, 5)]);
     expect(res.body).toMatchObject({ totalPages: 1, hasNext: true });
@@ -133,7 +133,7 @@ describe('GET /api/app/recommend/vid/list (ring read)', () => {
   it('when a guest sends a device id, then the guest has an offset of its own', async () => {
     const res = await request(app).get('/api/app/recommend/vid/list').set('X-Device-Id', 'device-abc-123').expect(200);
     expect(vids(res)).toEqual(ids.slice(0, 20));
-    expect(await s.redis.hGet(s.keys.offset(V1), 'g:device-abc-123')).toBe('20');
+    expect(await offsetOf(s.redis, s.keys, V1, 'g:device-abc-123')).toBe('20');
   });
 
   it('when 200 requests of one user run concurrently, then their slices tile the ring exactly', async () => {
@@ -150,7 +150,7 @@ describe('GET /api/app/recommend/vid/list (ring read)', () => {
       const start = ids.indexOf(slice[0]);
       expect(slice).toEqual(Array.from({ length: 5 }, (_, i) => ids[(start + i) % 50]));
     }
-    expect(await s.redis.hGet(s.keys.offset(V1), 'u:concurrent')).toBe('0');
+    expect(await offsetOf(s.redis, s.keys, V1, 'u:concurrent')).toBe('0');
   });
 });
 
@@ -225,7 +225,7 @@ describe('GET /api/app/recommend/vid/ad (R14)', () => {
     const adApp = createApp({ config: s.config, redis: s.redis, mongo: s.mongo });
     const res = await request(adApp.app).get('/api/app/recommend/vid/ad').query({ pageSize: 5 }).set(bearer('ad-viewer')).expect(200);
     expect(new Set(vids(res))).toEqual(new Set(ads.slice(0, 2).map((a) => a._id!.toHexString())));
-    expect(await s.redis.hGet(s.keys.offset(V1), 'u:ad-viewer')).toBeNull();
+    expect(await offsetOf(s.redis, s.keys, V1, 'u:ad-viewer')).toBeNull();
     await request(adApp.app).get('/api/app/recommend/vid/ad').query({ pageSize: 11 }).set(bearer('ad-viewer')).expect(400);
   });
 });

@@ -4,7 +4,7 @@ import { videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { createApp, type Api } from '../src/app';
 import { startTestServices, type TestServices } from '../../../test/support/services';
-import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
+import { bearer, offsetOf, publishQueue } from '../../../test/support/feed-fixtures';
 import { waitUntil } from '../../../tools/support/processes';
 
 let s: TestServices;
@@ -44,7 +44,7 @@ describe('recently viewed (V1, V2)', () => {
     const version = await nextDay();
     const res = await feed(user).expect(200);
     expect(vids(res)).toEqual(ids.slice(3, 8));
-    expect(await s.redis.hGet(s.keys.offset(version), 'u:viewer')).toBe('8');
+    expect(await offsetOf(s.redis, s.keys, version, 'u:viewer')).toBe('8');
     expect(await api.metrics.registry.getSingleMetricAsString('feed_skipped_videos_total')).toMatch(/reason="seen"} 3/);
   });
 
@@ -96,7 +96,7 @@ describe('recently viewed (V1, V2)', () => {
     const version = await nextDay(small);
     const res = await feed(user, 5).expect(200);
     expect(res.body).toMatchObject({ vInfos: [], hasNext: true, allSeen: true });
-    expect(await s.redis.hGet(s.keys.offset(version), 'u:seen-all')).toBe('0');
+    expect(await offsetOf(s.redis, s.keys, version, 'u:seen-all')).toBe('0');
   });
 });
 

@@ -1,14 +1,15 @@
 import { createClient, type RedisClientType } from 'redis';
 import { mongo, Types } from 'mongoose';
-import { BLOCK_SIZE, expandBlocks, recommendScore, versionFor } from '@feed/domain';
+import { BLOCK_SIZE, expandBlocks, MIN_OFFSET_BUCKETS, recommendScore, USERS_PER_BUCKET, versionFor } from '@feed/domain';
 import { createLogger } from '@feed/logger';
-import { deleteKeysWithPrefix, readMeta, videoModel, type VideoModel } from '@feed/storage';
+import { deleteKeysWithPrefix, offsetBucketKeys, offsetSlot, readMeta, videoModel, type VideoModel } from '@feed/storage';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { waitUntil } from '../../../tools/support/processes';
 import { assemble, BuildVerificationError, runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
 import { CandidateColumns } from '../src/daily-build/candidate-columns';
 import { summarizeVersions } from '../src/inspect/inspect-versions';
 import { startTestServices, type TestServices } from '../../../test/support/services';
+import { offsetOf, setOffset } from '../../../test/support/feed-fixtures';
 
 const DAY = 24 * 60 * 60 * 1000;
 const AT = new Date('2026-07-24T00:30:00+08:00');
@@ -40,7 +41,7 @@ afterEach(() => deleteKeysWithPrefix(s.redis, s.prefix));
 
 beforeEach(async () => {
   await videos.deleteMany({});
-  await s.redis.del([s.keys.current, s.keys.previous, s.keys.shadow, s.keys.queue(VERSION), s.keys.meta(VERSION), s.keys.offset(VERSION), s.keys.shadowQueue(VERSION), s.keys.shadowMeta(VERSION), s.keys.legacyIds]);
+  await s.redis.del([s.keys.current, s.keys.previous, s.keys.shadow, s.keys.queue(VERSION), s.keys.meta(VERSION), s.keys.shadowQueue(VERSION), s.keys.shadowMeta(VERSION), s.keys.legacyIds]);
 });
 
 const queueOf = (version = VERSION) => s.redis.lRange(s.keys.queue(version), 0, -1);
@@ -93,8 +94,13 @@ describe('daily build', () => {
 
     expect(await s.redis.ttl(s.keys.queue(VERSION))).toBeGreaterThan(71 * 3600);
     expect(await s.redis.ttl(s.keys.meta(VERSION))).toBeGreaterThan(71 * 3600);
-    // The offset hash does not exist until the first read; the read script gives it the queue's TTL.
-    expect(await s.redis.exists(s.keys.offset(VERSION))).toBe(0);
+    // The offset buckets (R22: a first day gets the minimum) do not exist until the first read;
+    // the claim script gives each the queue's expiry.
+    expect(meta).toMatchObject({ offsetBuckets: MIN_OFFSET_BUCKETS, buildId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect(await s.redis.exists(offsetBucketKeys(s.keys, { version: VERSION, offsetBuckets: MIN_OFFSET_BUCKETS }))).toBe(0);
+    // The scores the build used, one per position, for explain.
+    expect(await s.redis.lLen(s.keys.scores(VERSION))).toBe(queue.length);
+    expect(await s.redis.ttl(s.keys.scores(VERSION))).toBeGreaterThan(71 * 3600);
     expect(await s.redis.ttl(s.keys.buildLock(VERSION))).toBe(-2);
     expect(new Set(await s.redis.sMembers(s.keys.legacyIds))).toEqual(new Set(queue));
   });
@@ -174,7 +180,10 @@ describe('daily build', () => {
   it('when the version is already current, then a second run does nothing unless forced', async () => {
     await seed(40, 3);
     await runDailyBuild(deps, { at: AT });
-    await s.redis.hSet(s.keys.offset(VERSION), 'u:alice', '7');
+    await setOffset(s.redis, s.keys, VERSION, 'u:alice', 7);
+    const aliceBucket = offsetSlot(s.keys, { version: VERSION, offsetBuckets: MIN_OFFSET_BUCKETS }, 'u:alice').key;
+    await s.redis.expire(aliceBucket, 60);
+    const firstBuild = (await readMeta(s.redis, s.keys, VERSION))!.buildId;
     const before = await queueOf();
     await videos.insertMany([demoVideo({})]);
 
@@ -186,8 +195,23 @@ describe('daily build', () => {
     expect(forced.status).toBe('built');
     expect(await queueOf()).toHaveLength(before.length + 1);
     // Documented choice: a forced rebuild keeps the version's offsets, so users continue
-    // where they were instead of seeing the top of the queue again.
-    expect(await s.redis.hGet(s.keys.offset(VERSION), 'u:alice')).toBe('7');
+    // where they were instead of seeing the top of the queue again; every offset bucket lives
+    // 72 h from this publish, like the queue; the new build id tells API instances to re-copy.
+    expect(await offsetOf(s.redis, s.keys, VERSION, 'u:alice')).toBe('7');
+    expect(await s.redis.ttl(aliceBucket)).toBeGreaterThan(71 * 3600);
+    expect((await readMeta(s.redis, s.keys, VERSION))!.buildId).not.toBe(firstBuild);
+  });
+
+  it("when yesterday's version had more users than its buckets hold well, then today's gets twice the buckets (R22)", async () => {
+    await seed(30, 0);
+    const yesterday = new Date(AT.getTime() - 86_400_000);
+    const previous = await runDailyBuild(deps, { at: yesterday });
+    expect(previous.meta!.offsetBuckets).toBe(MIN_OFFSET_BUCKETS);
+    const users = MIN_OFFSET_BUCKETS * USERS_PER_BUCKET + 1;
+    await Promise.all(Array.from({ length: users }, (_, u) => setOffset(s.redis, s.keys, previous.version, `u:${u}`, 1)));
+    const today = await runDailyBuild(deps, { at: AT });
+    expect(today.meta!.offsetBuckets).toBe(2 * MIN_OFFSET_BUCKETS);
+    expect((await summarizeVersions(s.redis, s.keys, [previous.version])).versions[0].usersWithOffset).toBe(users);
   });
 
   it('when a build switched but failed before finishing, then the next run completes it instead of skipping', async () => {
@@ -304,13 +328,14 @@ describe('daily build', () => {
   it('when a shadow is built for the current version itself, then its live queue, meta, offsets and TTLs are untouched (R20)', async () => {
     await seed(40, 0);
     await runDailyBuild(deps, { at: AT });
-    await s.redis.hSet(s.keys.offset(VERSION), 'u:alice', '7');
-    const liveKeys = [s.keys.queue(VERSION), s.keys.meta(VERSION), s.keys.offset(VERSION)];
+    await setOffset(s.redis, s.keys, VERSION, 'u:alice', 7);
+    const aliceSlot = offsetSlot(s.keys, { version: VERSION, offsetBuckets: MIN_OFFSET_BUCKETS }, 'u:alice');
+    const liveKeys = [s.keys.queue(VERSION), s.keys.scores(VERSION), s.keys.meta(VERSION), aliceSlot.key];
     // Each live key expires at an instant of its own, to the millisecond: a shadow that set any
     // expiry again (even to the same TTL in the same second) moves it.
     const expiresAt = liveKeys.map((_, i) => Date.now() + 3_600_000 + 7_919 * (i + 1));
     await onPlainClient((raw) => Promise.all(liveKeys.map((key, i) => raw.pExpireAt(key, expiresAt[i]))));
-    const before = { queue: await queueOf(), meta: await s.redis.hGetAll(s.keys.meta(VERSION)), offsets: await s.redis.hGetAll(s.keys.offset(VERSION)) };
+    const before = { queue: await queueOf(), meta: await s.redis.hGetAll(s.keys.meta(VERSION)), offsets: await s.redis.hGetAll(aliceSlot.key) };
 
     await videos.insertMany(Array.from({ length: 5 }, () => demoVideo({ reviewAt: new Date(AT.getTime() - 3600_000) })));
     const shadow = await runDailyBuild(deps, { at: AT, shadow: true });
@@ -319,7 +344,8 @@ describe('daily build', () => {
     expect(await s.redis.get(s.keys.current)).toBe(VERSION);
     expect(await queueOf()).toEqual(before.queue);
     expect(await s.redis.hGetAll(s.keys.meta(VERSION))).toEqual(before.meta);
-    expect(await s.redis.hGetAll(s.keys.offset(VERSION))).toEqual({ 'u:alice': '7' });
+    expect(await s.redis.hGetAll(aliceSlot.key)).toEqual(before.offsets);
+    expect(await offsetOf(s.redis, s.keys, VERSION, 'u:alice')).toBe('7');
     expect(await onPlainClient((raw) => Promise.all(liveKeys.map((key) => raw.pExpireTime(key))))).toEqual(expiresAt);
     expect(await s.redis.lLen(s.keys.shadowQueue(VERSION))).toBe(45);
 
@@ -411,12 +437,12 @@ describe('assemble (R10 verification)', () => {
   const columns = (ids: string[]) => CandidateColumns.from(ids.map((x) => ({ id: x, score: 1, reviewAt: null })));
 
   it('when the read returned an id twice, then the build refuses to publish, naming the count', () => {
-    expect(() => assemble(columns([id(1), id(2), id(1), id(3), id(2)]), {}, AT, VERSION, false)).toThrow(new BuildVerificationError('read 2 duplicate video ids'));
+    expect(() => assemble(columns([id(1), id(2), id(1), id(3), id(2)]), {}, AT, VERSION, false, MIN_OFFSET_BUCKETS)).toThrow(new BuildVerificationError('read 2 duplicate video ids'));
   });
 
   it('when every id is distinct, then the queue holds each once and the meta says no duplicates', () => {
     const ids = Array.from({ length: 45 }, (_, i) => id(i + 1));
-    const { candidates, order, meta } = assemble(columns(ids), {}, AT, VERSION, false);
+    const { candidates, order, meta } = assemble(columns(ids), {}, AT, VERSION, false, MIN_OFFSET_BUCKETS);
     expect(Array.from(order, (i) => candidates.idHex(i)).sort()).toEqual(ids);
     expect(meta).toMatchObject({ length: 45, duplicateCount: 0 });
   });

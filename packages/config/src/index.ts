@@ -119,6 +119,11 @@ function settingsFor(env: NodeJS.ProcessEnv) {
     totalWatch: setting('TOTAL_WATCH', Joi.number().integer().min(0).max(100000).default(10).description('Free watches per user per day')),
     currentCacheMs: setting('CURRENT_CACHE_MS', Joi.number().integer().min(0).max(5000).default(2000).description('How long an API instance caches the current version (at most 5 s)')),
     videoCacheMs: setting('VIDEO_CACHE_MS', Joi.number().integer().min(0).max(60000).default(2000).description('How long an API instance caches video documents: the delay before a takedown hides a video')),
+    videoCacheMax: setting('VIDEO_CACHE_MAX', Joi.number().integer().min(0).max(10_000_000).default(100_000).description('Most video documents an API instance caches (least recently used dropped first); 0 = no cache')),
+    queueCopiesMax: setting(
+      'QUEUE_COPIES_MAX',
+      Joi.number().integer().min(0).max(10).default(3).description('Published queues an API instance keeps in memory (12 MB per million videos each, R22); 0 = read positions from Redis'),
+    ),
     viewHistorySize: setting('VIEW_HISTORY_SIZE', Joi.number().integer().min(10).max(5000).default(200).description('Recent views kept per user (skipped by the feed)')),
     viewHistoryTtlDays: setting('VIEW_HISTORY_TTL_DAYS', Joi.number().min(0.0001).max(90).default(7).description('Days the recent-views list lives after the last view')),
     notInterestedMax: setting('NOT_INTERESTED_MAX', Joi.number().integer().min(10).max(10000).default(500).description('"Not interested" marks kept per user; the oldest are dropped first')),

@@ -5,3 +5,4 @@ export * from './shuffle';
 export * from './assemble';
 export * from './version';
 export * from './hash';
+export * from './offset-buckets';

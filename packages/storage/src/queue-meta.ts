@@ -2,6 +2,7 @@
 import type { BlockRun } from '@feed/domain';
 import type { Redis } from './redis-client';
 import { slotKeys, type QueueSlot, type RedisKeys } from './redis-keys';
+import { DEFAULT_OFFSET_BUCKETS } from './ring';
 
 export interface QueueMeta {
   version: string;
@@ -18,6 +19,10 @@ export interface QueueMeta {
   /** Run-length block composition (high vs new per block). */
   blocks: BlockRun[];
   builtAt: string;
+  /** The build that wrote this version (its lock token): a forced rebuild in place changes it (R22). */
+  buildId: string;
+  /** Hashes the version's offsets are spread over (R22, ring.ts). */
+  offsetBuckets: number;
   /** Set when the version became current; absent for shadow builds. */
   switchedAt?: string;
   /** Set when every step after the switch (legacy refill, score write-back) finished. */
@@ -39,6 +44,8 @@ export function encodeMeta(meta: QueueMeta): Record<string, string> {
     documentIssues: JSON.stringify(meta.documentIssues),
     blocks: JSON.stringify(meta.blocks),
     builtAt: meta.builtAt,
+    buildId: meta.buildId,
+    offsetBuckets: String(meta.offsetBuckets),
     shadow: meta.shadow ? '1' : '0',
   };
   if (meta.switchedAt) fields.switchedAt = meta.switchedAt;
@@ -60,6 +67,8 @@ export function decodeMeta(fields: Record<string, string>): QueueMeta | null {
     documentIssues: JSON.parse(fields.documentIssues ?? '{}') as Record<string, number>,
     blocks: JSON.parse(fields.blocks ?? '[]') as BlockRun[],
     builtAt: fields.builtAt,
+    buildId: fields.buildId ?? '',
+    offsetBuckets: Number(fields.offsetBuckets) || DEFAULT_OFFSET_BUCKETS,
     switchedAt: fields.switchedAt,
     completedAt: fields.completedAt,
     shadow: fields.shadow === '1',

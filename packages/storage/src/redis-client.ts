@@ -21,8 +21,8 @@ type ClusterClient = ReturnType<typeof createCluster>;
  */
 type RedisCommands = Pick<
   StandaloneClient,
-  | 'get' | 'set' | 'del' | 'exists' | 'expire' | 'ttl' | 'pTTL' | 'rename' | 'strLen' | 'mGet'
-  | 'hGet' | 'hSet' | 'hGetAll' | 'hLen' | 'hExists' | 'hDel' | 'hIncrBy'
+  | 'get' | 'set' | 'del' | 'exists' | 'expire' | 'pExpire' | 'pExpireAt' | 'ttl' | 'pTTL' | 'pExpireTime' | 'rename' | 'strLen' | 'mGet'
+  | 'hGet' | 'hmGet' | 'hSet' | 'hGetAll' | 'hLen' | 'hExists' | 'hDel' | 'hIncrBy'
   | 'lRange' | 'lLen' | 'rPush'
   | 'sAdd' | 'sCard' | 'sMembers' | 'sRandMemberCount'
   | 'xAdd' | 'xRevRange'

@@ -1,7 +1,7 @@
 /**
  * Every Redis key of the service is built here and nowhere else (SPEC R10, V1, V3).
- * Braces are Redis Cluster hash tags: all keys of one version share a slot, and so do all keys
- * of one user, which lets one Lua script touch them together.
+ * Braces are Redis Cluster hash tags: all keys of one version share a slot (but its offsets: one
+ * slot per bucket, R22), and so do all keys of one user, which lets one Lua script touch them together.
  */
 
 /** A version is the build's date in the business time zone: YYYYMMDD. */
@@ -28,14 +28,21 @@ export function createRedisKeys(prefix = '') {
     shadow: `${p}shadow`,
     /** LIST of 24-hex video ids in queue order. */
     queue: (version: string) => `${p}queue:{${version}}`,
-    /** Where one build (named by its lock token) writes the queue and meta before publishing them (same slot). */
+    /** Where one build (named by its lock token) writes the queue, scores and meta before publishing them (same slot). */
     queueStaging: (version: string, build: string) => `${p}queue:{${version}}:staging:${build}`,
+    scoresStaging: (version: string, build: string) => `${p}scores:{${version}}:staging:${build}`,
     metaStaging: (version: string, build: string) => `${p}meta:{${version}}:staging:${build}`,
-    /** A shadow build's queue and meta (R20): keys of its own in the version's slot, never read by the API. */
+    /** A shadow build's queue, scores and meta (R20): keys of its own in the version's slot, never read by the API. */
     shadowQueue: (version: string) => `${p}queue:{${version}}:shadow`,
+    shadowScores: (version: string) => `${p}scores:{${version}}:shadow`,
     shadowMeta: (version: string) => `${p}meta:{${version}}:shadow`,
-    /** HASH user -> next offset. */
-    offset: (version: string) => `${p}offset:{${version}}`,
+    /**
+     * HASH user field -> next offset: bucket `bucket` of the version's offsets (R22), each with a
+     * hash tag of its own so that claims spread over a cluster's masters (see ring.ts).
+     */
+    offset: (version: string, bucket: number) => `${p}offset:{${version}:${bucket}}`,
+    /** LIST of scores, one per queue position: the score the build used (explain). */
+    scores: (version: string) => `${p}scores:{${version}}`,
     /** HASH length, generatedAt, startOffset, counts, block summary. */
     meta: (version: string) => `${p}meta:{${version}}`,
     /** STRING owner token with expiry. */
@@ -60,7 +67,9 @@ export type RedisKeys = ReturnType<typeof createRedisKeys>;
 /** A version's live keys (what the API serves) or its shadow build's own keys (R20). */
 export type QueueSlot = 'live' | 'shadow';
 
-/** The queue and meta keys of `version` in `slot`. */
-export function slotKeys(keys: RedisKeys, version: string, slot: QueueSlot): { queue: string; meta: string } {
-  return slot === 'shadow' ? { queue: keys.shadowQueue(version), meta: keys.shadowMeta(version) } : { queue: keys.queue(version), meta: keys.meta(version) };
+/** The queue, scores and meta keys of `version` in `slot`. */
+export function slotKeys(keys: RedisKeys, version: string, slot: QueueSlot): { queue: string; scores: string; meta: string } {
+  return slot === 'shadow'
+    ? { queue: keys.shadowQueue(version), scores: keys.shadowScores(version), meta: keys.shadowMeta(version) }
+    : { queue: keys.queue(version), scores: keys.scores(version), meta: keys.meta(version) };
 }

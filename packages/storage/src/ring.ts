@@ -1,48 +1,124 @@
 /**
- * The ring read (SPEC R11): the one implementation of the offset and the wrap, in Lua.
- *  - `claimRing` (lua/ring-claim.lua) takes the next positions for a user and moves the offset;
+ * The ring read (SPEC R11, R22) in Redis: one offset per user per version, and the version's
+ * immutable queue.
+ *
+ * Offsets are spread over `offsetBuckets` small hashes per version, each with a hash tag of its
+ * own (`recommend:short:offset:{V:b}`), so on a cluster the claims land on every master instead
+ * of the one that owns the version's slot. A user's bucket and field come from SHA-1 of the user
+ * key: 4 bytes pick the bucket, the next 8 are the field. Eight binary bytes keep a bucket a
+ * listpack of ~20 B a user (a "u:<24-hex>" field would cost 28); two users share an offset only
+ * when 72+ bits of their hashes collide (fewer than 1 in 10^7 at 10M users a day).
+ *
+ *  - `claimPositions` (lua/ring-claim.lua) takes the user's next positions and moves the offset;
  *    a claim Redis runs past the caller's deadline moves nothing;
- *  - `unclaimRing` (lua/ring-unclaim.lua) gives a claim back when its answer came too late to be
- *    served (compare-and-set: never undoes a later claim);
- *  - `peekRing` (lua/ring-peek.lua) reads what a claim would take, moving nothing.
+ *  - `unclaimPositions` (lua/ring-unclaim.lua) gives a claim back when its answer came too late to
+ *    be served (compare-and-set: never undoes a later claim);
+ *  - `readOffset` is the read-only peek (one HGET): explain and the inspector;
+ *  - `readQueueRange` reads queue positions with the wrap (the API's in-process copy is the usual
+ *    source; this is the path until it is loaded).
+ * The ids at the claimed positions may come from anywhere that holds the published queue: it
+ * never changes once published (a forced rebuild in place gets a new build id in the meta).
  */
+import { createHash } from 'node:crypto';
 import { runScript } from './lua-scripts';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
 
-export interface RingSlice {
-  /** Queue length; 0 when the version's queue is gone. */
+/** What a reader needs of a published version: read from its meta and its queue's expiry. */
+export interface RingVersion {
+  version: string;
   length: number;
-  /** The user's offset before this read. */
-  offset: number;
-  /** Up to `count` ids in ring order, wrapping at the tail. */
-  ids: string[];
+  /** The build that published the queue (its lock token): changes when a forced rebuild replaces it. */
+  buildId: string;
+  offsetBuckets: number;
+  /** When the queue expires (epoch ms): the offset buckets are given the same expiry. */
+  expiresAt: number;
 }
 
-/** A claim: a slice, or `late` when Redis ran it past its deadline (nothing moved). */
-export type RingClaim = (RingSlice & { late?: false }) | { late: true; length: number };
+/** Offset buckets of a version whose meta predates bucketing (its offsets start again at 0). */
+export const DEFAULT_OFFSET_BUCKETS = 256;
 
-const slice = (reply: Array<number | string>): RingSlice => ({ length: Number(reply[0]), offset: Number(reply[1] ?? 0), ids: reply.slice(2).map(String) });
+/** The version's ring as published, or null when its queue or meta is gone (expired, deleted). */
+export async function readRingVersion(redis: Redis, keys: RedisKeys, version: string): Promise<RingVersion | null> {
+  const [[length, buildId, offsetBuckets], expiresAt] = await Promise.all([
+    redis.hmGet(keys.meta(version), ['length', 'buildId', 'offsetBuckets']),
+    redis.pExpireTime(keys.queue(version)),
+  ]);
+  // -2: the queue does not exist. A queue without expiry (-1) is one a test or on-call wrote by hand.
+  if (length === null || Number(length) <= 0 || expiresAt === -2) return null;
+  return { version, length: Number(length), buildId: buildId ?? '', offsetBuckets: Number(offsetBuckets) || DEFAULT_OFFSET_BUCKETS, expiresAt: Math.max(0, expiresAt) };
+}
+
+/** Where `userKey`'s offset of `ring` lives: its bucket's key and its 8-byte field. */
+export function offsetSlot(keys: RedisKeys, ring: Pick<RingVersion, 'version' | 'offsetBuckets'>, userKey: string): { key: string; field: Buffer } {
+  const digest = createHash('sha1').update(userKey).digest();
+  return { key: keys.offset(ring.version, digest.readUInt32BE(0) % ring.offsetBuckets), field: digest.subarray(4, 12) };
+}
+
+/** Every offset bucket key of `ring` (the build's TTL refresh, the inspector's user count). */
+export function offsetBucketKeys(keys: RedisKeys, ring: Pick<RingVersion, 'version' | 'offsetBuckets'>): string[] {
+  return Array.from({ length: ring.offsetBuckets }, (_, b) => keys.offset(ring.version, b));
+}
+
+/** Users with an offset in `version`: the sum over its offset buckets (the inspector, the build's sizing). */
+export async function countUsersWithOffset(redis: Redis, keys: RedisKeys, version: string, offsetBuckets: number): Promise<number> {
+  const counts = await Promise.all(offsetBucketKeys(keys, { version, offsetBuckets }).map((key) => redis.hLen(key)));
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+/** The scores the build recorded at `positions` of `version`'s queue (explain); null where none. */
+export async function readRecordedScores(redis: Redis, keys: RedisKeys, version: string, positions: number[]): Promise<Array<number | null>> {
+  const key = keys.scores(version);
+  const raw = await Promise.all(positions.map((p) => redis.lRange(key, p, p)));
+  return raw.map(([score]) => (score === undefined ? null : Number(score)));
+}
+
+/** Positions claimed: the user's offset before the claim and how many positions from it. */
+export interface Claim {
+  offset: number;
+  count: number;
+}
+
+/** A claim, or `late` when Redis ran it past its deadline (nothing moved). */
+export type ClaimResult = (Claim & { late?: false }) | { late: true };
 
 /**
- * Claims the next `count` positions of `version`'s ring for `userKey`, moving the offset past
+ * Claims the next min(count, length) positions of `ring` for `userKey`, moving the offset past
  * them, unless Redis runs the claim after `deadlineAt` (epoch ms; the caller's clock against
  * Redis's TIME, so hosts keep NTP time).
  */
-export async function claimRing(redis: Redis, keys: RedisKeys, version: string, userKey: string, count: number, deadlineAt = 0): Promise<RingClaim> {
-  const reply = await runScript<Array<number | string>>(redis, 'ring-claim', [keys.queue(version), keys.offset(version)], [userKey, String(count), String(Math.floor(deadlineAt))]);
-  if (Number(reply[1]) === -1) return { late: true, length: Number(reply[0]) };
-  return slice(reply);
+export async function claimPositions(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, count: number, deadlineAt = 0): Promise<ClaimResult> {
+  const { key, field } = offsetSlot(keys, ring, userKey);
+  const take = Math.min(count, ring.length);
+  const offset = await runScript<number>(redis, 'ring-claim', [key], [field, String(take), String(ring.length), String(Math.floor(deadlineAt)), String(ring.expiresAt)]);
+  return offset === -1 ? { late: true } : { offset: Number(offset), count: take };
 }
 
 /** Gives back `claim` of `userKey` if the offset is still where it left it; true when it did. */
-export async function unclaimRing(redis: Redis, keys: RedisKeys, version: string, userKey: string, claim: RingSlice): Promise<boolean> {
-  if (claim.length === 0 || claim.ids.length === 0) return false;
-  const after = (claim.offset + claim.ids.length) % claim.length;
-  return (await runScript<number>(redis, 'ring-unclaim', [keys.offset(version)], [userKey, String(after), String(claim.offset)])) === 1;
+export async function unclaimPositions(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, claim: Claim): Promise<boolean> {
+  if (claim.count === 0) return false;
+  const { key, field } = offsetSlot(keys, ring, userKey);
+  const after = (claim.offset + claim.count) % ring.length;
+  return (await runScript<number>(redis, 'ring-unclaim', [key], [field, String(after), String(claim.offset)])) === 1;
 }
 
-/** The `count` positions from `skip` past `userKey`'s offset, read without claiming them (explain). */
-export async function peekRing(redis: Redis, keys: RedisKeys, version: string, userKey: string, count: number, skip = 0): Promise<RingSlice> {
-  return slice(await runScript<Array<number | string>>(redis, 'ring-peek', [keys.queue(version), keys.offset(version)], [userKey, String(count), String(skip)]));
+/** The user's next position in `ring`, read without claiming anything. */
+export async function readOffset(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string): Promise<number> {
+  const { key, field } = offsetSlot(keys, ring, userKey);
+  return Number((await redis.hGet(key, field)) ?? 0) % ring.length;
+}
+
+/** Sets the user's offset (tests, and on-call repairing a user by hand). */
+export async function writeOffset(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, offset: number): Promise<void> {
+  const { key, field } = offsetSlot(keys, ring, userKey);
+  await redis.hSet(key, field, String(offset));
+}
+
+/** The ids at ring positions [start, start + count) of `version`'s queue, wrapping at `length`. */
+export async function readQueueRange(redis: Redis, keys: RedisKeys, version: string, length: number, start: number, count: number): Promise<string[]> {
+  const first = start % length;
+  const last = first + Math.min(count, length) - 1;
+  if (last < length) return redis.lRange(keys.queue(version), first, last);
+  const [head, wrapped] = await Promise.all([redis.lRange(keys.queue(version), first, length - 1), redis.lRange(keys.queue(version), 0, last - length)]);
+  return [...head, ...wrapped];
 }

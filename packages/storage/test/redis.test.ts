@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createClient } from 'redis';
-import { claimRing, connectRedis, createRedisKeys, loadScript, runScript, unclaimRing } from '../src';
+import { claimPositions, connectRedis, createRedisKeys, loadScript, offsetBucketKeys, offsetSlot, readOffset, readQueueRange, runScript, unclaimPositions, type RingVersion } from '../src';
 import { freePort, startRedis } from '../../../tools/support/processes';
 
 const url = process.env.TEST_REDIS_URL!;
@@ -50,31 +50,45 @@ describe('Redis client and Lua loader', () => {
     }
   });
 
-  it('when a user first reads a version, then the offset hash gets the queue\'s expiry, and later reads leave it (R10)', async () => {
+  const ringOf = (version: string, expiresAt = 0): RingVersion => ({ version, length: 30, buildId: 'b1', offsetBuckets: 16, expiresAt });
+
+  it("when a user first reads a version, then the user's offset bucket gets the queue's expiry, and later reads leave it (R10)", async () => {
     const redis = await connectRedis({ redisUrl: url });
     const keys = createRedisKeys(`test:ring-ttl:${randomBytes(4).toString('hex')}:`);
-    const version = '20260724';
+    const expiresAt = Date.now() + 3_600_000;
+    const ring = ringOf('20260724', expiresAt);
+    const bucket = offsetSlot(keys, ring, 'u:first').key;
     try {
-      await redis.rPush(keys.queue(version), Array.from({ length: 30 }, (_, i) => `id-${i}`));
-      await redis.expire(keys.queue(version), 3600);
-      expect(await redis.exists(keys.offset(version))).toBe(0);
-      await claimRing(redis, keys, version, 'u:first', 20);
-      // Given in the same script call, at one instant of Redis's clock: the same expiry instant.
-      const plain = createClient({ url });
-      await plain.connect();
-      try {
-        const [queueExpiry, offsetExpiry] = [await plain.pExpireTime(keys.queue(version)), await plain.pExpireTime(keys.offset(version))];
-        expect(queueExpiry).toBeGreaterThan(Date.now());
-        expect(offsetExpiry).toBe(queueExpiry);
-      } finally {
-        await plain.quit();
-      }
-      // A later read, by another user, keeps the expiry it has.
-      await redis.expire(keys.offset(version), 60);
-      await claimRing(redis, keys, version, 'u:second', 20);
-      expect(await redis.pTTL(keys.offset(version))).toBeLessThanOrEqual(60_000);
+      expect(await redis.exists(bucket)).toBe(0);
+      await claimPositions(redis, keys, ring, 'u:first', 20);
+      expect(await redis.pExpireTime(bucket)).toBe(expiresAt);
+      // A later claim in the same bucket keeps the expiry it has.
+      await redis.expire(bucket, 60);
+      const other = Array.from({ length: 200 }, (_, i) => `u:other-${i}`).find((u) => offsetSlot(keys, ring, u).key === bucket)!;
+      await claimPositions(redis, keys, ring, other, 20);
+      expect(await redis.pTTL(bucket)).toBeLessThanOrEqual(60_000);
     } finally {
-      await redis.del([keys.queue(version), keys.offset(version)]);
+      await redis.del(offsetBucketKeys(keys, ring));
+      await redis.close();
+    }
+  });
+
+  it('when users claim, then their offsets spread over every bucket, each with a hash tag of its own, and wrap by modulo (R11, R22)', async () => {
+    const redis = await connectRedis({ redisUrl: url });
+    const keys = createRedisKeys(`test:ring-spread:${randomBytes(4).toString('hex')}:`);
+    const ring = ringOf('20260724');
+    try {
+      for (let u = 0; u < 400; u++) await claimPositions(redis, keys, ring, `u:${u}`, 7);
+      const counts = await Promise.all(offsetBucketKeys(keys, ring).map((key) => redis.hLen(key)));
+      expect(counts.reduce((a, b) => a + b, 0)).toBe(400);
+      expect(Math.min(...counts)).toBeGreaterThan(400 / 16 / 3);
+      expect(new Set(offsetBucketKeys(keys, ring).map((key) => /\{([^}]*)\}/.exec(key)![1])).size).toBe(16);
+      // Five claims of 7 in a ring of 30: 35 % 30.
+      for (let i = 0; i < 4; i++) await claimPositions(redis, keys, ring, 'u:0', 7);
+      expect(await readOffset(redis, keys, ring, 'u:0')).toBe(5);
+      expect(await claimPositions(redis, keys, ring, 'u:0', 50)).toEqual({ offset: 5, count: 30 });
+    } finally {
+      await redis.del(offsetBucketKeys(keys, ring));
       await redis.close();
     }
   });
@@ -82,24 +96,37 @@ describe('Redis client and Lua loader', () => {
   it('when Redis runs a claim past its deadline, then it moves nothing; a claim given back restores the offset unless a later claim moved it (R11)', async () => {
     const redis = await connectRedis({ redisUrl: url });
     const keys = createRedisKeys(`test:ring-claim:${randomBytes(4).toString('hex')}:`);
-    const version = '20260724';
+    const ring = ringOf('20260724');
+    const stored = () => redis.hGet(offsetSlot(keys, ring, 'u:late').key, offsetSlot(keys, ring, 'u:late').field);
     try {
-      await redis.rPush(keys.queue(version), Array.from({ length: 30 }, (_, i) => `id-${i}`));
-      expect(await claimRing(redis, keys, version, 'u:late', 10, Date.now() - 1)).toEqual({ late: true, length: 30 });
-      expect(await redis.hGet(keys.offset(version), 'u:late')).toBeNull();
-      const first = await claimRing(redis, keys, version, 'u:late', 10, Date.now() + 60_000);
-      expect(first).toMatchObject({ offset: 0, ids: Array.from({ length: 10 }, (_, i) => `id-${i}`) });
+      expect(await claimPositions(redis, keys, ring, 'u:late', 10, Date.now() - 1)).toEqual({ late: true });
+      expect(await stored()).toBeNull();
+      const first = await claimPositions(redis, keys, ring, 'u:late', 10, Date.now() + 60_000);
+      expect(first).toEqual({ offset: 0, count: 10 });
       if (first.late) throw new Error('claimed in time');
-      expect(await unclaimRing(redis, keys, version, 'u:late', first)).toBe(true);
-      expect(await redis.hGet(keys.offset(version), 'u:late')).toBe('0');
+      expect(await unclaimPositions(redis, keys, ring, 'u:late', first)).toBe(true);
+      expect(await stored()).toBe('0');
       // A claim given back after a later one moved the offset stays consumed: the later one was served.
-      const again = await claimRing(redis, keys, version, 'u:late', 10);
-      await claimRing(redis, keys, version, 'u:late', 10);
+      const again = await claimPositions(redis, keys, ring, 'u:late', 10);
+      await claimPositions(redis, keys, ring, 'u:late', 10);
       if (again.late) throw new Error('claimed');
-      expect(await unclaimRing(redis, keys, version, 'u:late', again)).toBe(false);
-      expect(await redis.hGet(keys.offset(version), 'u:late')).toBe('20');
+      expect(await unclaimPositions(redis, keys, ring, 'u:late', again)).toBe(false);
+      expect(await stored()).toBe('20');
     } finally {
-      await redis.del([keys.queue(version), keys.offset(version)]);
+      await redis.del(offsetBucketKeys(keys, ring));
+      await redis.close();
+    }
+  });
+
+  it('when queue positions are read across the tail, then they wrap to the head', async () => {
+    const redis = await connectRedis({ redisUrl: url });
+    const keys = createRedisKeys(`test:ring-range:${randomBytes(4).toString('hex')}:`);
+    try {
+      await redis.rPush(keys.queue('20260724'), Array.from({ length: 30 }, (_, i) => `id-${i}`));
+      expect(await readQueueRange(redis, keys, '20260724', 30, 27, 5)).toEqual(['id-27', 'id-28', 'id-29', 'id-0', 'id-1']);
+      expect(await readQueueRange(redis, keys, '20260724', 30, 31, 2)).toEqual(['id-1', 'id-2']);
+    } finally {
+      await redis.del(keys.queue('20260724'));
       await redis.close();
     }
   });
@@ -108,7 +135,8 @@ describe('Redis client and Lua loader', () => {
     const keys = createRedisKeys();
     expect(keys.current).toBe('recommend:short:current');
     expect(keys.queue('20260724')).toBe('recommend:short:queue:{20260724}');
-    expect(keys.offset('20260724')).toBe('recommend:short:offset:{20260724}');
+    // R22: offsets keep the prefix, one hash tag per bucket.
+    expect(keys.offset('20260724', 7)).toBe('recommend:short:offset:{20260724:7}');
     expect(keys.meta('20260724')).toBe('recommend:short:meta:{20260724}');
     expect(keys.buildLock('20260724')).toBe('recommend:short:build-lock:{20260724}');
     expect(keys.legacyIds).toBe('short-videos-all-ids-list');

@@ -1,13 +1,15 @@
 /**
  * Explain (for the people who tune the feed): what a user's next page would be and why, without
- * moving their offset. Replayable: the build is deterministic, so a version can be rebuilt with
- * `pnpm cli build --at` and explained again.
+ * moving their offset. It scans the ring with the feed's own module (ring-page.ts), reading the
+ * offset instead of claiming it. Replayable: the build is deterministic, so a version can be
+ * rebuilt with `pnpm cli build --at` and explained again.
  */
 import { BLOCK_SIZE, isNew } from '@feed/domain';
-import { readMeta, peekRing, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { readMeta, readOffset, readRecordedScores, readRingVersion, type Redis, type RedisKeys } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { UserHistory } from '../users/user-history';
-import { judgeCandidate, type Verdict } from './candidate-verdict';
+import type { Verdict } from './candidate-verdict';
+import { RingReader, scanRing } from './ring-page';
 import type { VideoCatalog } from './video-catalog';
 
 export interface ExplainedCandidate {
@@ -15,7 +17,7 @@ export interface ExplainedCandidate {
   vid: string;
   block: number;
   pool: 'high' | 'new' | 'unknown';
-  /** The score the build used (recommendScore written back by that build). */
+  /** The score the build of this version used (recorded beside its queue), whatever the document holds now. */
   score: number | null;
   verdict: Verdict;
 }
@@ -29,52 +31,42 @@ export interface Explanation {
   candidates: ExplainedCandidate[];
 }
 
-export async function explainNextPage(
-  deps: { redis: Redis; keys: RedisKeys; catalog: VideoCatalog; videos: VideoModel; history: UserHistory },
-  identity: Identity,
-  version: string,
-  pageSize = 20,
-): Promise<Explanation | null> {
+export interface ExplainDeps {
+  redis: Redis;
+  keys: RedisKeys;
+  catalog: VideoCatalog;
+  history: UserHistory;
+  /** The feed's reader (the API's queue copies); the CLI reads positions from Redis. */
+  reader?: RingReader;
+}
+
+export async function explainNextPage(deps: ExplainDeps, identity: Identity, version: string, pageSize = 20): Promise<Explanation | null> {
   const { redis, keys } = deps;
-  const [{ length, offset }, meta, filter] = await Promise.all([
-    peekRing(redis, keys, version, identity.key, 0),
-    readMeta(redis, keys, version),
-    deps.history.load(identity.key),
-  ]);
-  if (length === 0) return null;
+  const [ring, meta] = await Promise.all([readRingVersion(redis, keys, version), readMeta(redis, keys, version)]);
+  if (!ring) return null;
+  const reader = deps.reader ?? new RingReader(redis, keys);
+  const offset = await readOffset(redis, keys, ring, identity.key);
+  const scanned = await scanRing({
+    ring,
+    identity,
+    pageSize,
+    catalog: deps.catalog,
+    filter: deps.history.load(identity.key),
+    // The positions a claim would take next, read-only: the same offset, the same wrap.
+    take: async (count, skip) => ({ start: offset + skip, ids: await reader.idsAt(ring, offset + skip, count) }),
+  });
+  const scores = await readRecordedScores(redis, keys, version, scanned.map((c) => c.position));
   const generatedAt = meta ? Date.parse(meta.generatedAt) : null;
-  const candidates: ExplainedCandidate[] = [];
-  const inPage = new Set<string>();
-  let served = 0;
-  // Scan as the ring read would: until the page is full or one circle is done.
-  for (let scanned = 0; served < pageSize && scanned < length; ) {
-    // The ring read itself, read-only: the same positions a claim would take, the same wrap.
-    const { ids } = await peekRing(redis, keys, version, identity.key, Math.min(pageSize - served, length - scanned), scanned);
-    const start = (offset + scanned) % length;
-    const [videos, scores] = await Promise.all([
-      deps.catalog.load(ids),
-      deps.videos.find({ _id: { $in: ids } }).select({ recommendScore: 1 }).lean(),
-    ]);
-    const scoreOf = new Map(scores.map((v) => [v._id.toHexString(), v.recommendScore ?? null]));
-    ids.forEach((vid, i) => {
-      const position = (start + i) % length;
-      const video = videos.get(vid);
-      const verdict = judgeCandidate(vid, video, filter, identity, inPage);
-      if (verdict === 'serve') {
-        inPage.add(vid);
-        served++;
-      }
-      const reviewAt = video?.reviewAt ? new Date(video.reviewAt).getTime() : null;
-      candidates.push({
-        position,
-        vid,
-        block: Math.floor(position / BLOCK_SIZE),
-        pool: generatedAt === null || !video ? 'unknown' : isNew(reviewAt, generatedAt) ? 'new' : 'high',
-        score: scoreOf.get(vid) ?? null,
-        verdict,
-      });
-    });
-    scanned += ids.length;
-  }
-  return { user: identity.key, version, queueLength: length, offset, generatedAt: meta?.generatedAt ?? null, candidates };
+  const candidates = scanned.map(({ position, vid, video, verdict }, i): ExplainedCandidate => {
+    const reviewAt = video?.reviewAt ? new Date(video.reviewAt).getTime() : null;
+    return {
+      position,
+      vid,
+      block: Math.floor(position / BLOCK_SIZE),
+      pool: generatedAt === null || !video ? 'unknown' : isNew(reviewAt, generatedAt) ? 'new' : 'high',
+      score: scores[i],
+      verdict,
+    };
+  });
+  return { user: identity.key, version, queueLength: ring.length, offset, generatedAt: meta?.generatedAt ?? null, candidates };
 }

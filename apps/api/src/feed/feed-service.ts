@@ -13,11 +13,12 @@
  */
 import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { claimRing, Deadline, DeadlineSpentError, RedisCallError, unclaimRing, type Redis, type RedisKeys, type RingClaim, type Variant } from '@feed/storage';
+import { claimPositions, Deadline, DeadlineSpentError, RedisCallError, unclaimPositions, type Claim, type ClaimResult, type Redis, type RedisKeys, type RingVersion, type Variant } from '@feed/storage';
 import { AppError } from '@feed/http';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
-import { judgeCandidate } from './candidate-verdict';
+import { RingReader, scanRing } from './ring-page';
+import type { QueueCopies } from './queue-copies';
 import { FeedSettingsCache, type FeedSettings } from './feed-settings';
 import { VariantReadout } from './variant-readout';
 import type { VideoCatalog, VideoInfo } from './video-catalog';
@@ -39,6 +40,8 @@ export interface FeedOptions {
   currentCacheMs: number;
   /** The Redis budget of one page request (R17). */
   redisDeadlineMs: number;
+  /** The instance's copies of published queues (R22); absent: positions are read from Redis. */
+  queueCopies?: QueueCopies;
 }
 
 export type StrategyName = 'ring' | 'previous-version' | 'legacy-set' | 'mongo-fallback';
@@ -77,6 +80,8 @@ export class FeedService {
   readonly settings: FeedSettingsCache;
   /** Pages and engagement per variant (D7); the interaction routes count into it too. */
   readonly readout: VariantReadout;
+  /** Where the ids at claimed positions come from (shared with explain). */
+  readonly reader: RingReader;
   private readonly strategies: Record<StrategyName, Strategy> = {
     ring: (r) => this.ringPage(r, r.settings.current),
     'previous-version': (r) => this.ringPage(r, r.settings.previous !== r.settings.current ? r.settings.previous : null),
@@ -100,6 +105,7 @@ export class FeedService {
     // Until Redis is first read, the environment's values are in force.
     showRollout(this.settings.lastKnown());
     this.readout = new VariantReadout(redis, keys, metrics, (identity) => this.variantOf(identity));
+    this.reader = new RingReader(redis, keys, options.queueCopies);
   }
 
   /** The variant that serves this user under the rollout in force (D7): read as a page request reads it. */
@@ -156,36 +162,33 @@ export class FeedService {
   }
 
   /**
-   * One Lua call: claims `count` positions of the ring for this user (R11). Positions are consumed
-   * only when served: the claim carries the request's deadline, so Redis moves nothing when it
-   * runs it later (a stalled Redis); and a claim answered after this request gave up (a busy API)
-   * is given back when its answer arrives, unless a later claim has moved the offset on.
+   * One Lua call on the user's offset bucket: claims `count` positions of the ring (R11).
+   * Positions are consumed only when served: the claim carries the request's deadline, so Redis
+   * moves nothing when it runs it later (a stalled Redis); and a claim answered after this
+   * request gave up (a busy API) is given back when its answer arrives, unless a later claim has
+   * moved the offset on.
    */
-  private async claim(version: string, request: PageRequest, count: number): Promise<{ length: number; ids: string[] }> {
+  private async claim(ring: RingVersion, request: PageRequest, count: number): Promise<Claim> {
     const userKey = request.identity.key;
     // Sent only while the request's budget lasts: a claim is never made just to be given back.
-    let claiming: Promise<RingClaim> | undefined;
-    let claim: RingClaim;
+    let claiming: Promise<ClaimResult> | undefined;
+    let claim: ClaimResult;
     try {
-      claim = await request.deadline.run(() => (claiming = claimRing(this.redis, this.keys, version, userKey, count, request.deadline.endsAt + CLAIM_GRACE_MS)), 'ring claim');
+      claim = await request.deadline.run(() => (claiming = claimPositions(this.redis, this.keys, ring, userKey, count, request.deadline.endsAt + CLAIM_GRACE_MS)), 'ring claim');
     } catch (err) {
-      if (claiming && err instanceof RedisCallError) void this.giveBackWhenAnswered(claiming, version, userKey);
+      if (claiming && err instanceof RedisCallError) void this.giveBackWhenAnswered(claiming, ring, userKey);
       throw err;
     }
     if (claim.late) throw new RedisCallError(`ring claim ran after the deadline (${this.options.redisDeadlineMs} ms): nothing claimed`);
-    if (claim.length === 0) {
-      this.settings.invalidate();
-      throw new NotApplicable(`queue of version ${version} is gone`);
-    }
-    return { length: claim.length, ids: claim.ids };
+    return claim;
   }
 
   /** A claim this request stopped waiting for: when it turns out to have moved the offset, give it back. */
-  private async giveBackWhenAnswered(claiming: Promise<RingClaim>, version: string, userKey: string): Promise<void> {
+  private async giveBackWhenAnswered(claiming: Promise<ClaimResult>, ring: RingVersion, userKey: string): Promise<void> {
     try {
       const claim = await claiming;
-      if (claim.late || claim.ids.length === 0) return;
-      const givenBack = await unclaimRing(this.redis, this.keys, version, userKey, claim);
+      if (claim.late || claim.count === 0) return;
+      const givenBack = await unclaimPositions(this.redis, this.keys, ring, userKey, claim);
       this.metrics.claimsGivenBack.inc({ result: givenBack ? 'given-back' : 'lost' });
     } catch {
       // Redis is gone: the claim most likely never ran; nothing to give back.
@@ -193,52 +196,62 @@ export class FeedService {
   }
 
   /**
-   * Claims positions of `version`'s ring until the page is full or one whole circle was scanned.
-   * Every claimed position is either served or skipped (taken down, seen, not interested, own
-   * video, or already in this page), so the offset moves past exactly what this request looked
-   * at. A claim that happened is served: past the deadline only further claims are given up.
+   * Claims positions of `version`'s ring until the page is full or one whole circle was scanned
+   * (ring-page.ts). Every claimed position is either served or skipped, so the offset moves past
+   * exactly what this request looked at. A claim that happened is served: past the deadline only
+   * further claims are given up.
    */
   private async ringPage(request: PageRequest, version: string | null): Promise<FeedPage> {
     if (!version) throw new NotApplicable('no such version');
+    const ring = request.settings.rings.get(version);
+    if (!ring) {
+      this.settings.invalidate();
+      throw new NotApplicable(`queue of version ${version} is gone`);
+    }
     const { identity, pageSize } = request;
-    const filterPromise = request.deadline.run(() => this.history.load(identity.key), 'user filter').catch((err: unknown) => {
+    const filter = request.deadline.run(() => this.history.load(identity.key), 'user filter').catch((err: unknown) => {
       this.metrics.redisFailures.inc({ operation: 'user-filter' });
       logger.warn('user filter unreadable, serving unfiltered', { requestId: request.requestId, err: err instanceof Error ? err.message : String(err) });
       return NO_FILTER;
     });
-    const served: VideoInfo[] = [];
-    const inPage = new Set<string>();
-    const skips = new Map<SkipReason, number>();
-    let length = Number.POSITIVE_INFINITY;
-    let scanned = 0;
-    while (served.length < pageSize && scanned < length) {
-      let slice: { length: number; ids: string[] };
-      try {
-        slice = await this.claim(version, request, Math.min(pageSize - served.length, length - scanned));
-      } catch (err) {
-        // Positions already claimed are this user's: serve them rather than drop them.
-        if (scanned > 0 && err instanceof RedisCallError) break;
-        throw err;
-      }
-      length = slice.length;
-      scanned += slice.ids.length;
-      const [videos, filter] = await Promise.all([this.catalog.load(slice.ids), filterPromise]);
-      for (const id of slice.ids) {
-        const video = videos.get(id);
-        const verdict = judgeCandidate(id, video, filter, identity, inPage);
-        if (verdict !== 'serve') skips.set(verdict, (skips.get(verdict) ?? 0) + 1);
-        else {
-          inPage.add(id);
-          served.push(this.catalog.infoOf(video!));
+    const candidates = await scanRing({
+      ring,
+      identity,
+      pageSize,
+      catalog: this.catalog,
+      filter,
+      take: async (count, scanned) => {
+        try {
+          const claim = await this.claim(ring, request, count);
+          const ids = await request.deadline.run(() => this.reader.idsAt(ring, claim.offset, claim.count), 'queue read').catch((err: unknown) => {
+            // Claimed but not readable (Redis failed between the two calls): not served, so given back.
+            void unclaimPositions(this.redis, this.keys, ring, request.identity.key, claim).catch(() => undefined);
+            throw err;
+          });
+          if (ids.length < claim.count) {
+            this.settings.invalidate();
+            throw new NotApplicable(`queue of version ${version} is gone`);
+          }
+          return { start: claim.offset, ids };
+        } catch (err) {
+          // Positions already claimed are this user's: serve them rather than drop them.
+          if (scanned > 0 && err instanceof RedisCallError) return null;
+          throw err;
         }
-      }
+      },
+    });
+    const served: VideoInfo[] = [];
+    const skips = new Map<SkipReason, number>();
+    for (const { verdict, video } of candidates) {
+      if (verdict === 'serve') served.push(this.catalog.infoOf(video!));
+      else skips.set(verdict, (skips.get(verdict) ?? 0) + 1);
     }
     for (const [reason, count] of skips) this.metrics.skipped.inc({ reason }, count);
     this.metrics.currentVersion.set(Number(request.settings.current) || 0);
     return {
       vInfos: served,
-      totalPages: Math.ceil(length / BLOCK_SIZE),
-      hasNext: length > 0,
+      totalPages: Math.ceil(ring.length / BLOCK_SIZE),
+      hasNext: ring.length > 0,
       queueVersion: version,
       ...(served.length === 0 ? { allSeen: true } : {}),
     };

@@ -1,15 +1,18 @@
 /**
  * What the feed reads before every page: which version to serve (`current`, and `previous` for
- * R17's first fallback) and the rollout in force (R16's run-time override over the environment).
- * They are read outside the ring script — on Redis Cluster they live in other slots than the
- * version's keys — and cached in process for CURRENT_CACHE_MS (<= 5 s), so a version switch or a
- * kill switch reaches every instance within that time.
+ * R17's first fallback), what those versions are (length, build id, offset buckets, expiry: their
+ * meta and queue), and the rollout in force (R16's run-time override over the environment).
+ * They are read outside the claim script — on Redis Cluster they live in other slots than the
+ * offsets — and cached in process for CURRENT_CACHE_MS (<= 5 s), so a version switch, a forced
+ * rebuild, a vanished queue or a kill switch reaches every instance within that time.
  */
-import { readRolloutOverride, resolveRollout, type Redis, type RedisKeys, type Rollout, type RolloutInForce } from '@feed/storage';
+import { readRingVersion, readRolloutOverride, resolveRollout, type Redis, type RedisKeys, type RingVersion, type Rollout, type RolloutInForce } from '@feed/storage';
 
 export interface FeedSettings {
   current: string | null;
   previous: string | null;
+  /** The published rings of current and previous; null where the queue or meta is gone. */
+  rings: Map<string, RingVersion | null>;
   rollout: RolloutInForce;
 }
 
@@ -33,7 +36,7 @@ export class FeedSettingsCache {
 
   /** The last settings read, however old; with nothing read yet, the environment's rollout and no version. */
   lastKnown(): FeedSettings {
-    return this.cached?.value ?? { current: null, previous: null, rollout: resolveRollout(this.defaults, {}) };
+    return this.cached?.value ?? { current: null, previous: null, rings: new Map(), rollout: resolveRollout(this.defaults, {}) };
   }
 
   async get(now = Date.now()): Promise<FeedSettings> {
@@ -41,8 +44,10 @@ export class FeedSettingsCache {
     if (fresh) return fresh;
     // One Redis round trip per instance per expiry, however many requests arrive meanwhile.
     this.inflight ??= Promise.all([this.redis.get(this.keys.current), this.redis.get(this.keys.previous), readRolloutOverride(this.redis, this.keys)])
-      .then(([current, previous, override]) => {
-        const value = { current: current ?? null, previous: previous ?? null, rollout: resolveRollout(this.defaults, override) };
+      .then(async ([current, previous, override]) => {
+        const versions = [...new Set([current, previous].filter((v): v is string => Boolean(v)))];
+        const rings = new Map(await Promise.all(versions.map(async (v) => [v, await readRingVersion(this.redis, this.keys, v)] as const)));
+        const value = { current: current ?? null, previous: previous ?? null, rings, rollout: resolveRollout(this.defaults, override) };
         this.cached = { value, expiresAt: Date.now() + this.ttlMs };
         this.onRefresh(value);
         return value;

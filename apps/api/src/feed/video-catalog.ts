@@ -2,6 +2,7 @@
  * Video documents by id for the read path, with a short in-process cache. The cache TTL
  * (VIDEO_CACHE_MS) is the longest a taken-down video can still be served by one instance.
  */
+import { LRUCache } from 'lru-cache';
 import { Types } from 'mongoose';
 import { ELIGIBLE_FILTER, isEligible, shuffleInPlace } from '@feed/domain';
 import { unavailable } from '@feed/http';
@@ -67,12 +68,12 @@ export function toVideoInfo(video: CatalogVideo): VideoInfo {
 }
 
 export class VideoCatalog {
-  private readonly cache = new Map<string, { video: CatalogVideo | null; expiresAt: number }>();
+  /** Documents by id (null: no such video), each for VIDEO_CACHE_MS, at most VIDEO_CACHE_MAX; least recently used out first. */
+  private readonly cache: LRUCache<string, { video: CatalogVideo | null }> | undefined;
   /** The item shape of each cached document, built once per document rather than per response. */
   private readonly infos = new WeakMap<CatalogVideo, VideoInfo>();
   /** Each item's JSON, serialised once: a page is then joined, not stringified field by field. */
   private readonly infoJson = new WeakMap<VideoInfo, string>();
-  private static readonly MAX_ENTRIES = 100_000;
   /** The MongoDB fallback's pool of recent videos, shared by concurrent requests while fresh. */
   private recent?: { limit: number; expiresAt: number; docs: Promise<Array<{ _id: Types.ObjectId; authorId?: string }>> };
   private adPool?: { ids: string[]; expiresAt: number };
@@ -80,19 +81,24 @@ export class VideoCatalog {
   constructor(
     private readonly model: VideoModel,
     private readonly ttlMs: number,
-  ) {}
+    maxEntries = 100_000,
+    /** Counts each id looked up in the cache: a hit or a miss (`feed_video_cache_requests_total`). */
+    private readonly onLookup: (hits: number, misses: number) => void = () => undefined,
+  ) {
+    this.cache = ttlMs > 0 && maxEntries > 0 ? new LRUCache({ max: maxEntries, ttl: ttlMs }) : undefined;
+  }
 
   /** Videos by id (missing ids are absent from the map). One MongoDB query for the cache misses. */
   async load(ids: readonly string[]): Promise<Map<string, CatalogVideo>> {
-    const now = Date.now();
     const found = new Map<string, CatalogVideo>();
     const misses: string[] = [];
     for (const id of ids) {
-      const hit = this.cache.get(id);
-      if (hit && hit.expiresAt > now) {
+      const hit = this.cache?.get(id);
+      if (hit) {
         if (hit.video) found.set(id, hit.video);
       } else misses.push(id);
     }
+    if (this.cache) this.onLookup(ids.length - misses.length, misses.length);
     if (misses.length > 0) {
       const docs = await this.model
         .find({ _id: { $in: misses.map((id) => new Types.ObjectId(id)) } })
@@ -100,10 +106,9 @@ export class VideoCatalog {
         .lean<CatalogVideo[]>()
         .catch(videoStoreDown);
       const byId = new Map(docs.map((d) => [d._id.toHexString(), d]));
-      if (this.ttlMs > 0 && this.cache.size > VideoCatalog.MAX_ENTRIES) this.cache.clear();
       for (const id of misses) {
         const video = byId.get(id) ?? null;
-        if (this.ttlMs > 0) this.cache.set(id, { video, expiresAt: now + this.ttlMs });
+        this.cache?.set(id, { video });
         if (video) found.set(id, video);
       }
     }

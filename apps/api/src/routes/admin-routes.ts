@@ -50,7 +50,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
     const identity = query.user ? userIdentity(query.user) : guestIdentity(query.device!);
     const version = query.version ?? (await redis.get(keys.current));
     if (!version) throw notFound('no current version');
-    const explanation = await explainNextPage(deps, identity, version, query.pageSize);
+    const explanation = await explainNextPage({ ...deps, reader: feed.reader }, identity, version, query.pageSize);
     if (!explanation) throw notFound(`version ${version} has no queue in Redis`);
     res.json(explanation);
   });

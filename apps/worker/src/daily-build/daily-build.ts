@@ -11,13 +11,14 @@
  */
 import type { Config } from '@feed/config';
 import type { Logger } from '@feed/logger';
-import { assembleQueue, splitPools, summarizeBlocks, versionFor } from '@feed/domain';
+import { randomUUID } from 'node:crypto';
+import { assembleQueue, offsetBucketsFor, splitPools, summarizeBlocks, versionFor } from '@feed/domain';
 import type { CandidateColumns } from './candidate-columns';
-import { encodeMeta, makeCurrent, runScript, slotKeys, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type SwitchOutcome, type VideoModel } from '@feed/storage';
+import { countUsersWithOffset, encodeMeta, makeCurrent, offsetBucketKeys, readMeta, runScript, slotKeys, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type SwitchOutcome, type VideoModel } from '@feed/storage';
 import { acquireBuildLock, type BuildLock } from './build-lock';
 import { readCandidates, type DocumentIssues } from './read-candidates';
 import { writeBackScores } from './score-write-back';
-import { writeIds } from './write-ids';
+import { writeIds, writeScores } from './write-ids';
 
 export type BuildPhase = 'lock' | 'read' | 'assemble' | 'write' | 'verify' | 'switch' | 'shadow' | 'legacy' | 'scores' | 'done';
 
@@ -143,7 +144,7 @@ interface AssembledBuild {
 }
 
 /** The assemble phase: refuses duplicate ids (a broken read), then pools and 17+3 blocks; exported for tests. */
-export function assemble(candidates: CandidateColumns, documentIssues: DocumentIssues, generatedAt: Date, version: string, shadow: boolean): AssembledBuild {
+export function assemble(candidates: CandidateColumns, documentIssues: DocumentIssues, generatedAt: Date, version: string, shadow: boolean, offsetBuckets: number): AssembledBuild {
   const duplicateCount = candidates.countDuplicateIds();
   if (duplicateCount > 0) throw new BuildVerificationError(`read ${duplicateCount} duplicate video ids`);
   const pools = splitPools(candidates, generatedAt.getTime());
@@ -161,6 +162,8 @@ export function assemble(candidates: CandidateColumns, documentIssues: DocumentI
     documentIssues,
     blocks: summarizeBlocks(blocks),
     builtAt: new Date().toISOString(),
+    buildId: randomUUID(),
+    offsetBuckets,
     shadow,
   };
   return { candidates, order, meta };
@@ -169,15 +172,35 @@ export function assemble(candidates: CandidateColumns, documentIssues: DocumentI
 /** This build's staging keys: its lock token in their names, so no other build ever touches them. */
 function stagingKeys(deps: BuildDeps, version: string, lock: BuildLock) {
   const { keys } = deps;
-  return { queue: keys.queueStaging(version, lock.token), meta: keys.metaStaging(version, lock.token), legacy: keys.legacyIdsStaging(lock.token) };
+  return {
+    queue: keys.queueStaging(version, lock.token),
+    scores: keys.scoresStaging(version, lock.token),
+    meta: keys.metaStaging(version, lock.token),
+    legacy: keys.legacyIdsStaging(lock.token),
+  };
+}
+
+/**
+ * The version's offset buckets (R22): a forced rebuild keeps the live version's (its users keep
+ * their offsets); a new version is sized by the users of the version current before it.
+ */
+async function planOffsetBuckets(deps: BuildDeps, version: string): Promise<number> {
+  const { redis, keys } = deps;
+  const live = await readMeta(redis, keys, version);
+  if (live) return live.offsetBuckets;
+  const current = await redis.get(keys.current);
+  const before = current ? await readMeta(redis, keys, current) : null;
+  if (!current || !before) return offsetBucketsFor(0);
+  return offsetBucketsFor(await countUsersWithOffset(redis, keys, current, before.offsetBuckets));
 }
 
 /** Staged keys expire like published ones: a build killed before publishing leaves nothing for ever. */
 async function writeStaging(deps: BuildDeps, build: AssembledBuild, lock: BuildLock, signal?: AbortSignal): Promise<void> {
   const staging = stagingKeys(deps, build.meta.version, lock);
   await writeIds(deps.redis, staging.queue, build.candidates, build.order, 'RPUSH', signal);
+  await writeScores(deps.redis, staging.scores, build.candidates, build.order, signal);
   await deps.redis.hSet(staging.meta, encodeMeta(build.meta));
-  await Promise.all([staging.queue, staging.meta].map((key) => deps.redis.expire(key, deps.keyTtlHours * 3600)));
+  await Promise.all([staging.queue, staging.scores, staging.meta].map((key) => deps.redis.expire(key, deps.keyTtlHours * 3600)));
 }
 
 /**
@@ -191,23 +214,26 @@ async function verifyStaging(deps: BuildDeps, build: AssembledBuild): Promise<vo
 }
 
 /**
- * Publishes the staged queue and meta as the version's keys in `slot`, with their expiry (72 h
- * from now, R10), in one script that first checks the lock is still ours (`lua/publish-version.lua`).
+ * Publishes the staged queue, scores and meta as the version's keys in `slot`, with their expiry
+ * (72 h from now, R10), in one script that first checks the lock is still ours
+ * (`lua/publish-version.lua`). A forced rebuild of a live version then gives its offset buckets
+ * the same expiry (they are in other slots; a new version's buckets get it from their first claim).
  */
 async function publish(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, slot: QueueSlot): Promise<void> {
   const { redis, keys } = deps;
   const { version } = meta;
   const staging = stagingKeys(deps, version, lock);
   const target = slotKeys(keys, version, slot);
-  const publishKeys = [keys.buildLock(version), staging.queue, staging.meta, target.queue, target.meta];
+  const ttlSeconds = deps.keyTtlHours * 3600;
   // A shadow never touches what readers of the version use: its offsets among them (R20).
-  if (slot === 'live') publishKeys.push(keys.offset(version));
+  const rebuildInPlace = slot === 'live' && (await redis.exists(keys.meta(version))) === 1;
   try {
-    await runScript(redis, 'publish-version', publishKeys, [lock.token, String(deps.keyTtlHours * 3600), String(meta.length)]);
+    await runScript(redis, 'publish-version', [keys.buildLock(version), staging.queue, staging.scores, staging.meta, target.queue, target.scores, target.meta], [lock.token, String(ttlSeconds), String(meta.length)]);
   } catch (err) {
     if (err instanceof Error && /LOCK_LOST|LENGTH_MISMATCH/.test(err.message)) throw new BuildVerificationError(err.message);
     throw err;
   }
+  if (rebuildInPlace) await Promise.all(offsetBucketKeys(keys, meta).map((key) => redis.expire(key, ttlSeconds)));
 }
 
 /** R20: the shadow's own keys; the version's live queue, meta and offsets are never touched. */
@@ -246,7 +272,7 @@ async function refillLegacySet(deps: BuildDeps, build: AssembledBuild, lock: Bui
 /** Deletes what this build staged and did not publish: only its own keys (their names hold its token). */
 async function dropStaging(deps: BuildDeps, version: string, lock: BuildLock): Promise<void> {
   const staging = stagingKeys(deps, version, lock);
-  await deps.redis.del([staging.queue, staging.meta]);
+  await deps.redis.del([staging.queue, staging.scores, staging.meta]);
   await deps.redis.del(staging.legacy);
 }
 
@@ -274,7 +300,8 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
   }
   try {
     const { candidates, issues } = await run.phase('read', 5, () => readCandidates(deps.videos, logger, signal));
-    const build = await run.phase('assemble', 35, async () => assemble(candidates, issues, generatedAt, version, shadow));
+    const offsetBuckets = await planOffsetBuckets(deps, version);
+    const build = await run.phase('assemble', 35, async () => assemble(candidates, issues, generatedAt, version, shadow, offsetBuckets));
     const { meta } = build;
     await run.phase('write', 45, () => writeStaging(deps, build, lock, signal));
     await run.phase('verify', 70, () => verifyStaging(deps, build));

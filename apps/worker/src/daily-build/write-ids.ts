@@ -55,3 +55,20 @@ export async function writeIds(redis: Redis, key: string, candidates: CandidateC
   }
   await writes.drain();
 }
+
+/**
+ * The scores the build used, in queue order, as a list beside the queue: explain reads a
+ * position's score there, whatever the documents hold since (JavaScript's number-to-string
+ * round-trips every double exactly).
+ */
+export async function writeScores(redis: Redis, key: string, candidates: CandidateColumns, order: Uint32Array, signal?: AbortSignal): Promise<void> {
+  const writes = new InFlight(IN_FLIGHT);
+  for (let start = 0; start < order.length; start += WRITE_BATCH) {
+    signal?.throwIfAborted();
+    const count = Math.min(WRITE_BATCH, order.length - start);
+    const scores = new Array<string>(count);
+    for (let i = 0; i < count; i++) scores[i] = String(candidates.scores[order[start + i]]);
+    await writes.add(redis.rPush(key, scores));
+  }
+  await writes.drain();
+}

@@ -8,7 +8,7 @@ import type { Config } from '@feed/config';
 import { countDuplicates, expandBlocks, fullBlockRatio } from '@feed/domain';
 import { CHECK_EVERY_MS } from '../controller/desired-state';
 import { SCHEDULER_ID } from '../jobs/build-queue';
-import { readAudit, readMeta, readRolloutOverride, readVariantStats, resolveRollout, slotKeys, variantReadout, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { countUsersWithOffset, readAudit, readMeta, readRolloutOverride, readVariantStats, resolveRollout, slotKeys, variantReadout, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 
 export interface VersionReport {
   version: string;
@@ -49,12 +49,8 @@ export async function versionPointers(redis: Redis, keys: RedisKeys): Promise<Po
 /** One version's report; `pointers` (read once by the caller) give its roles. A shadow has no readers, so no offsets. */
 export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers, slot: QueueSlot = 'live'): Promise<VersionReport> {
   const { queue } = slotKeys(keys, version, slot);
-  const [meta, queueLength, ttlSeconds, usersWithOffset] = await Promise.all([
-    readMeta(redis, keys, version, slot),
-    redis.lLen(queue),
-    redis.ttl(queue),
-    slot === 'shadow' ? 0 : redis.hLen(keys.offset(version)),
-  ]);
+  const [meta, queueLength, ttlSeconds] = await Promise.all([readMeta(redis, keys, version, slot), redis.lLen(queue), redis.ttl(queue)]);
+  const usersWithOffset = slot === 'shadow' || !meta ? 0 : await countUsersWithOffset(redis, keys, version, meta.offsetBuckets);
   const blocks = meta ? expandBlocks(meta.blocks) : [];
   const compositions: Record<string, number> = {};
   for (const b of blocks) compositions[`${b.high}+${b.fresh}`] = (compositions[`${b.high}+${b.fresh}`] ?? 0) + 1;

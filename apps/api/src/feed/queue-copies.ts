@@ -1,0 +1,97 @@
+/**
+ * The API's in-process copies of published queues (SPEC R22): a published queue never changes,
+ * so each instance reads it once per version and build, and claims then touch only the user's
+ * offset bucket. A copy is 12 bytes a video (the ids' bytes; 12 MB per million videos), loaded in
+ * the background in chunks, and used only once verified: every chunk full, the total equal to
+ * `meta.length`, and the meta's build id unchanged from before the first chunk to after the last
+ * (a forced rebuild in place during the load discards it). Until a copy is ready the feed reads
+ * the claimed positions from Redis (LRANGE). At most `maxCopies` are kept, least recently used
+ * dropped first: today's, yesterday's (R17's fallback) and one being replaced.
+ */
+import { logger } from '@feed/logger';
+import { readQueueRange, readRingVersion, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
+
+const ID_BYTES = 12;
+const HEX_ID = /^[0-9a-f]{24}$/;
+/** Ids per LRANGE while loading: ~1 ms of Redis time each, so other clients are never held up. */
+const LOAD_CHUNK = 10_000;
+
+interface QueueCopy {
+  buildId: string;
+  length: number;
+  ids: Buffer;
+}
+
+export class QueueCopies {
+  private readonly copies = new Map<string, QueueCopy>();
+  private readonly loading = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly maxCopies: number,
+    private readonly onLoaded: (version: string, bytes: number) => void = () => undefined,
+  ) {}
+
+  /** The ids at ring positions [start, start + count) from the copy of exactly this build, or undefined. */
+  idsAt(ring: RingVersion, start: number, count: number): string[] | undefined {
+    const copy = this.copies.get(ring.version);
+    if (!copy || copy.buildId !== ring.buildId || copy.length !== ring.length) {
+      this.ensure(ring);
+      return undefined;
+    }
+    // Most recently used last: Map keeps insertion order.
+    this.copies.delete(ring.version);
+    this.copies.set(ring.version, copy);
+    const ids = new Array<string>(Math.min(count, ring.length));
+    for (let i = 0; i < ids.length; i++) {
+      const at = ((start + i) % ring.length) * ID_BYTES;
+      ids[i] = copy.ids.toString('hex', at, at + ID_BYTES);
+    }
+    return ids;
+  }
+
+  /** Bytes held by the copies (the memory bench, and `feed_queue_copy_bytes`). */
+  bytes(): number {
+    let total = 0;
+    for (const copy of this.copies.values()) total += copy.ids.byteLength;
+    return total;
+  }
+
+  /** Starts loading `ring`'s copy unless it is held or being loaded; resolves when it is ready or refused. */
+  ensure(ring: RingVersion): Promise<void> {
+    const held = this.copies.get(ring.version);
+    if (held && held.buildId === ring.buildId && held.length === ring.length) return Promise.resolve();
+    const key = `${ring.version}/${ring.buildId}`;
+    let loading = this.loading.get(key);
+    if (!loading) {
+      const started = this.load(ring)
+        .catch((err: unknown) => {
+          logger.warn('queue copy not loaded; reading positions from Redis meanwhile', { version: ring.version, err: err instanceof Error ? err.message : String(err) });
+        })
+        .finally(() => this.loading.delete(key));
+      this.loading.set(key, started);
+      loading = started;
+    }
+    return loading;
+  }
+
+  private async load(ring: RingVersion): Promise<void> {
+    const ids = Buffer.alloc(ring.length * ID_BYTES);
+    for (let start = 0; start < ring.length; start += LOAD_CHUNK) {
+      const chunk = await readQueueRange(this.redis, this.keys, ring.version, ring.length, start, Math.min(LOAD_CHUNK, ring.length - start));
+      if (chunk.length !== Math.min(LOAD_CHUNK, ring.length - start)) throw new Error(`queue ${ring.version} is shorter than meta.length ${ring.length}`);
+      chunk.forEach((id, i) => {
+        if (!HEX_ID.test(id)) throw new Error(`queue ${ring.version} holds "${id}" at ${start + i}, not a 24-hex id`);
+        ids.write(id, (start + i) * ID_BYTES, ID_BYTES, 'hex');
+      });
+    }
+    const [after, listed] = await Promise.all([readRingVersion(this.redis, this.keys, ring.version), this.redis.lLen(this.keys.queue(ring.version))]);
+    if (!after || after.buildId !== ring.buildId || after.length !== ring.length) throw new Error(`queue ${ring.version} was rebuilt or removed while being copied`);
+    if (listed !== ring.length) throw new Error(`queue ${ring.version} holds ${listed} ids, meta.length says ${ring.length}`);
+    this.copies.delete(ring.version);
+    this.copies.set(ring.version, { buildId: ring.buildId, length: ring.length, ids });
+    while (this.copies.size > this.maxCopies) this.copies.delete(this.copies.keys().next().value!);
+    this.onLoaded(ring.version, ids.byteLength);
+  }
+}

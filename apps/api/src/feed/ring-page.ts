@@ -1,0 +1,79 @@
+/**
+ * What a user sees next from a ring (SPEC R11): one module for the feed, which claims the
+ * positions, and for explain, which only reads them.
+ *
+ *  - `RingReader.idsAt` gives the ids at ring positions: from the instance's verified copy of the
+ *    published queue, or from Redis (LRANGE) until that copy is loaded;
+ *  - `scanRing` takes positions until the page is full or one whole circle was scanned, and
+ *    judges every candidate with the one rule of candidate-verdict.ts (taken down, seen, not
+ *    interested, own video, already in this page): skipped positions count as scanned.
+ */
+import { readQueueRange, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
+import type { Identity } from '../http/identity';
+import type { UserFilter } from '../users/user-history';
+import { judgeCandidate, type Verdict } from './candidate-verdict';
+import type { QueueCopies } from './queue-copies';
+import type { CatalogVideo, VideoCatalog } from './video-catalog';
+
+export class RingReader {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    /** Absent: every read goes to Redis (the CLI's one-off explain). */
+    readonly copies?: QueueCopies,
+  ) {}
+
+  /** The ids at positions [start, start + count) of `ring`, wrapping at its length. */
+  async idsAt(ring: RingVersion, start: number, count: number): Promise<string[]> {
+    return this.copies?.idsAt(ring, start, count) ?? readQueueRange(this.redis, this.keys, ring.version, ring.length, start, count);
+  }
+}
+
+/** Positions taken by one step of the scan: the first one's index and the ids from there. */
+export interface TakenPositions {
+  start: number;
+  ids: string[];
+}
+
+export interface ScannedCandidate {
+  position: number;
+  vid: string;
+  video: CatalogVideo | undefined;
+  verdict: Verdict;
+}
+
+export interface ScanRequest {
+  ring: RingVersion;
+  identity: Identity;
+  pageSize: number;
+  catalog: VideoCatalog;
+  filter: Promise<UserFilter>;
+  /**
+   * The next `count` positions, `scanned` past where the scan began; null to stop early (the
+   * feed: a later claim failed, and what was claimed so far is served).
+   */
+  take(count: number, scanned: number): Promise<TakenPositions | null>;
+}
+
+/** Scans `ring` as the feed serves it; every candidate in ring order, with its verdict. */
+export async function scanRing({ ring, identity, pageSize, catalog, filter, take }: ScanRequest): Promise<ScannedCandidate[]> {
+  const candidates: ScannedCandidate[] = [];
+  const inPage = new Set<string>();
+  let served = 0;
+  for (let scanned = 0; served < pageSize && scanned < ring.length; ) {
+    const taken = await take(Math.min(pageSize - served, ring.length - scanned), scanned);
+    if (!taken || taken.ids.length === 0) break;
+    const [videos, userFilter] = await Promise.all([catalog.load(taken.ids), filter]);
+    taken.ids.forEach((vid, i) => {
+      const video = videos.get(vid);
+      const verdict = judgeCandidate(vid, video, userFilter, identity, inPage);
+      if (verdict === 'serve') {
+        inPage.add(vid);
+        served++;
+      }
+      candidates.push({ position: (taken.start + i) % ring.length, vid, video, verdict });
+    });
+    scanned += taken.ids.length;
+  }
+  return candidates;
+}

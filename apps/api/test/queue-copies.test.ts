@@ -1,0 +1,85 @@
+/**
+ * The API's in-process queue copies (SPEC R22): once a published queue is copied and verified,
+ * the feed's ids come from memory and its Redis work is the user's offset bucket; a forced
+ * rebuild in place (a new build id) is copied again; a queue that disagrees with its meta is
+ * never copied (the feed keeps reading positions from Redis); copies are bounded.
+ */
+import request from 'supertest';
+import { readRingVersion, videoModel } from '@feed/storage';
+import { demoVideo } from '@feed/demo-data';
+import { createApp, type Api } from '../src/app';
+import { QueueCopies } from '../src/feed/queue-copies';
+import { startTestServices, type TestServices } from '../../../test/support/services';
+import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
+
+let s: TestServices;
+let ids: string[];
+const V = '20260724';
+
+beforeAll(async () => {
+  s = await startTestServices('copies', { CURRENT_CACHE_MS: '0' });
+  const docs = Array.from({ length: 60 }, () => demoVideo({ reviewAt: new Date(Date.now() - 5 * 86400_000) }));
+  await videoModel(s.mongo).insertMany(docs);
+  ids = docs.map((d) => d._id!.toHexString());
+});
+
+afterAll(() => s.cleanup());
+
+const vids = (res: request.Response) => res.body.vInfos.map((v: { vid: string }) => v.vid);
+const copyLoads = async (api: Api) => (await api.metrics.registry.getSingleMetric('feed_queue_copy_loads_total')!.get()).values[0]?.value ?? 0;
+
+/** The queue's list rewritten behind the meta's back: only a reader of the list sees it. */
+async function rewriteListInPlace(version: string, newIds: string[]) {
+  const ttl = await s.redis.pTTL(s.keys.queue(version));
+  await s.redis.del(s.keys.queue(version));
+  await s.redis.rPush(s.keys.queue(version), newIds);
+  await s.redis.pExpire(s.keys.queue(version), ttl);
+}
+
+describe('queue copies (R22)', () => {
+  it('when the copy is loaded, then pages come from it; a new build id in the meta makes the instance copy the queue again', async () => {
+    const queue = ids.slice(0, 30);
+    await publishQueue(s.redis, s.keys, V, queue);
+    const api = createApp({ config: s.config, redis: s.redis, mongo: s.mongo });
+    // The first page is read from Redis while the copy loads.
+    expect(vids(await request(api.app).get('/api/app/recommend/vid/list?pageSize=5').set(bearer('copy-a')).expect(200))).toEqual(queue.slice(0, 5));
+    await api.feed.reader.copies!.ensure((await readRingVersion(s.redis, s.keys, V))!);
+    expect(await copyLoads(api)).toBe(1);
+
+    // The list changes under the same meta: the instance serves its verified copy.
+    const other = ids.slice(30, 60);
+    await rewriteListInPlace(V, other);
+    expect(vids(await request(api.app).get('/api/app/recommend/vid/list?pageSize=5').set(bearer('copy-a')).expect(200))).toEqual(queue.slice(5, 10));
+
+    // A forced rebuild in place gives the meta a new build id: until the new copy is ready the
+    // positions are read from Redis, then from the new copy.
+    await s.redis.hSet(s.keys.meta(V), 'buildId', 'rebuilt');
+    expect(vids(await request(api.app).get('/api/app/recommend/vid/list?pageSize=5').set(bearer('copy-a')).expect(200))).toEqual(other.slice(10, 15));
+    await api.feed.reader.copies!.ensure((await readRingVersion(s.redis, s.keys, V))!);
+    expect(await copyLoads(api)).toBe(2);
+    expect(vids(await request(api.app).get('/api/app/recommend/vid/list?pageSize=5').set(bearer('copy-a')).expect(200))).toEqual(other.slice(15, 20));
+  });
+
+  it('when the queue disagrees with meta.length, then no copy is made and pages keep coming from Redis', async () => {
+    const queue = ids.slice(0, 30);
+    await publishQueue(s.redis, s.keys, V, queue);
+    await s.redis.rPush(s.keys.queue(V), ids[40]);
+    const api = createApp({ config: s.config, redis: s.redis, mongo: s.mongo });
+    await api.feed.reader.copies!.ensure((await readRingVersion(s.redis, s.keys, V))!);
+    expect(await copyLoads(api)).toBe(0);
+    await rewriteListInPlace(V, [...ids.slice(30, 60), ids[0]]);
+    expect(vids(await request(api.app).get('/api/app/recommend/vid/list?pageSize=5').set(bearer('copy-b')).expect(200))).toEqual(ids.slice(30, 35));
+  });
+
+  it('when more versions are read than the bound, then the least recently used copy is dropped', async () => {
+    const copies = new QueueCopies(s.redis, s.keys, 2);
+    for (const version of ['20260801', '20260802', '20260803']) {
+      await publishQueue(s.redis, s.keys, version, ids.slice(0, 20), { makeCurrent: false });
+      await copies.ensure((await readRingVersion(s.redis, s.keys, version))!);
+    }
+    expect(copies.bytes()).toBe(2 * 20 * 12);
+    const oldest = (await readRingVersion(s.redis, s.keys, '20260801'))!;
+    expect(copies.idsAt(oldest, 0, 1)).toBeUndefined();
+    expect(copies.idsAt((await readRingVersion(s.redis, s.keys, '20260803'))!, 18, 3)).toEqual([ids[18], ids[19], ids[0]]);
+  });
+});
