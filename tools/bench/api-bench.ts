@@ -1,17 +1,23 @@
-import { randomBytes } from 'node:crypto';
 /**
- * `pnpm bench api [--seconds S] [--connections C] [--users U]`: req/s and p50/p99 of an Express
- * hello-world route, the legacy random feed and the ring feed, served by one process with the
- * same data and Redis, with many distinct users (plus hello-world sending a feed-sized body). Last line: `ring/legacy=<x> ring/hello=<y>`.
+ * `pnpm bench api [--seconds S] [--connections C] [--users U] [--cluster-users N] [--no-cluster]`:
+ * req/s and p50/p99 of an Express hello-world route, the legacy random feed and the ring feed,
+ * served by one process with the same data and Redis, with many distinct users (plus hello-world
+ * sending a feed-sized body); then the ring on a 3-master Redis Cluster (R22). Last line:
+ * `cluster: hottest_master=<pct> offsets_b_per_user=<b> ring/hello=<x> ring/hello-page=<y>`
+ * (the ratios from the one-Redis run).
  */
+import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import jwt from 'jsonwebtoken';
 import mongoose from 'mongoose';
+import { createClient } from 'redis';
+import { loadConfig } from '@feed/config';
 import { createLogger } from '@feed/logger';
-import { videoModel } from '@feed/storage';
+import { connectRedis, createRedisKeys, videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { runDailyBuild } from '@feed/worker';
 import { startProcess, tsx, waitUntil, type Managed } from '../support/processes';
+import { startLocalCluster } from '../../test/support/redis-cluster';
 import { argValue, benchMongo, benchRedis } from './support';
 
 // Production refuses published or short secrets (D2): private ones per run.
@@ -87,10 +93,76 @@ export async function runApiBench(): Promise<void> {
     const [hello, helloPage, legacy, ring] = results;
     console.log(`ring/hello-page=${(ring.rps / helloPage.rps).toFixed(2)} (hello-page: the hello route sending a feed-sized body)`);
     console.log(`ring/legacy=${(ring.rps / legacy.rps).toFixed(2)} ring/hello=${(ring.rps / hello.rps).toFixed(2)}`);
+    await server.stop();
+    server = undefined;
+    if (process.argv.includes('--no-cluster')) return;
+    const cluster = await clusterRun(mongo.uri, Number(argValue('cluster-users', '4000')));
+    console.log(`cluster: hottest_master=${cluster.hottestPct.toFixed(0)}% offsets_b_per_user=${cluster.offsetBytesPerUser.toFixed(1)} ring/hello=${(ring.rps / hello.rps).toFixed(2)} ring/hello-page=${(ring.rps / helloPage.rps).toFixed(2)}`);
   } finally {
     await server?.stop();
     await connection.close();
     await cleanup();
     mongo.stop();
+  }
+}
+
+/** Sum of the `usec` of every command in INFO commandstats: the Redis CPU a master spent. */
+const commandUsec = (info: string) => [...info.matchAll(/usec=(\d+),/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+
+/**
+ * R22 on a real 3-master Redis Cluster started here (as the tests start it): one API process,
+ * `users` distinct users reading 3 pages each, 50 at a time. Reports the share of the read
+ * path's Redis CPU (commandstats usec) on the busiest master, and the Redis memory of the
+ * offsets per user (MEMORY USAGE of every offset bucket).
+ */
+async function clusterRun(mongoUri: string, users: number): Promise<{ hottestPct: number; offsetBytesPerUser: number }> {
+  const cluster = await startLocalCluster(7300 + (process.pid % 50) * 3);
+  const redis = await connectRedis(loadConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: cluster.nodes.join(',') }));
+  const prefix = `bench:${randomBytes(3).toString('hex')}:`;
+  const connection = await mongoose.createConnection(mongoUri).asPromise();
+  const masters = cluster.nodes.map((node) => createClient({ url: `redis://${node}` }));
+  let server: Managed | undefined;
+  try {
+    await Promise.all(masters.map((m) => m.connect()));
+    await runDailyBuild({ redis, keys: createRedisKeys(prefix), videos: videoModel(connection), logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 1, lockTtlMs: 60_000 });
+    server = startProcess(tsx('tools/bench/api-server.ts'), {
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'error',
+      MONGO_URL: mongoUri,
+      REDIS_CLUSTER_NODES: cluster.nodes.join(','),
+      REDIS_KEY_PREFIX: prefix,
+      AUTH_JWT_SECRET: SECRET,
+      ADMIN_PASSWORD: randomBytes(24).toString('hex'),
+    });
+    const output = () => server!.output.join('');
+    await waitUntil('bench server on the cluster', async () => /listening \d+/.test(output()), 30_000);
+    const base = `http://127.0.0.1:${/listening (\d+)/.exec(output())![1]}`;
+    const page = (user: number) => fetch(`${base}/api/app/recommend/vid/list`, { headers: { authorization: `Bearer ${jwt.sign({ sub: `cluster-user-${user}` }, SECRET, { algorithm: 'HS256' })}` } }).then((r) => r.arrayBuffer());
+    // One warm-up page (script cache, the queue copy) by a user of its own, then the measured reads.
+    await page(-1);
+    await waitUntil('the queue copy loaded', async () => /feed_queue_copy_loads_total [1-9]/.test(await (await fetch(`${base}/metrics`)).text()), 30_000);
+    await Promise.all(masters.map((m) => m.configResetStat()));
+    for (let round = 0; round < 3; round++) {
+      for (let u = 0; u < users; u += 50) await Promise.all(Array.from({ length: Math.min(50, users - u) }, (_, i) => page(u + i)));
+    }
+    const usec = await Promise.all(masters.map(async (m) => commandUsec(await m.info('commandstats'))));
+    // The offsets' memory: MEMORY USAGE of every offset bucket (key, value and its entry in the
+    // keyspace; the bucket's expiry entry, ~32 B a bucket, is not counted). used_memory before
+    // and after moves by the clients' buffers as much as by 100 KB of offsets.
+    let offsets = 0;
+    for (const m of masters) {
+      for await (const batch of m.scanIterator({ MATCH: `${prefix}recommend:short:offset:*`, COUNT: 1000 })) {
+        for (const key of batch) offsets += Number(await m.memoryUsage(key, { SAMPLES: 0 }));
+      }
+    }
+    const total = usec.reduce((a, b) => a + b, 0);
+    console.log(`cluster: ${users} users x 3 pages on ${cluster.nodes.length} masters; Redis CPU per master ${usec.map((x) => `${((100 * x) / total).toFixed(0)}%`).join(' ')} (${(total / 1000).toFixed(0)} ms in all)`);
+    return { hottestPct: (100 * Math.max(...usec)) / total, offsetBytesPerUser: offsets / users };
+  } finally {
+    await server?.stop();
+    await Promise.all(masters.map((m) => m.quit().catch(() => undefined)));
+    await redis.close();
+    await connection.close();
+    await cluster.stop();
   }
 }

@@ -1,0 +1,89 @@
+/**
+ * `pnpm bench soak [--minutes M] [--users U] [--videos N] [--connections C]`: the compiled API
+ * (`pnpm build` first, `node apps/api/dist/main.js`, as it runs in production) under a soak of
+ * many distinct users reading the ring, its memory sampled every 5 s from /proc (RSS) and its
+ * own /metrics (V8 heap used, queue copy bytes). Defaults: 3 minutes, 50,000 users, 20,000
+ * videos, against infra/k8s/api.yaml's 512Mi limit. Last line:
+ * `soak: rss_mb_max=<x> heap_used_mb_max=<y> queue_copy_mb=<z> req_per_s=<r>`.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import jwt from 'jsonwebtoken';
+import mongoose from 'mongoose';
+import { createLogger } from '@feed/logger';
+import { videoModel } from '@feed/storage';
+import { seedVideos } from '@feed/demo-data';
+import { runDailyBuild } from '@feed/worker';
+import { freePort, startProcess, waitUntil, type Managed } from '../support/processes';
+import { argValue, benchMongo, benchRedis } from './support';
+
+const ROOT = path.resolve(__dirname, '../..');
+const SECRET = randomBytes(24).toString('hex');
+const SAMPLE_EVERY_MS = 5_000;
+
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const gauge = (metrics: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0);
+
+export async function runSoakBench(): Promise<void> {
+  const minutes = Number(argValue('minutes', '3'));
+  const users = Number(argValue('users', '50000'));
+  const videoCount = Number(argValue('videos', '20000'));
+  const connections = Number(argValue('connections', '50'));
+  const entry = path.join(ROOT, 'apps/api/dist/main.js');
+  if (!existsSync(entry)) execFileSync('pnpm', ['build'], { cwd: ROOT, stdio: 'inherit' });
+
+  const mongo = await benchMongo();
+  const { redis, prefix, keys, cleanup } = await benchRedis();
+  const connection = await mongoose.createConnection(mongo.uri).asPromise();
+  let api: Managed | undefined;
+  try {
+    const videos = videoModel(connection);
+    await videos.init();
+    await seedVideos(videos, { videos: videoCount - Math.round(videoCount / 50), fresh: Math.round(videoCount / 50) });
+    await runDailyBuild({ redis, keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 1, lockTtlMs: 60_000 });
+    const port = await freePort();
+    api = startProcess([entry], {
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'error',
+      PORT: String(port),
+      MONGO_URL: mongo.uri,
+      REDIS_KEY_PREFIX: prefix,
+      AUTH_JWT_SECRET: SECRET,
+      ADMIN_PASSWORD: randomBytes(24).toString('hex'),
+    });
+    const base = `http://127.0.0.1:${port}`;
+    await waitUntil('the compiled API', () => fetch(`${base}/healthz`).then((r) => r.ok, () => false), 30_000);
+    const tokens = Array.from({ length: users }, (_, i) => jwt.sign({ sub: `soak-user-${i}` }, SECRET, { algorithm: 'HS256' }));
+    const pid = api.child.pid!;
+    const samples: Array<{ rss: number; heap: number; copies: number }> = [];
+    const sample = async () => {
+      const metrics = await (await fetch(`${base}/metrics`)).text();
+      samples.push({ rss: rssMb(pid), heap: gauge(metrics, 'nodejs_heap_size_used_bytes') / 1e6, copies: gauge(metrics, 'feed_queue_copy_bytes') / 1e6 });
+      const last = samples.at(-1)!;
+      console.log(`t=${((samples.length - 1) * SAMPLE_EVERY_MS) / 1000}s rss ${last.rss.toFixed(0)} MB heap used ${last.heap.toFixed(0)} MB queue copies ${last.copies.toFixed(1)} MB`);
+    };
+    const sampler = setInterval(() => void sample(), SAMPLE_EVERY_MS);
+    let next = 0;
+    const result = await autocannon({
+      url: `${base}/api/app/recommend/vid/list`,
+      connections,
+      duration: minutes * 60,
+      requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[next++ % tokens.length]}` } }) }],
+    });
+    clearInterval(sampler);
+    await sample();
+    const max = (key: 'rss' | 'heap' | 'copies') => Math.max(...samples.map((s) => s[key]));
+    const min = (key: 'rss' | 'heap') => Math.min(...samples.slice(Math.floor(samples.length / 3)).map((s) => s[key]));
+    console.log(`${minutes} min, ${users} distinct users, ${videoCount} videos, ${connections} connections: ${result.requests.average.toFixed(0)} req/s, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx + result.errors}`);
+    console.log(`after the first third: rss ${min('rss').toFixed(0)}-${max('rss').toFixed(0)} MB, heap used ${min('heap').toFixed(0)}-${max('heap').toFixed(0)} MB (limit 512Mi)`);
+    console.log(`soak: rss_mb_max=${max('rss').toFixed(0)} heap_used_mb_max=${max('heap').toFixed(0)} queue_copy_mb=${max('copies').toFixed(2)} req_per_s=${result.requests.average.toFixed(0)}`);
+  } finally {
+    await api?.stop();
+    await connection.close();
+    await cleanup();
+    mongo.stop();
+  }
+}
