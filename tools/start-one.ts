@@ -3,6 +3,7 @@
  * embedded MongoDB started (or shared) when MONGO_URL is unset. Production runs `node dist/main.js`
  * of the deployed package instead, which requires MONGO_URL.
  */
+import './support/telemetry-first';
 import { startApi } from '@feed/api';
 import { loadConfig } from '@feed/config';
 import { exitOnSignals } from '@feed/lifecycle';

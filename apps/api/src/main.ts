@@ -1,4 +1,6 @@
 /** API entry point: load config, connect, listen; SIGTERM/SIGINT drain and close (SPEC D4). */
+import './telemetry';
+import { stopTelemetry } from '@feed/telemetry';
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
@@ -33,6 +35,7 @@ export async function startApi(config: Config = loadConfig()): Promise<RunningAp
       await feed.readout.close();
       await closeRedis(redis);
       await mongo.close();
+      await stopTelemetry();
     })());
   return { server, stop };
 }

@@ -15,6 +15,7 @@ import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
 import { claimPositions, Deadline, DeadlineSpentError, RedisCallError, unclaimPositions, type Claim, type ClaimResult, type Redis, type RedisKeys, type RingVersion, type Variant } from '@feed/storage';
 import { AppError } from '@feed/http';
+import { annotateRequestSpan, inSpan } from '@feed/telemetry';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
 import { RingReader, scanRing } from './ring-page';
@@ -132,6 +133,7 @@ export class FeedService {
         const page = await this.strategies[name]({ identity, pageSize, settings, deadline, requestId });
         this.metrics.pages.inc({ strategy: name });
         this.readout.count(chain[0] === 'ring' ? 'ring' : 'legacy', 'page');
+        annotateRequestSpan({ 'feed.strategy': name, 'feed.queue_version': page.queueVersion, 'feed.videos': page.vInfos.length });
         if (page.vInfos.length === 0) this.metrics.emptyPages.inc({ strategy: name });
         if (index > 0) {
           this.metrics.degradations.inc({ kind: name });
@@ -174,7 +176,11 @@ export class FeedService {
     let claiming: Promise<ClaimResult> | undefined;
     let claim: ClaimResult;
     try {
-      claim = await request.deadline.run(() => (claiming = claimPositions(this.redis, this.keys, ring, userKey, count, request.deadline.endsAt + CLAIM_GRACE_MS)), 'ring claim');
+      claim = await request.deadline.run(
+        () =>
+          inSpan('ring claim', { 'feed.version': ring.version, 'feed.count': count }, () => (claiming = claimPositions(this.redis, this.keys, ring, userKey, count, request.deadline.endsAt + CLAIM_GRACE_MS))),
+        'ring claim',
+      );
     } catch (err) {
       if (claiming && err instanceof RedisCallError) void this.giveBackWhenAnswered(claiming, ring, userKey);
       throw err;

@@ -6,6 +6,7 @@ import { LRUCache } from 'lru-cache';
 import { Types } from 'mongoose';
 import { ELIGIBLE_FILTER, isEligible, shuffleInPlace } from '@feed/domain';
 import { unavailable } from '@feed/http';
+import { inSpan } from '@feed/telemetry';
 import type { VideoDoc, VideoModel } from '@feed/storage';
 
 /** The fields the feed needs: R1's re-check, the item shape, the author for the own-video skip. */
@@ -100,11 +101,13 @@ export class VideoCatalog {
     }
     if (this.cache) this.onLookup(ids.length - misses.length, misses.length);
     if (misses.length > 0) {
-      const docs = await this.model
-        .find({ _id: { $in: misses.map((id) => new Types.ObjectId(id)) } })
-        .select(PUBLIC_PROJECTION)
-        .lean<CatalogVideo[]>()
-        .catch(videoStoreDown);
+      const docs = await inSpan('video lookup', { 'feed.videos': misses.length }, () =>
+        this.model
+          .find({ _id: { $in: misses.map((id) => new Types.ObjectId(id)) } })
+          .select(PUBLIC_PROJECTION)
+          .lean<CatalogVideo[]>()
+          .catch(videoStoreDown),
+      );
       const byId = new Map(docs.map((d) => [d._id.toHexString(), d]));
       for (const id of misses) {
         const video = byId.get(id) ?? null;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
+import { annotateRequestSpan } from '@feed/telemetry';
 
 const ACCEPTED_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -13,6 +14,7 @@ export const requestId: RequestHandler = (req, res, next) => {
   const id = incoming && ACCEPTED_ID.test(incoming) ? incoming : randomUUID();
   res.setHeader('X-Request-Id', id);
   res.locals.requestId = id;
+  annotateRequestSpan({ 'http.request_id': id });
   next();
 };
 

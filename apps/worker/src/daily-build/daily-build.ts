@@ -11,6 +11,7 @@
  */
 import type { Config } from '@feed/config';
 import type { Logger } from '@feed/logger';
+import { inSpan } from '@feed/telemetry';
 import { randomUUID } from 'node:crypto';
 import { assembleQueue, offsetBucketsFor, splitPools, summarizeBlocks, versionFor } from '@feed/domain';
 import type { CandidateColumns } from './candidate-columns';
@@ -126,7 +127,8 @@ class BuildRun {
     this.logger.info('daily build phase', { version: this.version, phase: name, percent });
     await this.options.onProgress?.(name, percent);
     const started = performance.now();
-    const result = await step();
+    // Each phase a span: children of the BullMQ job's span when the worker runs the build (D5).
+    const result = await inSpan(`build ${name}`, { 'feed.version': this.version, 'feed.phase': name }, step);
     this.timings[name] = (performance.now() - started) / 1000;
     return result;
   }

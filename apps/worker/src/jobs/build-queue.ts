@@ -8,7 +8,7 @@ import type { Logger } from '@feed/logger';
 import { withLogContext } from '@feed/logger';
 import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../daily-build/daily-build';
 import { recordBuildMeta, type WorkerMetrics } from '../metrics';
-import { bullErrorLogger, BullConnections, type BullConnection } from './bull-connection';
+import { bullErrorLogger, BullConnections, bullTelemetry, type BullConnection } from './bull-connection';
 
 export const BUILD_QUEUE = 'short-recommend-build';
 export const SCHEDULER_ID = 'daily-short-recommend-build';
@@ -118,7 +118,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
   const connection = connections.next;
   // Jobs added by hand in the dashboard get the same retries and backoff as scheduled ones.
   const jobOptions = buildJobOptions(options.retryDelayMs);
-  const queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connection(), prefix: options.prefix, defaultJobOptions: jobOptions });
+  const queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connection(), prefix: options.prefix, defaultJobOptions: jobOptions, ...bullTelemetry() });
   queue.on('error', bullErrorLogger(logger, 'queue'));
   const ensureScheduler = async () => {
     await queue.upsertJobScheduler(SCHEDULER_ID, { pattern: options.cron, tz: options.timeZone }, { name: 'daily-build', data: {}, opts: jobOptions });
@@ -168,7 +168,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
             activeBuilds.delete(abort);
           }
         }),
-      { connection: connection(), prefix: options.prefix, concurrency: 1, settings: { backoffStrategy: (attemptsMade, _type, err) => lockAwareBackoff(attemptsMade, options.retryDelayMs, err) } },
+      { connection: connection(), prefix: options.prefix, concurrency: 1, ...bullTelemetry(), settings: { backoffStrategy: (attemptsMade, _type, err) => lockAwareBackoff(attemptsMade, options.retryDelayMs, err) } },
     );
     worker.on('failed', (job, err) => logger.error('build job failed', { jobId: job?.id, attempt: job?.attemptsMade, err }));
     worker.on('error', bullErrorLogger(logger, 'worker'));

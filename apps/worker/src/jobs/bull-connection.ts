@@ -4,7 +4,9 @@
  * made under the service's one connection policy (`@feed/storage` redis-connection.ts).
  */
 import { bullConnectionFactory, withDeadline, type BullConnection } from '@feed/storage';
+import { BullMQOtel } from 'bullmq-otel';
 import { oncePerMessage, type Logger } from '@feed/logger';
+import { telemetryStarted } from '@feed/telemetry';
 
 export { bullConnectionFactory, type BullConnection };
 
@@ -38,4 +40,12 @@ export class BullConnections {
     if (!closed) logger.warn('bullmq did not close in time (Redis unreachable?), disconnecting', { boundMs });
     await Promise.all(this.made.map((c) => (closed ? c.quit().catch(() => c.disconnect()) : c.disconnect())));
   }
+}
+
+/**
+ * BullMQ's own spans (bullmq-otel) when traces are on (D5): a job added and a job processed are
+ * spans, and the build's phases open theirs as children of the processing one. Off, no option.
+ */
+export function bullTelemetry(): { telemetry: BullMQOtel } | Record<string, never> {
+  return telemetryStarted() ? { telemetry: new BullMQOtel({ tracerName: 'feed-worker' }) } : {};
 }

@@ -1,0 +1,85 @@
+/**
+ * OpenTelemetry traces for both deployables (SPEC D5), configured by the standard `OTEL_*`
+ * variables and started only when one of them asks for traces (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+ * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or `OTEL_TRACES_EXPORTER` other than `none`). Unset, no
+ * SDK is loaded and no module is patched: `tracer` is the API's no-op, so the spans the service
+ * opens itself cost a function call.
+ *
+ * Started, the Node SDK exports spans (OTLP; `OTEL_EXPORTER_OTLP_PROTOCOL` picks http/protobuf
+ * or http/json) for HTTP requests (Express routes named), node-redis commands and MongoDB
+ * commands, beside the spans the service opens itself (the feed's strategy and ring claim, the
+ * build's phases). `startTelemetry` must run before express, redis and mongodb are first
+ * required: each deployable's `main.ts` imports its `telemetry.ts` first.
+ */
+import { context, trace, SpanStatusCode, type Span } from '@opentelemetry/api';
+
+export const tracer = trace.getTracer('short-feed');
+
+let started: { shutdown(): Promise<void> } | undefined;
+/** The HTTP server span of the active request (the http instrumentation keeps it in the context). */
+let requestSpan: () => Span | undefined = () => undefined;
+
+/** Whether the environment asks for traces (the OTEL_* variables). */
+export function tracesRequested(env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.OTEL_SDK_DISABLED === 'true' || env.OTEL_TRACES_EXPORTER === 'none') return false;
+  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_TRACES_EXPORTER);
+}
+
+/** Starts the SDK when the environment asks for traces; `serviceName` unless OTEL_SERVICE_NAME names it. */
+export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (started || !tracesRequested(env)) return Boolean(started);
+  env.OTEL_SERVICE_NAME ??= serviceName;
+  // Loaded only here: without OTEL_* variables the SDK and its instrumentations are never required.
+  const { NodeSDK } = require('@opentelemetry/sdk-node') as typeof import('@opentelemetry/sdk-node');
+  const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http') as typeof import('@opentelemetry/instrumentation-http');
+  const { ExpressInstrumentation } = require('@opentelemetry/instrumentation-express') as typeof import('@opentelemetry/instrumentation-express');
+  const { RedisInstrumentation } = require('@opentelemetry/instrumentation-redis') as typeof import('@opentelemetry/instrumentation-redis');
+  const { MongoDBInstrumentation } = require('@opentelemetry/instrumentation-mongodb') as typeof import('@opentelemetry/instrumentation-mongodb');
+  const { ExpressLayerType } = require('@opentelemetry/instrumentation-express') as typeof import('@opentelemetry/instrumentation-express');
+  const { getRPCMetadata } = require('@opentelemetry/core') as typeof import('@opentelemetry/core');
+  requestSpan = () => getRPCMetadata(context.active())?.span;
+  const sdk = new NodeSDK({
+    instrumentations: [
+      // Probes and scrapes are not traces worth keeping.
+      new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => /^\/(healthz|readyz|metrics)\b/.test(req.url ?? '') }),
+      // Route spans, not one per middleware (request id, CORS, body parser).
+      new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE] }),
+      new RedisInstrumentation(),
+      new MongoDBInstrumentation(),
+    ],
+  });
+  sdk.start();
+  started = sdk;
+  return true;
+}
+
+/** Whether the SDK runs in this process. */
+export function telemetryStarted(): boolean {
+  return Boolean(started);
+}
+
+/** Flushes and stops the SDK (shutdown: the last spans are exported before the process exits). */
+export async function stopTelemetry(): Promise<void> {
+  await started?.shutdown();
+  started = undefined;
+}
+
+/** Runs `fn` in a child span of the active one, ended when it settles (an error marks it). */
+export async function inSpan<T>(name: string, attributes: Record<string, string | number | boolean>, fn: (span: Span) => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(name, { attributes }, async (span) => {
+    try {
+      return await fn(span);
+    } catch (err) {
+      span.recordException(err instanceof Error ? err : String(err));
+      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** Sets attributes on the HTTP request's span (the request id, the strategy that served), if traced. */
+export function annotateRequestSpan(attributes: Record<string, string | number | boolean>): void {
+  requestSpan()?.setAttributes(attributes);
+}
