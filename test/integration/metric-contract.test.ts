@@ -11,7 +11,8 @@ import { randomBytes } from 'node:crypto';
 import mongoose, { type Connection } from 'mongoose';
 import { seedVideos } from '@feed/demo-data';
 import { connectRedis, createRedisKeys, deleteKeysWithPrefix, videoModel, type Redis } from '@feed/storage';
-import { freePort, ROOT, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { ROOT, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { startTestDeployable } from '../support/deployables';
 import { bearer, setOffset } from '../support/feed-fixtures';
 import { testMongoUrl } from '../support/mongo';
 
@@ -81,20 +82,9 @@ function exported(text: string): Map<string, Set<string>> {
 }
 
 async function startDeployable(name: 'api' | 'worker'): Promise<string> {
-  const port = await freePort();
-  const child = startProcess(tsx('tools/start-one.ts', name), {
-    NODE_ENV: 'test',
-    REDIS_URL: process.env.TEST_REDIS_URL!,
-    REDIS_KEY_PREFIX: prefix,
-    MONGO_URL: mongoUrl,
-    PORT: String(port),
-    WORKER_PORT: String(port),
-    CURRENT_CACHE_MS: '0',
-  });
-  running.push(child);
-  const base = `http://127.0.0.1:${port}`;
-  await waitUntil(`${name} listening`, () => fetch(`${base}/healthz`).then((r) => r.ok, () => false), 30_000);
-  return base;
+  const deployable = await startTestDeployable(tsx('tools/start-one.ts', name), { prefix, mongoUrl }, { CURRENT_CACHE_MS: '0' });
+  running.push(deployable.process);
+  return deployable.base;
 }
 
 describe('metric contract (D5)', () => {

@@ -10,7 +10,8 @@ import { randomBytes } from 'node:crypto';
 import mongoose, { type Connection } from 'mongoose';
 import { seedVideos } from '@feed/demo-data';
 import { connectRedis, deleteKeysWithPrefix, videoModel, type Redis } from '@feed/storage';
-import { freePort, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { startTestDeployable } from '../support/deployables';
 import { bearer } from '../support/feed-fixtures';
 import { testMongoUrl } from '../support/mongo';
 
@@ -78,14 +79,7 @@ afterAll(async () => {
 });
 
 async function startDeployable(name: 'api' | 'worker'): Promise<string> {
-  const port = await freePort();
-  const child = startProcess(tsx(`apps/${name}/src/main.ts`), {
-    NODE_ENV: 'test',
-    REDIS_URL: process.env.TEST_REDIS_URL!,
-    REDIS_KEY_PREFIX: prefix,
-    MONGO_URL: mongoUrl,
-    PORT: String(port),
-    WORKER_PORT: String(port),
+  const deployable = await startTestDeployable(tsx(`apps/${name}/src/main.ts`), { prefix, mongoUrl }, {
     OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl,
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
     // Every read goes to MongoDB (the warm-up page would otherwise leave the videos cached).
@@ -93,10 +87,8 @@ async function startDeployable(name: 'api' | 'worker'): Promise<string> {
     // Export every few hundred ms, not every 5 s (the batch processor's default).
     OTEL_BSP_SCHEDULE_DELAY: '200',
   });
-  running.push(child);
-  const base = `http://127.0.0.1:${port}`;
-  await waitUntil(`${name} listening`, () => fetch(`${base}/healthz`).then((r) => r.ok, () => false), 30_000);
-  return base;
+  running.push(deployable.process);
+  return deployable.base;
 }
 
 /** The span's ancestors in its trace, nearest first. */

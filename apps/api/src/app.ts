@@ -86,7 +86,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret, redisDeadlineMs: config.redisDeadlineMs, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
   app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs }));
   app.use(interactionRoutes(interactions, config.authJwtSecret, feed.readout));
-  app.use(adminRoutes({ config, redis, keys, catalog, videos, history, feed }));
+  app.use(adminRoutes({ config, redis, keys, catalog, history, feed }));
   app.use(notFoundRoute);
   app.use(errorHandler());
   return { app, feed, metrics };

@@ -3,7 +3,7 @@ import { Router, type Response } from 'express';
 import Joi from 'joi';
 import { adminUserOf, basicAuth } from '@feed/http';
 import type { Config } from '@feed/config';
-import { changeRollout, readAudit, readRolloutOverride, resolveRollout, VERSION_PATTERN, type Redis, type RedisKeys, type Rollout, type VideoModel } from '@feed/storage';
+import { changeRollout, readAudit, readRolloutOverride, resolveRollout, VERSION_PATTERN, type Redis, type RedisKeys, type Rollout } from '@feed/storage';
 import { notFound } from '@feed/http';
 import { DEVICE_ID, guestIdentity, USER_ID, userIdentity } from '../http/identity';
 import { validateBody, validateQuery } from '../http/validate';
@@ -35,7 +35,6 @@ export interface AdminRouteDeps {
   redis: Redis;
   keys: RedisKeys;
   catalog: VideoCatalog;
-  videos: VideoModel;
   history: UserHistory;
   feed: FeedService;
 }
