@@ -105,6 +105,8 @@ describe('queue inspector', () => {
       expect(await page.textContent('#pointers')).toContain('current 20260724');
       expect(await page.textContent('#settings')).toContain('rollout: enabled (environment) · 40% of users (override)');
       expect(await page.locator('#versions tbody tr').count()).toBe(1);
+      // R22: the version's offset buckets (a first day: the minimum, 256).
+      expect((await page.locator('#versions tbody tr td').allTextContents())[8]).toBe('256');
       // 400 videos = 20 blocks, each a high bar and a new bar.
       expect(await page.locator('#blocks rect.high').count()).toBe(20);
       expect(await page.locator('#scores rect.bucket').count()).toBe(12);
