@@ -52,6 +52,9 @@ beforeEach(() => {
     REDIS_KEY_PREFIX: `t${randomBytes(3).toString('hex')}:`,
     MONGO_URL: mongoUrl,
     CURRENT_CACHE_MS: '0',
+    // As in startTestServices: the deadline is the fault tests' subject; here a busy machine
+    // must not turn a slow claim into a fallback page (which claims nothing).
+    REDIS_DEADLINE_MS: '5000',
   });
   keys = createRedisKeys(config.redisKeyPrefix);
 });
@@ -103,7 +106,10 @@ describe('on a Redis Cluster', () => {
     const ring = (await readRingVersion(redis, keys, '20260724'))!;
     await api.feed.reader.copies!.ensure(ring);
     const users = Array.from({ length: 300 }, (_, i) => `spread-${i}`);
-    for (let i = 0; i < users.length; i += 30) await Promise.all(users.slice(i, i + 30).map((u) => request(api.app).get('/api/app/recommend/vid/list?pageSize=3').set(bearer(u)).expect(200)));
+    for (let i = 0; i < users.length; i += 30) {
+      const pages = await Promise.all(users.slice(i, i + 30).map((u) => request(api.app).get('/api/app/recommend/vid/list?pageSize=3').set(bearer(u)).expect(200)));
+      for (const page of pages) expect(page.body.queueVersion).toBe('20260724');
+    }
     // Which master holds each user's offset bucket (the claims' one key each).
     const owner = new Map<string, number>();
     for (const node of cluster.nodes) {
