@@ -7,15 +7,29 @@ import { promisify } from 'node:util';
 export const ROOT = path.resolve(__dirname, '../..');
 const run = promisify(execFile);
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports handed to a child process to listen on are chosen below the kernel's ephemeral range
+ * (32768-60999 here): between this check and the child's listen, any `listen(0)` or outgoing
+ * connection on the machine could otherwise take the same port, and a test would then talk to
+ * another process's server (seen beside `pnpm bench api`: an API of the bench answering a test).
+ */
+const CHILD_PORTS = { from: 20_000, to: 32_000 };
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+/** A port free on 127.0.0.1 now, outside the ephemeral range (see CHILD_PORTS). */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = CHILD_PORTS.from + Math.floor(Math.random() * (CHILD_PORTS.to - CHILD_PORTS.from));
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port in ${CHILD_PORTS.from}-${CHILD_PORTS.to}`);
 }
 
 /**
