@@ -66,11 +66,10 @@ export async function countUsersWithOffset(redis: Redis, keys: RedisKeys, versio
   return counts.reduce((a, b) => a + b, 0);
 }
 
-/** The scores the build recorded at `positions` of `version`'s queue (explain); null where none. */
-export async function readRecordedScores(redis: Redis, keys: RedisKeys, version: string, positions: number[]): Promise<Array<number | null>> {
-  const key = keys.scores(version);
-  const raw = await Promise.all(positions.map((p) => redis.lRange(key, p, p)));
-  return raw.map(([score]) => (score === undefined ? null : Number(score)));
+/** The scores the build recorded at ring positions [start, start + count) of `version` (explain); null where none. */
+export async function readRecordedScores(redis: Redis, keys: RedisKeys, version: string, length: number, start: number, count: number): Promise<Array<number | null>> {
+  const scores = await readListRange(redis, keys.scores(version), length, start, count);
+  return Array.from({ length: Math.min(count, length) }, (_, i) => (scores[i] === undefined ? null : Number(scores[i])));
 }
 
 /** Positions claimed: the user's offset before the claim and how many positions from it. */
@@ -115,10 +114,15 @@ export async function writeOffset(redis: Redis, keys: RedisKeys, ring: RingVersi
 }
 
 /** The ids at ring positions [start, start + count) of `version`'s queue, wrapping at `length`. */
-export async function readQueueRange(redis: Redis, keys: RedisKeys, version: string, length: number, start: number, count: number): Promise<string[]> {
+export function readQueueRange(redis: Redis, keys: RedisKeys, version: string, length: number, start: number, count: number): Promise<string[]> {
+  return readListRange(redis, keys.queue(version), length, start, count);
+}
+
+/** Entries [start, start + count) of a list read as a ring of `length`: one LRANGE, two across the tail. */
+async function readListRange(redis: Redis, key: string, length: number, start: number, count: number): Promise<string[]> {
   const first = start % length;
   const last = first + Math.min(count, length) - 1;
-  if (last < length) return redis.lRange(keys.queue(version), first, last);
-  const [head, wrapped] = await Promise.all([redis.lRange(keys.queue(version), first, length - 1), redis.lRange(keys.queue(version), 0, last - length)]);
+  if (last < length) return redis.lRange(key, first, last);
+  const [head, wrapped] = await Promise.all([redis.lRange(key, first, length - 1), redis.lRange(key, 0, last - length)]);
   return [...head, ...wrapped];
 }

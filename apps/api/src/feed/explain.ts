@@ -55,7 +55,8 @@ export async function explainNextPage(deps: ExplainDeps, identity: Identity, ver
     // The positions a claim would take next, read-only: the same offset, the same wrap.
     take: async (count, skip) => ({ start: offset + skip, ids: await reader.idsAt(ring, offset + skip, count) }),
   });
-  const scores = await readRecordedScores(redis, keys, version, scanned.map((c) => c.position));
+  // The scan's positions run on from the offset: one range of the recorded scores.
+  const scores = await readRecordedScores(redis, keys, version, ring.length, offset, scanned.length);
   const generatedAt = meta ? Date.parse(meta.generatedAt) : null;
   const candidates = scanned.map(({ position, vid, video, verdict }, i): ExplainedCandidate => {
     const reviewAt = video?.reviewAt ? new Date(video.reviewAt).getTime() : null;
