@@ -9,45 +9,31 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import { connectRedis, createRedisKeys, deleteKeysWithPrefix, videoModel, type Redis } from '@feed/storage';
+import { videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { versionFor } from '@feed/domain';
-import mongoose, { type Connection } from 'mongoose';
 import { cli, exited, freePort, listening, ROOT, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { bearer, publishQueue } from '../support/feed-fixtures';
-import { testMongoUrl } from '../support/mongo';
+import { useTestServices } from '../support/services';
 
 const run = promisify(execFile);
 // Today's version, complete with the legacy set: the worker's controller (R21) has nothing to repair.
 const VERSION = versionFor(new Date(), 'Asia/Shanghai');
-const prefix = `test:deployables:${process.pid}:${randomBytes(3).toString('hex')}:`;
-const mongoUrl = testMongoUrl('deployables');
-const baseEnv = { NODE_ENV: 'test', REDIS_URL: process.env.TEST_REDIS_URL!, MONGO_URL: mongoUrl, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: 'warn' };
-
-let redis: Redis;
-let mongo: Connection;
+const s = useTestServices('deployables');
+/** The environment of a deployable on the running test's key prefix. */
+const baseEnv = () => ({ NODE_ENV: 'test', REDIS_URL: process.env.TEST_REDIS_URL!, MONGO_URL: s.config.mongoUrl!, REDIS_KEY_PREFIX: s.prefix, LOG_LEVEL: 'warn' });
 let queue: string[];
-const running: Managed[] = [];
+/** Killed after the test, before its keys are deleted. */
+const stopAfter = (...processes: Managed[]) => processes.forEach((p) => s.disposeAfter(() => p.stop('SIGKILL')));
 
 beforeAll(async () => {
-  redis = await connectRedis({ redisUrl: process.env.TEST_REDIS_URL! });
-  mongo = await mongoose.createConnection(mongoUrl).asPromise();
-  const videos = videoModel(mongo);
-  const docs = await videos.insertMany(Array.from({ length: 60 }, () => demoVideo({ reviewAt: new Date('2026-07-20T00:00:00Z') })));
+  const docs = await videoModel(s.mongo).insertMany(Array.from({ length: 60 }, () => demoVideo({ reviewAt: new Date('2026-07-20T00:00:00Z') })));
   queue = docs.map((d) => d._id.toHexString());
-  await publishQueue(redis, createRedisKeys(prefix), VERSION, queue);
-  await redis.sAdd(createRedisKeys(prefix).legacyIds, queue);
 });
 
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((p) => p.stop('SIGKILL')));
-});
-
-afterAll(async () => {
-  await deleteKeysWithPrefix(redis, prefix);
-  await redis.close();
-  await mongo.dropDatabase();
-  await mongo.close();
+beforeEach(async () => {
+  await publishQueue(s.redis, s.keys, VERSION, queue);
+  await s.redis.sAdd(s.keys.legacyIds, queue);
 });
 
 const answers = (port: number, route = '/healthz') => fetch(`http://127.0.0.1:${port}${route}`).then((r) => r.ok, () => false);
@@ -55,8 +41,8 @@ const portClosed = async (port: number) => !(await listening(port));
 
 async function startDeployable(name: 'api' | 'worker', env: Record<string, string> = {}): Promise<{ process: Managed; port: number }> {
   const port = await freePort();
-  const child = startProcess(tsx('tools/start-one.ts', name), { ...baseEnv, PORT: String(port), WORKER_PORT: String(port), ...env });
-  running.push(child);
+  const child = startProcess(tsx('tools/start-one.ts', name), { ...baseEnv(), PORT: String(port), WORKER_PORT: String(port), ...env });
+  stopAfter(child);
   await waitUntil(`${name} listening`, () => answers(port), 30_000);
   return { process: child, port };
 }
@@ -81,8 +67,8 @@ async function requestInFlight(port: number, route: string, headers: Record<stri
 describe('production configuration (D2)', () => {
   it.each(['api', 'worker'])('when the %s starts in production without MONGO_URL, then it exits non-zero naming it and never listens', async (name) => {
     const port = await freePort();
-    const child = startProcess(tsx(`apps/${name}/src/main.ts`), { ...baseEnv, NODE_ENV: 'production', MONGO_URL: '', AUTH_JWT_SECRET: 'k7#Vq9!zR2mW8pL4xT6nB3yH5cJ1dF0gXa', ADMIN_PASSWORD: 'Zt4!uM8#qW2eR6yN0pK3sV7bC1xL5hJ9Qd', PORT: String(port), WORKER_PORT: String(port) });
-    running.push(child);
+    const child = startProcess(tsx(`apps/${name}/src/main.ts`), { ...baseEnv(), NODE_ENV: 'production', MONGO_URL: '', AUTH_JWT_SECRET: 'k7#Vq9!zR2mW8pL4xT6nB3yH5cJ1dF0gXa', ADMIN_PASSWORD: 'Zt4!uM8#qW2eR6yN0pK3sV7bC1xL5hJ9Qd', PORT: String(port), WORKER_PORT: String(port) });
+    stopAfter(child);
     expect(await exited(child)).not.toBe(0);
     expect(child.output.join('')).toMatch(/MONGO_URL/);
     expect(await portClosed(port)).toBe(true);
@@ -118,15 +104,16 @@ describe('shutdown on a signal (D4)', () => {
   it('when pnpm start gets Ctrl-C (SIGINT to its process group), then every process is gone and every port closed within 10 s', async () => {
     const [apiPort, workerPort, mongoPort] = await Promise.all([freePort(), freePort(), freePort()]);
     const start = startProcess(['start'], {
-      ...baseEnv,
+      ...baseEnv(),
       NODE_ENV: 'development',
       MONGO_URL: '',
       EMBEDDED_MONGO_PORT: String(mongoPort),
-      REDIS_KEY_PREFIX: `${prefix}start:`,
+      // An empty prefix of its own (under the test's): pnpm start seeds and builds on it.
+      REDIS_KEY_PREFIX: `${s.prefix}start:`,
       PORT: String(apiPort),
       WORKER_PORT: String(workerPort),
     }, 'pnpm', { detached: true });
-    running.push(start);
+    stopAfter(start);
     await waitUntil('pnpm start serving pages', async () => (await fetch(`http://127.0.0.1:${apiPort}/api/app/recommend/vid/list`, { headers: { 'X-Device-Id': 'ctrl-c-device' } })).ok, 60_000);
     const signalledAt = Date.now();
     process.kill(-start.child.pid!, 'SIGINT');
@@ -142,7 +129,6 @@ describe('shutdown on a signal (D4)', () => {
     }, 10_000);
     expect(Date.now() - signalledAt).toBeLessThan(10_000);
     for (const port of [apiPort, workerPort, mongoPort]) expect(await portClosed(port)).toBe(true);
-    await deleteKeysWithPrefix(redis, `${prefix}start:`);
   }, 90_000);
 });
 
@@ -153,9 +139,8 @@ describe('rollout kill switch (R16)', () => {
     const versionsServed = () =>
       Promise.all(apis.map(async ({ port }) => ((await (await fetch(`http://127.0.0.1:${port}/api/app/recommend/vid/list?pageSize=2`, { headers: bearer('rollout-user') })).json()) as { queueVersion: string }).queueVersion));
     expect(await versionsServed()).toEqual([VERSION, VERSION]);
-    await redis.sAdd(createRedisKeys(prefix).legacyIds, queue);
 
-    const off = await cli(baseEnv, 'rollout', '--enabled', 'false');
+    const off = await cli(baseEnv(), 'rollout', '--enabled', 'false');
     expect(off.code).toBe(0);
     expect(off.output).toContain('enabled false (override)');
     // waitUntil fails the test when the switch takes longer than 5 s.
@@ -163,11 +148,11 @@ describe('rollout kill switch (R16)', () => {
     const metrics = await (await fetch(`http://127.0.0.1:${apis[1].port}/metrics`)).text();
     expect(metrics).toMatch(/^feed_rollout_enabled 0$/m);
 
-    const bad = await cli(baseEnv, 'rollout', '--percent', '101');
+    const bad = await cli(baseEnv(), 'rollout', '--percent', '101');
     expect(bad.code).not.toBe(0);
     expect(bad.output).toMatch(/--percent must be 0-100/);
 
-    const cleared = await cli(baseEnv, 'rollout', '--clear');
+    const cleared = await cli(baseEnv(), 'rollout', '--clear');
     expect(cleared.output).toContain('enabled true (environment)');
     await waitUntil('both APIs on the ring again', async () => (await versionsServed()).every((v) => v === VERSION), 5_000);
   }, 60_000);
@@ -192,7 +177,7 @@ describe('compiled deployables (D3 pnpm build, pnpm deploy)', () => {
     const port = await freePort();
     const main = path.join(dir, name, require(path.join(dir, name, 'package.json')).main as string);
     const child = startProcess([main], {
-      ...baseEnv,
+      ...baseEnv(),
       NODE_OPTIONS: '',
       NODE_ENV: 'production',
       AUTH_JWT_SECRET: 'local-development-jwt-secret',
@@ -200,7 +185,7 @@ describe('compiled deployables (D3 pnpm build, pnpm deploy)', () => {
       PORT: String(port),
       WORKER_PORT: String(port),
     });
-    running.push(child);
+    stopAfter(child);
     expect(await exited(child)).not.toBe(0);
     expect(child.output.join('')).toMatch(/AUTH_JWT_SECRET[^;]*published in the repository/);
     expect(child.output.join('')).toMatch(/ADMIN_PASSWORD[^;]*published in the repository/);
@@ -208,7 +193,7 @@ describe('compiled deployables (D3 pnpm build, pnpm deploy)', () => {
 
     // The same deployable with private secrets of 32+ characters starts and serves.
     const privately = startProcess([main], {
-      ...baseEnv,
+      ...baseEnv(),
       NODE_OPTIONS: '',
       NODE_ENV: 'production',
       AUTH_JWT_SECRET: randomBytes(24).toString('base64url'),
@@ -216,7 +201,7 @@ describe('compiled deployables (D3 pnpm build, pnpm deploy)', () => {
       PORT: String(port),
       WORKER_PORT: String(port),
     });
-    running.push(privately);
+    stopAfter(privately);
     await waitUntil(`the deployed ${name} listening`, () => answers(port), 30_000);
     privately.child.kill('SIGTERM');
     expect(await exited(privately)).toBe(0);
@@ -228,11 +213,11 @@ describe('compiled deployables (D3 pnpm build, pnpm deploy)', () => {
       expect(installed).not.toMatch(/^(tsx|typescript|@feed\+embedded-mongo)@/m);
     }
     const [apiPort, workerPort] = await Promise.all([freePort(), freePort()]);
-    const env = { ...baseEnv, NODE_OPTIONS: '', PORT: String(apiPort), WORKER_PORT: String(workerPort) };
+    const env = { ...baseEnv(), NODE_OPTIONS: '', PORT: String(apiPort), WORKER_PORT: String(workerPort) };
     const main = (name: string) => path.join(dir, name, require(path.join(dir, name, 'package.json')).main as string);
     const api = startProcess([main('api')], env);
     const worker = startProcess([main('worker')], env);
-    running.push(api, worker);
+    stopAfter(api, worker);
     await waitUntil('deployed api', () => answers(apiPort), 30_000);
     await waitUntil('deployed worker', () => answers(workerPort), 30_000);
     const page = (await (await fetch(`http://127.0.0.1:${apiPort}/api/app/recommend/vid/list`, { headers: bearer('deployed-user') })).json()) as { queueVersion: string; vInfos: unknown[] };

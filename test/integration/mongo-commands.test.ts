@@ -9,7 +9,6 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import mongoose, { type Connection } from 'mongoose';
 import request from 'supertest';
-import { createApp } from '@feed/api';
 import { seedVideos } from '@feed/demo-data';
 import { HANDLED_COMMANDS } from '@feed/embedded-mongo';
 import { createLogger } from '@feed/logger';
@@ -17,14 +16,14 @@ import { initRecommendHistory, interactionModels, repairPendingCounters, videoMo
 import { runDailyBuild } from '@feed/worker';
 import { bearer } from '../support/feed-fixtures';
 import { testMongoUrl } from '../support/mongo';
-import { startTestServices, type TestServices } from '../support/services';
+import { useTestServices } from '../support/services';
+import { testApi } from '../support/api';
 
-let s: TestServices;
+const s = useTestServices('mongo_commands');
 let conn: Connection;
 const sent = new Set<string>();
 
 beforeAll(async () => {
-  s = await startTestServices('mongo_commands');
   conn = await mongoose.createConnection(testMongoUrl('mongo_commands'), { monitorCommands: true }).asPromise();
   conn.getClient().on('commandStarted', (event) => sent.add(event.commandName));
 });
@@ -32,7 +31,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await conn.dropDatabase();
   await conn.close();
-  await s.cleanup();
 });
 
 /** The names listed under "Commands the product sends" in the embedded server's README. */
@@ -51,7 +49,7 @@ describe('the commands the product sends to MongoDB', () => {
     const build = await runDailyBuild({ redis: s.redis, keys: s.keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 });
     expect(build.status).toBe('built');
 
-    const { app } = createApp({ config: s.config, redis: s.redis, mongo: conn });
+    const { app } = testApi(s, {}, { mongo: conn });
     const user = bearer('commands-user');
     const page = await request(app).get('/api/app/recommend/vid/list').set(user).expect(200);
     const vid = page.body.vInfos[0].vid as string;

@@ -1,7 +1,7 @@
 /**
  * The service unchanged on a real 3-master Redis Cluster: the build writes and switches a version,
  * the API reads the ring, records views and watches. Each test has a key prefix of its own and
- * builds what it reads. Without redis-server the tests are skipped with a warning; under CI
+ * builds what it reads, and its keys are deleted after it. Without redis-server the tests are skipped with a warning; under CI
  * (.ci/run installs it) a missing redis-server is a failure.
  */
 import { spawnSync } from 'node:child_process';
@@ -10,7 +10,7 @@ import mongoose, { type Connection } from 'mongoose';
 import request from 'supertest';
 import { loadConfig, type Config } from '@feed/config';
 import { createLogger } from '@feed/logger';
-import { connectRedis, createRedisKeys, offsetSlot, readRingVersion, videoModel, type Redis } from '@feed/storage';
+import { connectRedis, createRedisKeys, deleteKeysWithPrefix, offsetSlot, readRingVersion, videoModel, type Redis } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { createApp } from '@feed/api';
 import { BUILD_QUEUE, bullConnectionFactory, createWorkerMetrics, listVersions, reportVersion, runDailyBuild, startBuildQueue, versionPointers } from '@feed/worker';
@@ -57,6 +57,10 @@ beforeEach(() => {
     REDIS_DEADLINE_MS: '5000',
   });
   keys = createRedisKeys(config.redisKeyPrefix);
+});
+
+afterEach(async () => {
+  if (available) await deleteKeysWithPrefix(redis, config.redisKeyPrefix);
 });
 
 afterAll(async () => {

@@ -9,36 +9,33 @@ import { Queue } from 'bullmq';
 import mongoose, { type Connection } from 'mongoose';
 import { versionFor } from '@feed/domain';
 import { seedVideos } from '@feed/demo-data';
-import { connectRedis, createRedisKeys, deleteKeysWithPrefix, videoModel, type Redis } from '@feed/storage';
+import { videoModel } from '@feed/storage';
 import { BUILD_QUEUE, buildJobOptions, bullConnectionFactory, type BuildJobData } from '@feed/worker';
 import { exited, freePort, startMongoProcess, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { publishQueue } from '../support/feed-fixtures';
 import { throttledProxy, type ThrottledProxy } from '../support/tcp-proxies';
-import { onRealMongo, testMongoUrl } from '../support/mongo';
+import { onRealMongo } from '../support/mongo';
+import { useTestServices } from '../support/services';
 
 const VIDEOS = 300_000;
 /** The read of ~45 MB of projected documents takes ~20 s at this rate: far past the 6 s grace. */
 const MONGO_BYTES_PER_SECOND = 2_000_000;
 const RETRY_DELAY_MS = 500;
 const VERSION = versionFor(new Date(), 'Asia/Shanghai');
-const prefix = `test:shutdown:${process.pid}:${randomBytes(3).toString('hex')}:`;
-const keys = createRedisKeys(prefix);
+const s = useTestServices('shutdown');
 let mongoUrl: string;
 let mongoHost: URL;
 /** Seeding and reading 306k videos is heavy: on the embedded server, one of this test's own, so other test files' MongoDB stays responsive. */
 let ownMongo: Managed | undefined;
 
-let redis: Redis;
 let mongo: Connection;
 let proxy: ThrottledProxy;
 let queue: Queue<BuildJobData>;
 let connection: ReturnType<ReturnType<typeof bullConnectionFactory>>;
 const fixture = Array.from({ length: 40 }, () => randomBytes(12).toString('hex'));
-const running: Managed[] = [];
 
 beforeAll(async () => {
-  redis = await connectRedis({ redisUrl: process.env.TEST_REDIS_URL! });
-  if (onRealMongo) mongoUrl = testMongoUrl('shutdown');
+  if (onRealMongo) mongoUrl = s.config.mongoUrl!;
   else {
     const port = await freePort();
     ownMongo = await startMongoProcess(port);
@@ -48,28 +45,23 @@ beforeAll(async () => {
   mongo = await mongoose.createConnection(mongoUrl).asPromise();
   await seedVideos(videoModel(mongo), { videos: VIDEOS, fresh: VIDEOS / 50 });
   proxy = await throttledProxy({ host: mongoHost.hostname, port: Number(mongoHost.port || 27017) }, MONGO_BYTES_PER_SECOND);
-  connection = bullConnectionFactory({ redisUrl: process.env.TEST_REDIS_URL!, redisClusterNodes: undefined })();
-  queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection, prefix: keys.bullPrefix, defaultJobOptions: buildJobOptions(RETRY_DELAY_MS) });
 }, 120_000);
 
 beforeEach(async () => {
-  await deleteKeysWithPrefix(redis, prefix);
   // Today's version, complete with the legacy set: the controller has nothing to repair, and
   // the forced rebuild below is the only build.
-  await publishQueue(redis, keys, VERSION, fixture);
-  await redis.sAdd(keys.legacyIds, fixture);
-});
-
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((p) => p.stop('SIGKILL')));
+  await publishQueue(s.redis, s.keys, VERSION, fixture);
+  await s.redis.sAdd(s.keys.legacyIds, fixture);
+  connection = bullConnectionFactory(s.config)();
+  queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection, prefix: s.keys.bullPrefix, defaultJobOptions: buildJobOptions(RETRY_DELAY_MS) });
+  s.disposeAfter(async () => {
+    await queue.close();
+    await connection.quit();
+  });
 });
 
 afterAll(async () => {
-  await queue.close();
-  await connection.quit();
   await proxy.close();
-  await deleteKeysWithPrefix(redis, prefix);
-  await redis.close();
   await mongo.dropDatabase();
   await mongo.close();
   await ownMongo?.stop();
@@ -92,12 +84,12 @@ async function startWorker(workerMongoUrl: string): Promise<{ worker: Managed; p
     NODE_ENV: 'test',
     LOG_LEVEL: 'warn',
     REDIS_URL: process.env.TEST_REDIS_URL!,
-    REDIS_KEY_PREFIX: prefix,
+    REDIS_KEY_PREFIX: s.prefix,
     MONGO_URL: workerMongoUrl,
     WORKER_PORT: String(port),
     BUILD_RETRY_DELAY_MS: String(RETRY_DELAY_MS),
   });
-  running.push(worker);
+  s.disposeAfter(() => worker.stop('SIGKILL'));
   await waitUntil('worker listening', () => answers(port), 30_000);
   return { worker, port };
 }
@@ -107,7 +99,7 @@ async function buildUnderWay(jobId: string): Promise<void> {
   await queue.add('manual', { force: true }, { jobId });
   await waitUntil('the build reading under its lock', async () => {
     const job = await queue.getJob(jobId);
-    return (await redis.exists(keys.buildLock(VERSION))) === 1 && (job?.progress as { phase?: string } | undefined)?.phase === 'read';
+    return (await s.redis.exists(s.keys.buildLock(VERSION))) === 1 && (job?.progress as { phase?: string } | undefined)?.phase === 'read';
   }, 30_000);
 }
 
@@ -120,9 +112,9 @@ describe('worker shutdown during a build (D4)', () => {
     expect(await exited(worker)).toBe(0);
     expect(Date.now() - signalledAt).toBeLessThan(10_000);
     // Released by the aborted build, not left to expire (its TTL is minutes).
-    expect(await redis.exists(keys.buildLock(VERSION))).toBe(0);
-    expect(await redis.get(keys.current)).toBe(VERSION);
-    expect(await redis.lRange(keys.queue(VERSION), 0, -1)).toEqual(fixture);
+    expect(await s.redis.exists(s.keys.buildLock(VERSION))).toBe(0);
+    expect(await s.redis.get(s.keys.current)).toBe(VERSION);
+    expect(await s.redis.lRange(s.keys.queue(VERSION), 0, -1)).toEqual(fixture);
     const aborted = (await queue.getJob('shutdown-sigterm'))!;
     expect(aborted.attemptsMade).toBe(1);
     expect(aborted.failedReason).toMatch(/worker shutting down: build aborted/);
@@ -133,7 +125,7 @@ describe('worker shutdown during a build (D4)', () => {
     const retried = (await queue.getJob('shutdown-sigterm'))!;
     expect(await retried.getState()).toBe('completed');
     expect(retried.returnvalue).toMatchObject({ status: 'built', version: VERSION });
-    expect(await redis.lLen(keys.queue(VERSION))).toBeGreaterThan(VIDEOS / 2);
+    expect(await s.redis.lLen(s.keys.queue(VERSION))).toBeGreaterThan(VIDEOS / 2);
   }, 150_000);
 
   it('when the worker gets a second signal while the first waits for the build, then it exits at once with 130', async () => {
@@ -142,9 +134,9 @@ describe('worker shutdown during a build (D4)', () => {
     worker.child.kill('SIGTERM');
     // The first signal closes the dashboard's port at once, while the build has its grace.
     await waitUntil('the first signal taken', async () => !(await answers(port)), 5_000);
-    expect(await redis.exists(keys.buildLock(VERSION))).toBe(1);
+    expect(await s.redis.exists(s.keys.buildLock(VERSION))).toBe(1);
     worker.child.kill('SIGTERM');
     expect(await exited(worker)).toBe(130);
-    expect(await redis.get(keys.current)).toBe(VERSION);
+    expect(await s.redis.get(s.keys.current)).toBe(VERSION);
   }, 90_000);
 });

@@ -3,17 +3,18 @@
  * named with exit 2, Redis-only commands without MongoDB, and no command writing into a
  * throwaway embedded MongoDB.
  */
-import { randomBytes } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
 import { cli, freePort, listening } from '../support/processes';
-import { testMongoUrl } from '../../test/support/mongo';
+import { useTestServices } from '../../test/support/services';
 
-/** The environment of a developer machine: no MONGO_URL, the embedded server's port free. */
+const s = useTestServices('cli');
+
+/** The environment of a developer machine on the test's key prefix: no MONGO_URL, the embedded server's port free. */
 async function withoutMongo(): Promise<{ env: Record<string, string>; port: number }> {
   const port = await freePort();
   return {
     port,
-    env: { NODE_ENV: 'development', MONGO_URL: '', EMBEDDED_MONGO_PORT: String(port), REDIS_URL: process.env.TEST_REDIS_URL!, REDIS_KEY_PREFIX: `test:cli:${randomBytes(3).toString('hex')}:` },
+    env: { NODE_ENV: 'development', MONGO_URL: '', EMBEDDED_MONGO_PORT: String(port), REDIS_URL: process.env.TEST_REDIS_URL!, REDIS_KEY_PREFIX: s.prefix },
   };
 }
 
@@ -70,7 +71,7 @@ describe('pnpm cli', () => {
 
   it('when on-call runs a build by hand, then it is on record with the version it asked for and what came of it', async () => {
     const { env } = await withoutMongo();
-    const withMongo = { ...env, MONGO_URL: testMongoUrl('cli-build') };
+    const withMongo = { ...env, MONGO_URL: s.config.mongoUrl! };
     expect((await cli(withMongo, 'seed', '--videos', '30', '--fresh', '5')).code).toBe(0);
     expect((await cli(withMongo, 'build')).code).toBe(0);
     const history = await cli(env, 'rollout', '--history');

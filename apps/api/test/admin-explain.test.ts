@@ -2,30 +2,30 @@ import request from 'supertest';
 import type { Express } from 'express';
 import { videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
-import { createApp } from '../src/app';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import { useTestServices } from '../../../test/support/services';
+import { testApi } from '../../../test/support/api';
 import { bearer, offsetOf, publishQueue } from '../../../test/support/feed-fixtures';
 
-let s: TestServices;
+const s = useTestServices('explain', { CURRENT_CACHE_MS: '0' });
 let app: Express;
 let ids: string[];
 const VERSION = '20260724';
 const ADMIN = ['admin', 'local-admin-password'] as const;
 
 beforeAll(async () => {
-  s = await startTestServices('explain', { CURRENT_CACHE_MS: '0' });
   const now = Date.now();
   const docs = Array.from({ length: 25 }, (_, i) =>
     demoVideo({ reviewAt: new Date(i === 1 ? now - 3600_000 : now - 5 * 86400_000), recommendScore: 100 - i, authorId: i === 4 ? 'explained' : 'someone' }),
   );
   await videoModel(s.mongo).insertMany(docs);
   ids = docs.map((d) => d._id!.toHexString());
-  // The build recorded scores 50, 49, ...; the documents hold 100, 99, ... since (a later write-back).
-  await publishQueue(s.redis, s.keys, VERSION, ids, { scores: ids.map((_, i) => 50 - i) });
-  app = createApp({ config: s.config, redis: s.redis, mongo: s.mongo }).app;
 });
 
-afterAll(() => s.cleanup());
+beforeEach(async () => {
+  // The build recorded scores 50, 49, ...; the documents hold 100, 99, ... since (a later write-back).
+  await publishQueue(s.redis, s.keys, VERSION, ids, { scores: ids.map((_, i) => 50 - i) });
+  app = testApi(s).app;
+});
 
 describe('GET /api/admin/explain', () => {
   it('when called without admin credentials, then 401 — also with a user token', async () => {

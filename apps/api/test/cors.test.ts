@@ -7,18 +7,18 @@ import type { Browser } from 'playwright-core';
 import request from 'supertest';
 import { videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
-import { createApp } from '../src/app';
 import { browserIt, hasBrowser, launchBrowser } from '../../../test/support/browser';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import { useTestServices } from '../../../test/support/services';
+import { testApi } from '../../../test/support/api';
 import { publishQueue, tokenFor } from '../../../test/support/feed-fixtures';
 
 
-let s: TestServices;
-let api: Server;
+const s = useTestServices('cors');
 let page: Server;
 let apiBase: string;
 let pageOrigin: string;
 let otherOrigin: string;
+let ids: string[];
 let browser: Browser | undefined;
 
 const listen = async (server: Server) => {
@@ -28,23 +28,24 @@ const listen = async (server: Server) => {
 };
 
 beforeAll(async () => {
-  // The H5 page's origin is known before the API starts: reserve its port first.
+  // The H5 page's origin is known before the API starts: its server listens first.
   page = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>h5</title>'));
   pageOrigin = await listen(page);
   otherOrigin = 'http://127.0.0.1:9';
-  s = await startTestServices('cors', { CORS_ALLOWED_ORIGINS: pageOrigin });
-  const ids = (await videoModel(s.mongo).insertMany(Array.from({ length: 40 }, () => demoVideo({ reviewAt: new Date('2026-07-20T00:00:00Z') })))).map((d) => d._id.toHexString());
-  await publishQueue(s.redis, s.keys, '20260724', ids);
-  api = http.createServer(createApp({ config: s.config, redis: s.redis, mongo: s.mongo }).app);
-  apiBase = await listen(api);
+  ids = (await videoModel(s.mongo).insertMany(Array.from({ length: 40 }, () => demoVideo({ reviewAt: new Date('2026-07-20T00:00:00Z') })))).map((d) => d._id.toHexString());
   if (hasBrowser) browser = await launchBrowser();
 }, 60_000);
+
+beforeEach(async () => {
+  await publishQueue(s.redis, s.keys, '20260724', ids);
+  const api = http.createServer(testApi(s, { corsAllowedOrigins: [pageOrigin] }).app);
+  s.disposeAfter(() => new Promise((closed) => api.close(closed)));
+  apiBase = await listen(api);
+});
 
 afterAll(async () => {
   await browser?.close();
   page.close();
-  api.close();
-  await s.cleanup();
 });
 
 describe('CORS for the H5 client', () => {

@@ -3,11 +3,12 @@ import type { Express } from 'express';
 import { connectRedis, videoModel, type VideoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { logger } from '@feed/logger';
-import { createApp, type Api } from '../src/app';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import type { Api } from '../src/app';
+import { useTestServices } from '../../../test/support/services';
+import { testApi } from '../../../test/support/api';
 import { bearer, offsetOf, publishQueue, setOffset } from '../../../test/support/feed-fixtures';
 
-let s: TestServices;
+const s = useTestServices('feed', { CURRENT_CACHE_MS: '0', VIDEO_CACHE_MS: '0' });
 let api: Api;
 let app: Express;
 let videos: VideoModel;
@@ -17,24 +18,15 @@ const V1 = '20260724';
 const V2 = '20260725';
 
 beforeAll(async () => {
-  s = await startTestServices('feed', { CURRENT_CACHE_MS: '0', VIDEO_CACHE_MS: '0' });
   videos = videoModel(s.mongo);
   const docs = Array.from({ length: 50 }, (_, i) => demoVideo({ title: `v${i}`, authorId: `author-${i}` }));
   await videos.insertMany(docs);
   ids = docs.map((d) => d._id!.toHexString());
-  api = createApp({ config: s.config, redis: s.redis, mongo: s.mongo });
-  app = api.app;
 });
 
-afterAll(() => s.cleanup());
-
-/** Clients a test opens are closed after it, also when it fails. */
-const disposals: Array<() => void> = [];
-const disposeAfter = (dispose: () => void) => disposals.push(dispose);
-afterEach(() => disposals.splice(0).forEach((dispose) => dispose()));
-
 beforeEach(async () => {
-  await s.redis.del([s.keys.current, s.keys.previous, s.keys.legacyIds]);
+  api = testApi(s);
+  app = api.app;
   await publishQueue(s.redis, s.keys, V1, ids);
 });
 
@@ -159,7 +151,7 @@ describe('degradation (R17)', () => {
     await publishQueue(s.redis, s.keys, V2, [...ids].reverse());
     await s.redis.del(s.keys.queue(V2));
     const warn = jest.spyOn(logger, 'warn');
-    disposeAfter(() => warn.mockRestore());
+    s.disposeAfter(() => warn.mockRestore());
     const res = await page('degrade-prev').expect(200);
     expect(res.body.queueVersion).toBe(V1);
     expect(vids(res)).toEqual(ids.slice(0, 20));
@@ -184,8 +176,8 @@ describe('degradation (R17)', () => {
     // A real client pointed at a port where nothing listens: with the offline queue disabled
     // (as the API runs), every command fails at once.
     const dead = await connectRedis({ redisUrl: 'redis://127.0.0.1:1' }, { failFast: true, background: true });
-    disposeAfter(() => dead.destroy());
-    const broken = createApp({ config: s.config, redis: dead, mongo: s.mongo });
+    s.disposeAfter(() => dead.destroy());
+    const broken = testApi(s, {}, { redis: dead });
     const res = await request(broken.app).get('/api/app/recommend/vid/list').set(bearer('no-redis')).expect(200);
     expect(res.body.queueVersion).toBe('fallback');
     expect(vids(res)).toHaveLength(20);
@@ -222,7 +214,7 @@ describe('GET /api/app/recommend/vid/ad (R14)', () => {
   it('when ads are requested, then only approved short ad videos come back, outside the ring', async () => {
     const ads = [demoVideo({ isAd: true }), demoVideo({ isAd: true }), demoVideo({ isAd: true, status: 'offline' })];
     await videos.insertMany(ads);
-    const adApp = createApp({ config: s.config, redis: s.redis, mongo: s.mongo });
+    const adApp = testApi(s);
     const res = await request(adApp.app).get('/api/app/recommend/vid/ad').query({ pageSize: 5 }).set(bearer('ad-viewer')).expect(200);
     expect(new Set(vids(res))).toEqual(new Set(ads.slice(0, 2).map((a) => a._id!.toHexString())));
     expect(await offsetOf(s.redis, s.keys, V1, 'u:ad-viewer')).toBeNull();
@@ -232,7 +224,7 @@ describe('GET /api/app/recommend/vid/ad (R14)', () => {
 
 describe('rollout (R16)', () => {
   it('when the percentage is 30, then users whose stable bucket is below 30 get the ring and the rest the legacy feed', async () => {
-    const partial = createApp({ config: { ...s.config, shortRecommendV2Percent: 30 }, redis: s.redis, mongo: s.mongo });
+    const partial = testApi(s, { shortRecommendV2Percent: 30 });
     await s.redis.sAdd(s.keys.legacyIds, ids);
     // Buckets computed outside the service (FNV-1a 32 of "u:<id>", mod 100), around the boundary.
     const buckets: Array<[user: string, bucket: number]> = [
@@ -246,7 +238,7 @@ describe('rollout (R16)', () => {
   });
 
   it('when v2 is disabled, then everyone gets the legacy feed', async () => {
-    const off = createApp({ config: { ...s.config, shortRecommendV2Enabled: false }, redis: s.redis, mongo: s.mongo });
+    const off = testApi(s, { shortRecommendV2Enabled: false });
     await s.redis.sAdd(s.keys.legacyIds, ids);
     const res = await request(off.app).get('/api/app/recommend/vid/list').set(bearer('disabled')).expect(200);
     expect(res.body.queueVersion).toBe('legacy');
@@ -254,7 +246,6 @@ describe('rollout (R16)', () => {
 
   describe('the admin kill switch', () => {
     const admin = () => ({ Authorization: `Basic ${Buffer.from(`${s.config.adminUser}:${s.config.adminPassword}`).toString('base64')}` });
-    afterEach(() => s.redis.del([s.keys.rollout, s.keys.auditTrail]));
 
     it('when on-call PUTs enabled=false, then this instance serves the legacy feed at once, and the ring again after DELETE', async () => {
       await s.redis.sAdd(s.keys.legacyIds, ids);

@@ -4,24 +4,24 @@ import type { Express } from 'express';
 import { interactionModels, repairPendingCounters, videoModel, type CounterHooks, type InteractionModels, type VideoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
-import { createApp } from '../src/app';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import { useTestServices } from '../../../test/support/services';
+import { testApi } from '../../../test/support/api';
 import { bearer } from '../../../test/support/feed-fixtures';
 
-let s: TestServices;
+const s = useTestServices('interactions');
 let app: Express;
 let videos: VideoModel;
 let records: InteractionModels;
 
 beforeAll(async () => {
-  s = await startTestServices('interactions');
   videos = videoModel(s.mongo);
   records = interactionModels(s.mongo);
   await Promise.all([videos.init(), ...Object.values(records).map((m) => m.init())]);
-  app = createApp({ config: s.config, redis: s.redis, mongo: s.mongo }).app;
 });
 
-afterAll(() => s.cleanup());
+beforeEach(() => {
+  app = testApi(s).app;
+});
 
 async function newVideo(overrides = {}) {
   const [doc] = await videos.insertMany([demoVideo(overrides)]);
@@ -168,7 +168,7 @@ const actions = {
   shares: { send: (a: Express, user: string, vid: string) => request(a).post('/api/app/share/output').set(bearer(user)).send({ videoID: vid }), counters: ['recommendShareCount', 'shareCount'] },
 } as const;
 
-const crashing = (hooks: CounterHooks) => createApp({ config: s.config, redis: s.redis, mongo: s.mongo, counterHooks: hooks }).app;
+const crashing = (hooks: CounterHooks) => testApi(s, {}, { counterHooks: hooks }).app;
 const crash = () => Promise.reject(new Error('injected crash'));
 
 describe.each(Object.entries(actions))('crash points of the counter protocol (R3): %s', (kind, action) => {
@@ -235,7 +235,7 @@ describe('MongoDB down', () => {
     const connection = await mongoose.createConnection(`${mongo.uri}/down`, { serverSelectionTimeoutMS: 300 }).asPromise();
     try {
       const [video] = await videoModel(connection).insertMany([demoVideo({ isAd: true })]);
-      const downApp = createApp({ config: { ...s.config, videoCacheMs: 0 }, redis: s.redis, mongo: connection }).app;
+      const downApp = testApi(s, { videoCacheMs: 0 }, { mongo: connection }).app;
       await mongo.stop();
       const like = await request(downApp).post('/api/app/vid/like').set(bearer('mongo-down')).send({ vid: video._id.toHexString() }).expect(503);
       expect(like.body.error.code).toBe('unavailable');

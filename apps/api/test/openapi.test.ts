@@ -9,28 +9,28 @@ import request from 'supertest';
 import type { Express } from 'express';
 import { interactionModels, videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
-import { createApp } from '../src/app';
 import { openApiDocument } from '../src/openapi';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import { useTestServices } from '../../../test/support/services';
+import { testApi } from '../../../test/support/api';
 import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
 
-let s: TestServices;
+const s = useTestServices('openapi', { CURRENT_CACHE_MS: '0' });
 let app: Express;
 let ids: string[];
 const ajv = addFormats(new Ajv2020({ strict: false }));
 ajv.addSchema({ $id: 'openapi', components: openApiDocument.components });
 
 beforeAll(async () => {
-  s = await startTestServices('openapi', { CURRENT_CACHE_MS: '0' });
   const docs = [...Array.from({ length: 25 }, () => demoVideo({})), demoVideo({ isAd: true })];
   await videoModel(s.mongo).insertMany(docs);
   await Promise.all(Object.values(interactionModels(s.mongo)).map((m) => m.init()));
   ids = docs.map((d) => d._id!.toHexString());
-  await publishQueue(s.redis, s.keys, '20260724', ids);
-  app = createApp({ config: s.config, redis: s.redis, mongo: s.mongo }).app;
 });
 
-afterAll(() => s.cleanup());
+beforeEach(async () => {
+  await publishQueue(s.redis, s.keys, '20260724', ids);
+  app = testApi(s).app;
+});
 
 type Method = 'get' | 'post' | 'put' | 'delete';
 const ROOT = path.resolve(__dirname, '../../..');

@@ -7,23 +7,21 @@
 import request from 'supertest';
 import { readRingVersion, videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
-import { createApp, type Api } from '../src/app';
+import type { Api } from '../src/app';
 import { QueueCopies } from '../src/feed/queue-copies';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import { useTestServices } from '../../../test/support/services';
+import { testApi } from '../../../test/support/api';
 import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
 
-let s: TestServices;
+const s = useTestServices('copies', { CURRENT_CACHE_MS: '0' });
 let ids: string[];
 const V = '20260724';
 
 beforeAll(async () => {
-  s = await startTestServices('copies', { CURRENT_CACHE_MS: '0' });
   const docs = Array.from({ length: 60 }, () => demoVideo({ reviewAt: new Date(Date.now() - 5 * 86400_000) }));
   await videoModel(s.mongo).insertMany(docs);
   ids = docs.map((d) => d._id!.toHexString());
 });
-
-afterAll(() => s.cleanup());
 
 const vids = (res: request.Response) => res.body.vInfos.map((v: { vid: string }) => v.vid);
 const copyLoads = async (api: Api) => (await api.metrics.registry.getSingleMetric('feed_queue_copy_loads_total')!.get()).values[0]?.value ?? 0;
@@ -40,7 +38,7 @@ describe('queue copies (R22)', () => {
   it('when the copy is loaded, then pages come from it; a new build id in the meta makes the instance copy the queue again', async () => {
     const queue = ids.slice(0, 30);
     await publishQueue(s.redis, s.keys, V, queue);
-    const api = createApp({ config: s.config, redis: s.redis, mongo: s.mongo });
+    const api = testApi(s);
     // The first page is read from Redis while the copy loads.
     expect(vids(await request(api.app).get('/api/app/recommend/vid/list?pageSize=5').set(bearer('copy-a')).expect(200))).toEqual(queue.slice(0, 5));
     await api.feed.reader.copies!.ensure((await readRingVersion(s.redis, s.keys, V))!);
@@ -64,7 +62,7 @@ describe('queue copies (R22)', () => {
     const queue = ids.slice(0, 30);
     await publishQueue(s.redis, s.keys, V, queue);
     await s.redis.rPush(s.keys.queue(V), ids[40]);
-    const api = createApp({ config: s.config, redis: s.redis, mongo: s.mongo });
+    const api = testApi(s);
     await api.feed.reader.copies!.ensure((await readRingVersion(s.redis, s.keys, V))!);
     expect(await copyLoads(api)).toBe(0);
     await rewriteListInPlace(V, [...ids.slice(30, 60), ids[0]]);

@@ -2,26 +2,27 @@ import request from 'supertest';
 import type { Express } from 'express';
 import { videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
-import { createApp, type Api } from '../src/app';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import type { Api } from '../src/app';
+import { useTestServices } from '../../../test/support/services';
+import { testApi } from '../../../test/support/api';
 import { bearer, offsetOf, publishQueue } from '../../../test/support/feed-fixtures';
 import { waitUntil } from '../../../tools/support/processes';
 
-let s: TestServices;
+const s = useTestServices('history', { CURRENT_CACHE_MS: '0', VIDEO_CACHE_MS: '0', VIEW_HISTORY_SIZE: '10' });
 let api: Api;
 let app: Express;
 let ids: string[];
 
 beforeAll(async () => {
-  s = await startTestServices('history', { CURRENT_CACHE_MS: '0', VIDEO_CACHE_MS: '0', VIEW_HISTORY_SIZE: '10' });
   const docs = Array.from({ length: 30 }, () => demoVideo({}));
   await videoModel(s.mongo).insertMany(docs);
   ids = docs.map((d) => d._id!.toHexString());
-  api = createApp({ config: s.config, redis: s.redis, mongo: s.mongo });
-  app = api.app;
 });
 
-afterAll(() => s.cleanup());
+beforeEach(() => {
+  api = testApi(s);
+  app = api.app;
+});
 
 let day = 20260700;
 /** A new day's version with the same queue: every user starts again at offset 0. */
@@ -66,7 +67,7 @@ describe('recently viewed (V1, V2)', () => {
   });
 
   it('when the view window expires, then the videos come back', async () => {
-    const shortLived = createApp({ config: { ...s.config, viewHistoryTtlDays: 0.05 / 86400 }, redis: s.redis, mongo: s.mongo });
+    const shortLived = testApi(s, { viewHistoryTtlDays: 0.05 / 86400 });
     await request(shortLived.app).post('/api/app/vid/view').set(bearer('expiring')).send({ vid: ids[0] }).expect(200);
     const key = s.keys.views('u:expiring');
     expect(await s.redis.pTTL(key)).toBeGreaterThan(0);
@@ -113,7 +114,7 @@ describe('not interested (V3)', () => {
   });
 
   it('when the bound is exceeded, then the oldest marks are dropped first', async () => {
-    const bounded = createApp({ config: { ...s.config, notInterestedMax: 10 }, redis: s.redis, mongo: s.mongo });
+    const bounded = testApi(s, { notInterestedMax: 10 });
     for (const vid of ids.slice(0, 11)) await request(bounded.app).post('/api/app/recommend/vid/not-interested').set(bearer('bounded')).send({ vid }).expect(200);
     expect(await s.redis.strLen(s.keys.notInterested('u:bounded'))).toBe(40);
     await nextDay();

@@ -6,11 +6,12 @@
 import request from 'supertest';
 import { readVariantStats, videoModel, type VariantTally } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
-import { createApp, type Api } from '../src/app';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import type { Api } from '../src/app';
+import { useTestServices } from '../../../test/support/services';
+import { testApi } from '../../../test/support/api';
 import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
 
-let s: TestServices;
+const s = useTestServices('readout', { CURRENT_CACHE_MS: '0' });
 let api: Api;
 let ids: string[];
 const VERSION = '20260724';
@@ -19,18 +20,15 @@ const RING_USERS = ['rollout-6', 'rollout-34', 'rollout-82'];
 const LEGACY_USERS = ['rollout-149', 'rollout-21', 'rollout-22'];
 
 beforeAll(async () => {
-  s = await startTestServices('readout', { CURRENT_CACHE_MS: '0' });
   const docs = Array.from({ length: 30 }, () => demoVideo({ reviewAt: new Date(Date.now() - 5 * 86400_000) }));
   await videoModel(s.mongo).insertMany(docs);
   ids = docs.map((d) => d._id!.toHexString());
-  await publishQueue(s.redis, s.keys, VERSION, ids);
-  await s.redis.sAdd(s.keys.legacyIds, ids);
-  api = createApp({ config: { ...s.config, shortRecommendV2Percent: 30 }, redis: s.redis, mongo: s.mongo });
 });
 
-afterAll(async () => {
-  await api.feed.readout.close();
-  await s.cleanup();
+beforeEach(async () => {
+  await publishQueue(s.redis, s.keys, VERSION, ids);
+  await s.redis.sAdd(s.keys.legacyIds, ids);
+  api = testApi(s, { shortRecommendV2Percent: 30 });
 });
 
 const counter = async (name: string, labels: Record<string, string>) => {

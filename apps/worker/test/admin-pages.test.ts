@@ -9,7 +9,7 @@ import type { Browser } from 'playwright-core';
 import { PNG } from 'pngjs';
 import request from 'supertest';
 import { createLogger } from '@feed/logger';
-import { addVariantStats, changeRollout, readAudit, variantField, videoModel } from '@feed/storage';
+import { addVariantStats, changeRollout, readAudit, variantField, videoModel, type VideoModel } from '@feed/storage';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
 import { runDailyBuild } from '../src/daily-build/daily-build';
@@ -18,39 +18,52 @@ import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { createWorkerMetrics } from '../src/metrics';
 import { browserIt, hasBrowser, launchBrowser } from '../../../test/support/browser';
 import { waitUntil } from '../../../tools/support/processes';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import { useTestServices } from '../../../test/support/services';
 
 
-let s: TestServices;
+const s = useTestServices('inspector');
+const logger = createLogger({ silent: true });
+const DAY_1 = new Date('2026-07-24T01:00:00+08:00');
+let videos: VideoModel;
+/** Ten videos reviewed after day 1's build: offline for it, approved for day 2's shadow. */
+let later: string[];
 let server: Server;
 let base: string;
 let browser: Browser | undefined;
 let jobs: Awaited<ReturnType<typeof startBuildQueue>>;
 
+const buildDeps = () => ({ redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 });
+
 beforeAll(async () => {
-  s = await startTestServices('inspector');
-  const videos = videoModel(s.mongo);
-  const at = new Date('2026-07-24T01:00:00+08:00');
-  await seedVideos(videos, { videos: 340, fresh: 60, now: at });
-  const logger = createLogger({ silent: true });
-  const deps = { redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 };
-  await runDailyBuild(deps, { at });
-  await videos.insertMany(Array.from({ length: 10 }, () => demoVideo({ reviewAt: new Date(at.getTime() + 3600_000) })));
-  await runDailyBuild(deps, { at: new Date('2026-07-25T01:00:00+08:00'), shadow: true });
-  jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: s.config.buildRetryDelayMs, logger, metrics: createWorkerMetrics(), deps, process: false });
-  const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos });
-  server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  videos = videoModel(s.mongo);
+  await seedVideos(videos, { videos: 340, fresh: 60, now: DAY_1 });
+  const reviewed = new Date(DAY_1.getTime() + 3600_000);
+  later = (await videos.insertMany(Array.from({ length: 10 }, () => demoVideo({ reviewAt: reviewed })))).map((d) => d._id.toHexString());
   if (hasBrowser) browser = await launchBrowser();
 }, 60_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await new Promise((resolve) => server.close(resolve));
-  await jobs.close();
-  await s.cleanup();
+/** Day 1 built and current (400 videos), day 2 built as a shadow with the 10 later videos (410). */
+async function buildCurrentAndShadow() {
+  await videos.updateMany({ _id: { $in: later } }, { $set: { status: 'offline' } });
+  await runDailyBuild(buildDeps(), { at: DAY_1 });
+  await videos.updateMany({ _id: { $in: later } }, { $set: { status: 'approved' } });
+  await runDailyBuild(buildDeps(), { at: new Date('2026-07-25T01:00:00+08:00'), shadow: true });
+}
+
+/** The worker's queue (not processing) and its admin app on the test's prefix. */
+beforeEach(async () => {
+  jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: s.config.buildRetryDelayMs, logger, metrics: createWorkerMetrics(), deps: buildDeps(), process: false });
+  const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos });
+  server = app.listen(0, '127.0.0.1');
+  s.disposeAfter(async () => {
+    await new Promise((resolve) => server.close(resolve));
+    await jobs.close();
+  });
+  await new Promise((resolve) => server.once('listening', resolve));
+  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 });
+
+afterAll(() => browser?.close());
 
 describe('queue inspector', () => {
   it('when opened without credentials, then 401 (page and its API)', async () => {
@@ -64,6 +77,7 @@ describe('queue inspector', () => {
   });
 
   it('when the summary is read, then it has the versions, blocks, scores and the shadow diff', async () => {
+    await buildCurrentAndShadow();
     const res = await request(base).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'inspect-pass').expect(200);
     expect(res.body.pointers).toMatchObject({ current: '20260724', shadow: '20260725' });
     expect(res.body.versions.map((v: { version: string }) => v.version)).toEqual(['20260724']);
@@ -79,15 +93,12 @@ describe('queue inspector', () => {
 
   it('when the daily job scheduler is missing, then the summary says so as an error instead of a next run', async () => {
     await jobs.queue.removeJobScheduler(SCHEDULER_ID);
-    try {
-      const res = await request(base).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'inspect-pass').expect(200);
-      expect(res.body.schedule).toMatchObject({ nextBuildAt: null, error: expect.stringContaining('is missing') });
-    } finally {
-      await jobs.ensureScheduler();
-    }
+    const res = await request(base).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'inspect-pass').expect(200);
+    expect(res.body.schedule).toMatchObject({ nextBuildAt: null, error: expect.stringContaining('is missing') });
   });
 
   browserIt('when opened in Chromium with credentials, then the tables and both charts render', async () => {
+    await buildCurrentAndShadow();
     // A rollout change on record (D6), and a day's tally of both variants (D7): ring 40 pages,
     // 200 views, 10 likes, 4 not interested; legacy 50 pages, 100 views, 2 likes, 8 not interested.
     await changeRollout(s.redis, s.keys, { enabled: true, percent: 100 }, { percent: 40 }, { actor: 'oncall', via: 'api' });
@@ -160,7 +171,6 @@ describe('queue inspector', () => {
       // The build asked by hand is on record (D6) with who asked it.
       await waitUntil('the dashboard build in the audit trail', async () => (await readAudit(s.redis, s.keys, 1))[0]?.via === 'dashboard', 10_000);
       expect((await readAudit(s.redis, s.keys, 1))[0]).toMatchObject({ action: 'build-requested', actor: 'oncall', via: 'dashboard', after: { name: 'manual-rebuild', data: { force: true } } });
-      await job!.remove();
     } finally {
       await context.close();
     }

@@ -3,16 +3,11 @@
  * on Jest's fake timers; Redis, its TTLs and the Lua scripts are real.
  */
 import { acquireBuildLock } from '../src/daily-build/build-lock';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import { useTestServices } from '../../../test/support/services';
 import { waitUntil } from '../../../tools/support/processes';
 
-let s: TestServices;
+const s = useTestServices('lock');
 const TTL_MS = 60_000;
-
-beforeAll(async () => {
-  s = await startTestServices('lock');
-});
-afterAll(() => s.cleanup());
 
 beforeEach(() => {
   // Only the heartbeat's interval is faked: I/O and the waits below keep real time.

@@ -1,28 +1,32 @@
 import { QueueEvents } from 'bullmq';
 import request from 'supertest';
 import { createLogger } from '@feed/logger';
-import { videoModel } from '@feed/storage';
+import { videoModel, type VideoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { createWorkerApp, DASHBOARD_PATH } from '../src/app';
 import { BUILD_QUEUE, SCHEDULER_ID, startBuildQueue } from '../src/jobs/build-queue';
-import { bullConnectionFactory, type BullConnection } from '../src/jobs/bull-connection';
-import { createWorkerMetrics } from '../src/metrics';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import { bullConnectionFactory } from '../src/jobs/bull-connection';
+import { createWorkerMetrics, type WorkerMetrics } from '../src/metrics';
+import { useTestServices } from '../../../test/support/services';
 
-let s: TestServices;
+const s = useTestServices('queue');
+let videos: VideoModel;
 let jobs: Awaited<ReturnType<typeof startBuildQueue>>;
 let events: QueueEvents;
-let eventsConnection: BullConnection;
-const metrics = createWorkerMetrics();
+let metrics: WorkerMetrics;
 /** The worker's clock: after the day the manual job builds, so no test depends on the real date. */
 const NOW = new Date('2026-08-01T08:00:00+08:00');
 const TODAY = '20260801';
 
 beforeAll(async () => {
-  s = await startTestServices('queue');
-  const videos = videoModel(s.mongo);
+  videos = videoModel(s.mongo);
   await seedVideos(videos, { videos: 57, fresh: 3, now: new Date('2026-07-24T01:00:00+08:00') });
+});
+
+/** A worker's build queue, its metrics and a QueueEvents reader on the test's prefix. */
+beforeEach(async () => {
   const logger = createLogger({ silent: true });
+  metrics = createWorkerMetrics();
   jobs = await startBuildQueue({
     connection: bullConnectionFactory(s.config),
     prefix: s.keys.bullPrefix,
@@ -33,16 +37,14 @@ beforeAll(async () => {
     metrics,
     deps: { redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000, now: () => NOW },
   });
-  eventsConnection = bullConnectionFactory(s.config)();
+  const eventsConnection = bullConnectionFactory(s.config)();
   events = new QueueEvents(BUILD_QUEUE, { connection: eventsConnection, prefix: s.keys.bullPrefix });
+  s.disposeAfter(async () => {
+    await events.close();
+    await eventsConnection.quit();
+    await jobs.close();
+  });
   await events.waitUntilReady();
-});
-
-afterAll(async () => {
-  await events.close();
-  await eventsConnection.quit();
-  await jobs.close();
-  await s.cleanup();
 });
 
 /** feed_builds_total for one result. */
@@ -114,7 +116,7 @@ describe('BullMQ build job', () => {
 });
 
 describe('worker HTTP surface', () => {
-  const app = () => createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'secret-pass' }, queue: jobs.queue, metrics, redis: s.redis, keys: s.keys, videos: videoModel(s.mongo) });
+  const app = () => createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'secret-pass' }, queue: jobs.queue, metrics, redis: s.redis, keys: s.keys, videos });
 
   it('when the dashboard is opened without credentials, then it answers 401 with a challenge', async () => {
     const res = await request(app()).get(`${DASHBOARD_PATH}/`).expect(401);

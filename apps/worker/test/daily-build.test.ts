@@ -2,27 +2,30 @@ import { createClient, type RedisClientType } from 'redis';
 import { mongo, Types } from 'mongoose';
 import { BLOCK_SIZE, expandBlocks, MIN_OFFSET_BUCKETS, recommendScore, USERS_PER_BUCKET, versionFor } from '@feed/domain';
 import { createLogger } from '@feed/logger';
-import { deleteKeysWithPrefix, offsetBucketKeys, offsetSlot, readMeta, videoModel, type VideoModel } from '@feed/storage';
+import { offsetBucketKeys, offsetSlot, readMeta, videoModel, type VideoModel } from '@feed/storage';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { waitUntil } from '../../../tools/support/processes';
 import { assemble, BuildVerificationError, runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
 import { CandidateColumns } from '../src/daily-build/candidate-columns';
 import { summarizeVersions } from '../src/inspect/inspect-versions';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import { useTestServices } from '../../../test/support/services';
 import { offsetOf, setOffset } from '../../../test/support/feed-fixtures';
 
 const DAY = 24 * 60 * 60 * 1000;
 const AT = new Date('2026-07-24T00:30:00+08:00');
 const VERSION = '20260724';
 
-let s: TestServices;
+const s = useTestServices('build');
 let videos: VideoModel;
 let deps: BuildDeps;
 
 beforeAll(async () => {
-  s = await startTestServices('build');
   videos = videoModel(s.mongo);
   await videos.init();
+});
+
+beforeEach(async () => {
+  await videos.deleteMany({});
   deps = {
     redis: s.redis,
     keys: s.keys,
@@ -32,16 +35,6 @@ beforeAll(async () => {
     keyTtlHours: 72,
     lockTtlMs: 60_000,
   };
-});
-
-afterAll(() => s.cleanup());
-
-// Every key a test made (versions, shadows, locks) goes, also when the test failed.
-afterEach(() => deleteKeysWithPrefix(s.redis, s.prefix));
-
-beforeEach(async () => {
-  await videos.deleteMany({});
-  await s.redis.del([s.keys.current, s.keys.previous, s.keys.shadow, s.keys.queue(VERSION), s.keys.meta(VERSION), s.keys.shadowQueue(VERSION), s.keys.shadowMeta(VERSION), s.keys.legacyIds]);
 });
 
 const queueOf = (version = VERSION) => s.redis.lRange(s.keys.queue(version), 0, -1);

@@ -4,7 +4,6 @@
  */
 import { Queue, Worker } from 'bullmq';
 import { createLogger } from '@feed/logger';
-import { deleteKeysWithPrefix } from '@feed/storage';
 import { bullConnectionFactory, BullConnections } from '../src/jobs/bull-connection';
 import { buildJobOptions, SCHEDULER_ID, type BuildJobData } from '../src/jobs/build-queue';
 import { COUNTER_REPAIR_QUEUE, COUNTER_REPAIR_SCHEDULER_ID } from '../src/jobs/counter-repair';
@@ -12,7 +11,7 @@ import { checkDesiredState, dueVersion, type ControllerDeps } from '../src/contr
 import { createWorkerMetrics } from '../src/metrics';
 import { publishQueue } from '../../../test/support/feed-fixtures';
 import { waitUntil } from '../../../tools/support/processes';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import { useTestServices } from '../../../test/support/services';
 
 const CRON = '30 4 * * *';
 const TZ = 'Asia/Shanghai';
@@ -20,15 +19,15 @@ const AFTER_CRON = new Date('2026-07-24T05:00:00+08:00');
 const BEFORE_CRON = new Date('2026-07-24T03:00:00+08:00');
 const IDS = Array.from({ length: 30 }, (_, i) => i.toString(16).padStart(24, '0'));
 
-let s: TestServices;
+const s = useTestServices('controller');
 let connections: BullConnections;
 let buildQueue: Queue<BuildJobData>;
 let counterQueue: Queue;
 let now: Date;
 let deps: ControllerDeps;
 
-beforeAll(async () => {
-  s = await startTestServices('controller');
+beforeEach(() => {
+  now = AFTER_CRON;
   connections = new BullConnections(bullConnectionFactory(s.config));
   buildQueue = new Queue<BuildJobData>('short-recommend-build', { connection: connections.next(), prefix: s.keys.bullPrefix, defaultJobOptions: buildJobOptions(30_000) });
   counterQueue = new Queue(COUNTER_REPAIR_QUEUE, { connection: connections.next(), prefix: s.keys.bullPrefix });
@@ -45,19 +44,12 @@ beforeAll(async () => {
     timeZone: TZ,
     now: () => now,
   };
-});
-
-afterAll(async () => {
-  await connections.closeWithin(2_000, async () => {
-    await buildQueue.close();
-    await counterQueue.close();
-  }, deps.logger);
-  await s.cleanup();
-});
-
-beforeEach(async () => {
-  now = AFTER_CRON;
-  await deleteKeysWithPrefix(s.redis, s.prefix);
+  s.disposeAfter(() =>
+    connections.closeWithin(2_000, async () => {
+      await buildQueue.close();
+      await counterQueue.close();
+    }, deps.logger),
+  );
 });
 
 const reasons = async () => (await checkDesiredState(deps)).map((r) => r.reason).sort();

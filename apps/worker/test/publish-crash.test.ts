@@ -8,24 +8,24 @@ import { videoModel, type VideoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { startProcess, tsx } from '../../../tools/support/processes';
 import { runDailyBuild, type BuildDeps, type PublishPoint } from '../src/daily-build/daily-build';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import { useTestServices } from '../../../test/support/services';
 
 const YESTERDAY = new Date('2026-07-23T06:00:00+08:00');
 const TODAY = new Date('2026-07-24T06:00:00+08:00');
 
-let s: TestServices;
+const s = useTestServices('publish-crash');
 let videos: VideoModel;
 let deps: BuildDeps;
 
 beforeAll(async () => {
-  s = await startTestServices('publish-crash');
   videos = videoModel(s.mongo);
   await videos.init();
   await seedVideos(videos, { videos: 300, fresh: 10, now: TODAY, seed: 3 });
-  deps = { redis: s.redis, keys: s.keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 };
 });
 
-afterAll(() => s.cleanup());
+beforeEach(() => {
+  deps = { redis: s.redis, keys: s.keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 };
+});
 
 /** Runs today's build in a child process that kills itself at `point`; resolves with how it ended. */
 async function buildKilledAt(point: PublishPoint): Promise<NodeJS.Signals | number | null> {
@@ -63,7 +63,6 @@ async function wholeCurrent(): Promise<string> {
 
 describe.each<PublishPoint>(['before-publish', 'after-publish', 'after-switch', 'after-legacy'])('a worker killed at %s', (point) => {
   beforeEach(async () => {
-    await s.redis.del([s.keys.current, s.keys.previous, s.keys.queue('20260724'), s.keys.meta('20260724'), s.keys.buildLock('20260724'), s.keys.legacyIds]);
     expect((await runDailyBuild(deps, { at: YESTERDAY, switch: true, force: true })).status).toBe('built');
   });
 

@@ -101,11 +101,12 @@ export async function connectRedis(config: Pick<Config, 'redisUrl' | 'redisClust
 
 /**
  * Deletes every key under `prefix` (tests and benchmarks), including the legacy staging key,
- * whose hash tag wraps the prefix (`{prefix…}:staging`).
+ * whose hash tag wraps the prefix (`{prefix…}:staging`). One key per command (sent together):
+ * on a cluster a scanned batch spans slots, which a multi-key DEL refuses.
  */
 export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<void> {
   for (const pattern of [`${prefix}*`, `{${prefix}*`]) {
-    for await (const batch of redis.scanKeys(pattern)) if (batch.length) await redis.del(batch);
+    for await (const batch of redis.scanKeys(pattern)) await Promise.all(batch.map((key) => redis.del(key)));
   }
 }
 

@@ -1,16 +1,13 @@
 import { demoVideo } from '@feed/demo-data';
 import { initRecommendHistory, videoModel, type VideoModel } from '../src';
-import { startTestServices, type TestServices } from '../../../test/support/services';
+import { useTestServices } from '../../../test/support/services';
 
-let s: TestServices;
+const s = useTestServices('history');
 let videos: VideoModel;
 
-beforeAll(async () => {
-  s = await startTestServices('history');
+beforeAll(() => {
   videos = videoModel(s.mongo);
 });
-
-afterAll(() => s.cleanup());
 
 describe('init-history (R5)', () => {
   it('when run over a few thousand videos, then recommend counters = max(display, 0), fake never read, second run changes nothing', async () => {

@@ -5,8 +5,10 @@ import path from 'node:path';
 import { createClient } from 'redis';
 import { claimPositions, connectRedis, createRedisKeys, loadScript, offsetBucketKeys, offsetSlot, readOffset, readQueueRange, runScript, unclaimPositions, type RingVersion } from '../src';
 import { freePort, startRedis } from '../../../tools/support/processes';
+import { useTestServices } from '../../../test/support/services';
 
 const url = process.env.TEST_REDIS_URL!;
+const s = useTestServices('redis');
 
 describe('Redis client and Lua loader', () => {
   it('when REDIS_URL names a database index, then keys are written there', async () => {
@@ -53,82 +55,58 @@ describe('Redis client and Lua loader', () => {
   const ringOf = (version: string, expiresAt = 0): RingVersion => ({ version, length: 30, buildId: 'b1', offsetBuckets: 16, expiresAt });
 
   it("when a user first reads a version, then the user's offset bucket gets the queue's expiry, and later reads leave it (R10)", async () => {
-    const redis = await connectRedis({ redisUrl: url });
-    const keys = createRedisKeys(`test:ring-ttl:${randomBytes(4).toString('hex')}:`);
+    const { redis, keys } = s;
     const expiresAt = Date.now() + 3_600_000;
     const ring = ringOf('20260724', expiresAt);
     const bucket = offsetSlot(keys, ring, 'u:first').key;
-    try {
-      expect(await redis.exists(bucket)).toBe(0);
-      await claimPositions(redis, keys, ring, 'u:first', 20);
-      expect(await redis.pExpireTime(bucket)).toBe(expiresAt);
-      // A later claim in the same bucket keeps the expiry it has.
-      await redis.expire(bucket, 60);
-      const other = Array.from({ length: 200 }, (_, i) => `u:other-${i}`).find((u) => offsetSlot(keys, ring, u).key === bucket)!;
-      await claimPositions(redis, keys, ring, other, 20);
-      expect(await redis.pTTL(bucket)).toBeLessThanOrEqual(60_000);
-    } finally {
-      await redis.del(offsetBucketKeys(keys, ring));
-      await redis.close();
-    }
+    expect(await redis.exists(bucket)).toBe(0);
+    await claimPositions(redis, keys, ring, 'u:first', 20);
+    expect(await redis.pExpireTime(bucket)).toBe(expiresAt);
+    // A later claim in the same bucket keeps the expiry it has.
+    await redis.expire(bucket, 60);
+    const other = Array.from({ length: 200 }, (_, i) => `u:other-${i}`).find((u) => offsetSlot(keys, ring, u).key === bucket)!;
+    await claimPositions(redis, keys, ring, other, 20);
+    expect(await redis.pTTL(bucket)).toBeLessThanOrEqual(60_000);
   });
 
   it('when users claim, then their offsets spread over every bucket, each with a hash tag of its own, and wrap by modulo (R11, R22)', async () => {
-    const redis = await connectRedis({ redisUrl: url });
-    const keys = createRedisKeys(`test:ring-spread:${randomBytes(4).toString('hex')}:`);
+    const { redis, keys } = s;
     const ring = ringOf('20260724');
-    try {
-      for (let u = 0; u < 400; u++) await claimPositions(redis, keys, ring, `u:${u}`, 7);
-      const counts = await Promise.all(offsetBucketKeys(keys, ring).map((key) => redis.hLen(key)));
-      expect(counts.reduce((a, b) => a + b, 0)).toBe(400);
-      expect(Math.min(...counts)).toBeGreaterThan(400 / 16 / 3);
-      expect(new Set(offsetBucketKeys(keys, ring).map((key) => /\{([^}]*)\}/.exec(key)![1])).size).toBe(16);
-      // Five claims of 7 in a ring of 30: 35 % 30.
-      for (let i = 0; i < 4; i++) await claimPositions(redis, keys, ring, 'u:0', 7);
-      expect(await readOffset(redis, keys, ring, 'u:0')).toBe(5);
-      expect(await claimPositions(redis, keys, ring, 'u:0', 50)).toEqual({ offset: 5, count: 30 });
-    } finally {
-      await redis.del(offsetBucketKeys(keys, ring));
-      await redis.close();
-    }
+    for (let u = 0; u < 400; u++) await claimPositions(redis, keys, ring, `u:${u}`, 7);
+    const counts = await Promise.all(offsetBucketKeys(keys, ring).map((key) => redis.hLen(key)));
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(400);
+    expect(Math.min(...counts)).toBeGreaterThan(400 / 16 / 3);
+    expect(new Set(offsetBucketKeys(keys, ring).map((key) => /\{([^}]*)\}/.exec(key)![1])).size).toBe(16);
+    // Five claims of 7 in a ring of 30: 35 % 30.
+    for (let i = 0; i < 4; i++) await claimPositions(redis, keys, ring, 'u:0', 7);
+    expect(await readOffset(redis, keys, ring, 'u:0')).toBe(5);
+    expect(await claimPositions(redis, keys, ring, 'u:0', 50)).toEqual({ offset: 5, count: 30 });
   });
 
   it('when Redis runs a claim past its deadline, then it moves nothing; a claim given back restores the offset unless a later claim moved it (R11)', async () => {
-    const redis = await connectRedis({ redisUrl: url });
-    const keys = createRedisKeys(`test:ring-claim:${randomBytes(4).toString('hex')}:`);
+    const { redis, keys } = s;
     const ring = ringOf('20260724');
     const stored = () => redis.hGet(offsetSlot(keys, ring, 'u:late').key, offsetSlot(keys, ring, 'u:late').field);
-    try {
-      expect(await claimPositions(redis, keys, ring, 'u:late', 10, Date.now() - 1)).toEqual({ late: true });
-      expect(await stored()).toBeNull();
-      const first = await claimPositions(redis, keys, ring, 'u:late', 10, Date.now() + 60_000);
-      expect(first).toEqual({ offset: 0, count: 10 });
-      if (first.late) throw new Error('claimed in time');
-      expect(await unclaimPositions(redis, keys, ring, 'u:late', first)).toBe(true);
-      expect(await stored()).toBe('0');
-      // A claim given back after a later one moved the offset stays consumed: the later one was served.
-      const again = await claimPositions(redis, keys, ring, 'u:late', 10);
-      await claimPositions(redis, keys, ring, 'u:late', 10);
-      if (again.late) throw new Error('claimed');
-      expect(await unclaimPositions(redis, keys, ring, 'u:late', again)).toBe(false);
-      expect(await stored()).toBe('20');
-    } finally {
-      await redis.del(offsetBucketKeys(keys, ring));
-      await redis.close();
-    }
+    expect(await claimPositions(redis, keys, ring, 'u:late', 10, Date.now() - 1)).toEqual({ late: true });
+    expect(await stored()).toBeNull();
+    const first = await claimPositions(redis, keys, ring, 'u:late', 10, Date.now() + 60_000);
+    expect(first).toEqual({ offset: 0, count: 10 });
+    if (first.late) throw new Error('claimed in time');
+    expect(await unclaimPositions(redis, keys, ring, 'u:late', first)).toBe(true);
+    expect(await stored()).toBe('0');
+    // A claim given back after a later one moved the offset stays consumed: the later one was served.
+    const again = await claimPositions(redis, keys, ring, 'u:late', 10);
+    await claimPositions(redis, keys, ring, 'u:late', 10);
+    if (again.late) throw new Error('claimed');
+    expect(await unclaimPositions(redis, keys, ring, 'u:late', again)).toBe(false);
+    expect(await stored()).toBe('20');
   });
 
   it('when queue positions are read across the tail, then they wrap to the head', async () => {
-    const redis = await connectRedis({ redisUrl: url });
-    const keys = createRedisKeys(`test:ring-range:${randomBytes(4).toString('hex')}:`);
-    try {
-      await redis.rPush(keys.queue('20260724'), Array.from({ length: 30 }, (_, i) => `id-${i}`));
-      expect(await readQueueRange(redis, keys, '20260724', 30, 27, 5)).toEqual(['id-27', 'id-28', 'id-29', 'id-0', 'id-1']);
-      expect(await readQueueRange(redis, keys, '20260724', 30, 31, 2)).toEqual(['id-1', 'id-2']);
-    } finally {
-      await redis.del(keys.queue('20260724'));
-      await redis.close();
-    }
+    const { redis, keys } = s;
+    await redis.rPush(keys.queue('20260724'), Array.from({ length: 30 }, (_, i) => `id-${i}`));
+    expect(await readQueueRange(redis, keys, '20260724', 30, 27, 5)).toEqual(['id-27', 'id-28', 'id-29', 'id-0', 'id-1']);
+    expect(await readQueueRange(redis, keys, '20260724', 30, 31, 2)).toEqual(['id-1', 'id-2']);
   });
 
   it('when keys are built, then version keys share a hash tag and match SPEC R10', () => {
