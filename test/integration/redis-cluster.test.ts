@@ -52,7 +52,7 @@ beforeEach(() => {
     REDIS_KEY_PREFIX: `t${randomBytes(3).toString('hex')}:`,
     MONGO_URL: mongoUrl,
     CURRENT_CACHE_MS: '0',
-    // As in startTestServices: the deadline is the fault tests' subject; here a busy machine
+    // As in useTestServices: the deadline is the fault tests' subject; here a busy machine
     // must not turn a slow claim into a fallback page (which claims nothing).
     REDIS_DEADLINE_MS: '5000',
   });
