@@ -81,7 +81,8 @@ describe('shutdown on a signal (D4)', () => {
     const inFlight = await requestInFlight(port, '/api/app/vid/view', bearer('shutdown-user'), JSON.stringify({ vid: queue[0] }));
     const signalledAt = Date.now();
     api.child.kill('SIGTERM');
-    await waitUntil('api stops accepting', () => portClosed(port), 5_000);
+    // Within D4's 10 s from the signal (on a loaded machine the signal can take seconds to be handled).
+    await waitUntil('api stops accepting', () => portClosed(port), 10_000);
     inFlight.finish();
     expect(await inFlight.done).toMatch(/HTTP\/1\.1 200 OK[\s\S]*"ok":true/);
     expect(await exited(api)).toBe(0);
