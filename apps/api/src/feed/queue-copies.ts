@@ -22,6 +22,9 @@ interface QueueCopy {
   ids: Buffer;
 }
 
+/** Whether `a` and `b` describe the same published build of a version (a copy is of exactly one). */
+const sameBuild = (a: Pick<RingVersion, 'buildId' | 'length'>, b: Pick<RingVersion, 'buildId' | 'length'>) => a.buildId === b.buildId && a.length === b.length;
+
 export class QueueCopies {
   private readonly copies = new Map<string, QueueCopy>();
   private readonly loading = new Map<string, Promise<void>>();
@@ -36,7 +39,7 @@ export class QueueCopies {
   /** The ids at ring positions [start, start + count) from the copy of exactly this build, or undefined. */
   idsAt(ring: RingVersion, start: number, count: number): string[] | undefined {
     const copy = this.copies.get(ring.version);
-    if (!copy || copy.buildId !== ring.buildId || copy.length !== ring.length) {
+    if (!copy || !sameBuild(copy, ring)) {
       this.ensure(ring);
       return undefined;
     }
@@ -61,7 +64,7 @@ export class QueueCopies {
   /** Starts loading `ring`'s copy unless it is held or being loaded; resolves when it is ready or refused. */
   ensure(ring: RingVersion): Promise<void> {
     const held = this.copies.get(ring.version);
-    if (held && held.buildId === ring.buildId && held.length === ring.length) return Promise.resolve();
+    if (held && sameBuild(held, ring)) return Promise.resolve();
     const key = `${ring.version}/${ring.buildId}`;
     let loading = this.loading.get(key);
     if (!loading) {
@@ -79,15 +82,16 @@ export class QueueCopies {
   private async load(ring: RingVersion): Promise<void> {
     const ids = Buffer.alloc(ring.length * ID_BYTES);
     for (let start = 0; start < ring.length; start += LOAD_CHUNK) {
-      const chunk = await readQueueRange(this.redis, this.keys, ring.version, ring.length, start, Math.min(LOAD_CHUNK, ring.length - start));
-      if (chunk.length !== Math.min(LOAD_CHUNK, ring.length - start)) throw new Error(`queue ${ring.version} is shorter than meta.length ${ring.length}`);
+      const count = Math.min(LOAD_CHUNK, ring.length - start);
+      const chunk = await readQueueRange(this.redis, this.keys, ring.version, ring.length, start, count);
+      if (chunk.length !== count) throw new Error(`queue ${ring.version} is shorter than meta.length ${ring.length}`);
       chunk.forEach((id, i) => {
         if (!HEX_ID.test(id)) throw new Error(`queue ${ring.version} holds "${id}" at ${start + i}, not a 24-hex id`);
         ids.write(id, (start + i) * ID_BYTES, ID_BYTES, 'hex');
       });
     }
     const [after, listed] = await Promise.all([readRingVersion(this.redis, this.keys, ring.version), this.redis.lLen(this.keys.queue(ring.version))]);
-    if (!after || after.buildId !== ring.buildId || after.length !== ring.length) throw new Error(`queue ${ring.version} was rebuilt or removed while being copied`);
+    if (!after || !sameBuild(after, ring)) throw new Error(`queue ${ring.version} was rebuilt or removed while being copied`);
     if (listed !== ring.length) throw new Error(`queue ${ring.version} holds ${listed} ids, meta.length says ${ring.length}`);
     this.copies.delete(ring.version);
     this.copies.set(ring.version, { buildId: ring.buildId, length: ring.length, ids });
