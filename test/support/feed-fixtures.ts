@@ -1,7 +1,7 @@
 /** Fixtures for read-path tests: tokens, and queues published the way the build publishes them. */
 import jwt from 'jsonwebtoken';
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_OFFSET_BUCKETS, makeCurrent, offsetBucketKeys, offsetSlot, readRingVersion, type Redis, type RedisKeys } from '@feed/storage';
+import { DEFAULT_OFFSET_BUCKETS, makeCurrent, offsetBucketKeys, offsetSlot, readRingVersion, writeOffset, type Redis, type RedisKeys } from '@feed/storage';
 
 export const TEST_JWT_SECRET = 'local-development-jwt-secret';
 
@@ -38,6 +38,5 @@ export async function offsetOf(redis: Redis, keys: RedisKeys, version: string, u
 
 /** Sets the user's offset in `version` (a fixture's starting point). */
 export async function setOffset(redis: Redis, keys: RedisKeys, version: string, userKey: string, offset: number): Promise<void> {
-  const { key, field } = offsetSlot(keys, await layoutOf(redis, keys, version), userKey);
-  await redis.hSet(key, field, String(offset));
+  await writeOffset(redis, keys, await layoutOf(redis, keys, version), userKey, offset);
 }

@@ -107,8 +107,8 @@ export async function readOffset(redis: Redis, keys: RedisKeys, ring: RingVersio
   return Number((await redis.hGet(key, field)) ?? 0) % ring.length;
 }
 
-/** Sets the user's offset (tests, and on-call repairing a user by hand). */
-export async function writeOffset(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, offset: number): Promise<void> {
+/** Sets the user's offset (a test's starting point). */
+export async function writeOffset(redis: Redis, keys: RedisKeys, ring: Pick<RingVersion, 'version' | 'offsetBuckets'>, userKey: string, offset: number): Promise<void> {
   const { key, field } = offsetSlot(keys, ring, userKey);
   await redis.hSet(key, field, String(offset));
 }
