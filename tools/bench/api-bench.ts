@@ -12,13 +12,11 @@ import jwt from 'jsonwebtoken';
 import mongoose from 'mongoose';
 import { createClient } from 'redis';
 import { loadConfig } from '@feed/config';
-import { createLogger } from '@feed/logger';
 import { connectRedis, createRedisKeys, videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
-import { runDailyBuild } from '@feed/worker';
 import { startProcess, tsx, waitUntil, type Managed } from '../support/processes';
 import { startLocalCluster } from '../../test/support/redis-cluster';
-import { argValue, benchMongo, benchRedis } from './support';
+import { argValue, benchStores, buildBenchVersion } from './support';
 
 // Production refuses published or short secrets (D2): private ones per run.
 const SECRET = randomBytes(24).toString('hex');
@@ -46,21 +44,19 @@ export async function runApiBench(): Promise<void> {
   const seconds = Number(argValue('seconds', '10'));
   const connections = Number(argValue('connections', '50'));
   const users = Number(argValue('users', '10000'));
-  const mongo = await benchMongo();
-  const { redis, prefix, keys, cleanup } = await benchRedis();
-  const connection = await mongoose.createConnection(mongo.uri).asPromise();
+  const { mongoUri, connection, redis, prefix, keys, close } = await benchStores();
   let server: Managed | undefined;
   try {
     const videos = videoModel(connection);
     await videos.init();
     await seedVideos(videos, { videos: 5000, fresh: 100 });
-    await runDailyBuild({ redis, keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 1, lockTtlMs: 60_000 });
+    await buildBenchVersion(redis, keys, videos);
 
     const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
     server = startProcess([...profile, ...tsx('tools/bench/api-server.ts')], {
       NODE_ENV: 'production',
       LOG_LEVEL: 'error',
-      MONGO_URL: mongo.uri,
+      MONGO_URL: mongoUri,
       REDIS_KEY_PREFIX: prefix,
       AUTH_JWT_SECRET: SECRET,
       ADMIN_PASSWORD: randomBytes(24).toString('hex'),
@@ -96,13 +92,11 @@ export async function runApiBench(): Promise<void> {
     await server.stop();
     server = undefined;
     if (process.argv.includes('--no-cluster')) return;
-    const cluster = await clusterRun(mongo.uri, Number(argValue('cluster-users', '4000')));
+    const cluster = await clusterRun(mongoUri, Number(argValue('cluster-users', '4000')));
     console.log(`cluster: hottest_master=${cluster.hottestPct.toFixed(0)}% offsets_b_per_user=${cluster.offsetBytesPerUser.toFixed(1)} ring/hello=${(ring.rps / hello.rps).toFixed(2)} ring/hello-page=${(ring.rps / helloPage.rps).toFixed(2)}`);
   } finally {
     await server?.stop();
-    await connection.close();
-    await cleanup();
-    mongo.stop();
+    await close();
   }
 }
 
@@ -124,7 +118,7 @@ async function clusterRun(mongoUri: string, users: number): Promise<{ hottestPct
   let server: Managed | undefined;
   try {
     await Promise.all(masters.map((m) => m.connect()));
-    await runDailyBuild({ redis, keys: createRedisKeys(prefix), videos: videoModel(connection), logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 1, lockTtlMs: 60_000 });
+    await buildBenchVersion(redis, createRedisKeys(prefix), videoModel(connection));
     server = startProcess(tsx('tools/bench/api-server.ts'), {
       NODE_ENV: 'production',
       LOG_LEVEL: 'error',

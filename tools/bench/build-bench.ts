@@ -18,13 +18,12 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import mongoose from 'mongoose';
 import { assembleQueue, splitPools, versionFor } from '@feed/domain';
 import { CandidateColumns } from '@feed/worker';
 import { videoModel } from '@feed/storage';
 import type { BuildResult } from '@feed/worker';
 import { ROOT } from '../support/processes';
-import { argValue, benchMongo, benchRedis, seedInChild } from './support';
+import { argValue, benchStores, seedInChild } from './support';
 
 const exec = promisify(execFile);
 
@@ -121,18 +120,16 @@ export async function runBuildBench(): Promise<void> {
   if (process.argv.includes('--assemble-only')) return assembleOnly(videos, fresh);
   console.log('compiling (pnpm build) so the build runs as the worker does');
   await exec('pnpm', ['build'], { cwd: ROOT });
-  const mongo = await benchMongo();
-  const { redis, keys, prefix, cleanup } = await benchRedis();
-  const connection = await mongoose.createConnection(mongo.uri).asPromise();
+  const { mongoUri, connection, redis, keys, prefix, close } = await benchStores();
   try {
     const model = videoModel(connection);
     await model.init();
     const seedStart = performance.now();
-    await seedInChild(mongo.uri, videos, fresh);
+    await seedInChild(mongoUri, videos, fresh);
     console.log(`seeded ${videos + fresh} videos in ${((performance.now() - seedStart) / 1000).toFixed(2)} s (not part of the build)`);
 
     const at = new Date();
-    const first = await buildInChild(mongo.uri, prefix, at);
+    const first = await buildInChild(mongoUri, prefix, at);
     const { result } = first;
     const ids = await redis.lRange(keys.queue(result.version), 0, -1);
     const limit = await measureWriteLimit(prefix, keys.queue(result.version));
@@ -152,12 +149,10 @@ export async function runBuildBench(): Promise<void> {
     // The next day: 1 % of the videos got an interaction since.
     const changed = ids.filter((_, i) => i % 100 === 0);
     for (let i = 0; i < changed.length; i += 5000) await model.updateMany({ _id: { $in: changed.slice(i, i + 5000) } }, { $inc: { recommendLikeCount: 1 } });
-    const next = await buildInChild(mongo.uri, prefix, new Date(at.getTime() + 24 * 3600_000), { switch: true });
+    const next = await buildInChild(mongoUri, prefix, new Date(at.getTime() + 24 * 3600_000), { switch: true });
     console.log(`next-day changed=${changed.length} scores_written=${next.result.scoresWritten} scores_seconds=${(next.result.timings.scores ?? 0).toFixed(2)}`);
     console.log(`videos=${videos + fresh} seconds=${first.seconds.toFixed(2)} cpu_seconds=${(first.cpuUserSeconds + first.cpuSystemSeconds).toFixed(2)} write/limit=${(write / Math.max(limit.cold, 0.001)).toFixed(2)} peak_rss_mb=${first.peakRssMb}`);
   } finally {
-    await connection.close();
-    await cleanup();
-    mongo.stop();
+    await close();
   }
 }

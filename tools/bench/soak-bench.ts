@@ -12,13 +12,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import jwt from 'jsonwebtoken';
-import mongoose from 'mongoose';
-import { createLogger } from '@feed/logger';
 import { videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
-import { runDailyBuild } from '@feed/worker';
 import { freePort, startProcess, waitUntil, type Managed } from '../support/processes';
-import { argValue, benchMongo, benchRedis } from './support';
+import { argValue, benchStores, buildBenchVersion } from './support';
 
 const ROOT = path.resolve(__dirname, '../..');
 const SECRET = randomBytes(24).toString('hex');
@@ -35,21 +32,19 @@ export async function runSoakBench(): Promise<void> {
   const entry = path.join(ROOT, 'apps/api/dist/main.js');
   if (!existsSync(entry)) execFileSync('pnpm', ['build'], { cwd: ROOT, stdio: 'inherit' });
 
-  const mongo = await benchMongo();
-  const { redis, prefix, keys, cleanup } = await benchRedis();
-  const connection = await mongoose.createConnection(mongo.uri).asPromise();
+  const { mongoUri, connection, redis, prefix, keys, close } = await benchStores();
   let api: Managed | undefined;
   try {
     const videos = videoModel(connection);
     await videos.init();
     await seedVideos(videos, { videos: videoCount - Math.round(videoCount / 50), fresh: Math.round(videoCount / 50) });
-    await runDailyBuild({ redis, keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 1, lockTtlMs: 60_000 });
+    await buildBenchVersion(redis, keys, videos);
     const port = await freePort();
     api = startProcess([entry], {
       NODE_ENV: 'production',
       LOG_LEVEL: 'error',
       PORT: String(port),
-      MONGO_URL: mongo.uri,
+      MONGO_URL: mongoUri,
       REDIS_KEY_PREFIX: prefix,
       AUTH_JWT_SECRET: SECRET,
       ADMIN_PASSWORD: randomBytes(24).toString('hex'),
@@ -82,8 +77,6 @@ export async function runSoakBench(): Promise<void> {
     console.log(`soak: rss_mb_max=${max('rss').toFixed(0)} heap_used_mb_max=${max('heap').toFixed(0)} queue_copy_mb=${max('copies').toFixed(2)} req_per_s=${result.requests.average.toFixed(0)}`);
   } finally {
     await api?.stop();
-    await connection.close();
-    await cleanup();
-    mongo.stop();
+    await close();
   }
 }

@@ -1,6 +1,9 @@
-/** Shared pieces of the benchmarks: an embedded MongoDB in a child process, Redis, cleanup. */
+/** Shared pieces of the benchmarks: an embedded MongoDB in a child process, Redis, a built version, cleanup. */
 import { randomBytes } from 'node:crypto';
-import { connectRedis, createRedisKeys, deleteKeysWithPrefix, type Redis } from '@feed/storage';
+import mongoose, { type Connection } from 'mongoose';
+import { createLogger } from '@feed/logger';
+import { connectRedis, createRedisKeys, deleteKeysWithPrefix, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { runDailyBuild } from '@feed/worker';
 import { cli, freePort, startMongoProcess } from '../support/processes';
 
 /**
@@ -32,6 +35,30 @@ export async function benchRedis(): Promise<{ redis: Redis; prefix: string; keys
       await redis.close();
     },
   };
+}
+
+/** Both stores of a benchmark: MongoDB (a connection to it) and Redis under a prefix of its own; `close` undoes all. */
+export async function benchStores(): Promise<{ mongoUri: string; connection: Connection; redis: Redis; prefix: string; keys: RedisKeys; close(): Promise<void> }> {
+  const mongo = await benchMongo();
+  const { redis, prefix, keys, cleanup } = await benchRedis();
+  const connection = await mongoose.createConnection(mongo.uri).asPromise();
+  return {
+    mongoUri: mongo.uri,
+    connection,
+    redis,
+    prefix,
+    keys,
+    async close() {
+      await connection.close();
+      await cleanup();
+      mongo.stop();
+    },
+  };
+}
+
+/** Today's version of `videos`, built and made current as the worker builds it (its keys live an hour). */
+export function buildBenchVersion(redis: Redis, keys: RedisKeys, videos: VideoModel) {
+  return runDailyBuild({ redis, keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 1, lockTtlMs: 60_000 });
 }
 
 export function argValue(name: string, fallback?: string): string | undefined {
