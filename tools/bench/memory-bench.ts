@@ -46,6 +46,9 @@ export async function runMemoryBench(): Promise<void> {
   await offsetsAndQueueCopies(users === 100_000 ? [100_000, 1_000_000] : [users]);
 }
 
+/** Empties the bench's own Redis server (the service's client interface has no FLUSHALL). */
+const flushAll = (redis: Redis) => redis.eval("return redis.call('FLUSHALL')", { keys: [], arguments: [] });
+
 /** used_memory of a Redis server of the bench's own: nothing else writes to it. */
 async function usedMemory(redis: Redis): Promise<number> {
   const info = String(await redis.eval("return redis.call('INFO', 'memory')", { keys: [], arguments: [] }));
@@ -66,14 +69,14 @@ async function offsetsAndQueueCopies(userCounts: number[]): Promise<void> {
   try {
     const figures: string[] = [];
     for (const users of userCounts) {
-      await redis.eval("return redis.call('FLUSHALL')", { keys: [], arguments: [] });
+      await flushAll(redis);
       const ring: RingVersion = { version: '20260724', length: 20_000, buildId: 'bench', offsetBuckets: offsetBucketsFor(users), expiresAt: Date.now() + 72 * 3_600_000 };
       const before = await usedMemory(redis);
       for (let u = 0; u < users; u += 2_000) {
         await Promise.all(Array.from({ length: Math.min(2_000, users - u) }, (_, i) => claimPositions(redis, keys, ring, `u:${(u + i).toString(16).padStart(24, '0')}`, 1 + ((u + i) % 60))));
       }
       const bucketed = (await usedMemory(redis)) - before;
-      await redis.eval("return redis.call('FLUSHALL')", { keys: [], arguments: [] });
+      await flushAll(redis);
       const seedBefore = await usedMemory(redis);
       for (let u = 0; u < users; u += 10_000) {
         const fields: Record<string, string> = {};
@@ -86,7 +89,7 @@ async function offsetsAndQueueCopies(userCounts: number[]): Promise<void> {
     }
 
     // The API's queue copy: a published queue of one million ids, loaded and verified as the API does.
-    await redis.eval("return redis.call('FLUSHALL')", { keys: [], arguments: [] });
+    await flushAll(redis);
     const length = 1_000_000;
     for (let i = 0; i < length; i += 10_000) await redis.rPush(keys.queue('20260724'), Array.from({ length: Math.min(10_000, length - i) }, hexId));
     await redis.hSet(keys.meta('20260724'), { length: String(length), buildId: 'bench', offsetBuckets: '256' });
