@@ -6,3 +6,5 @@ export * from './assemble';
 export * from './version';
 export * from './hash';
 export * from './offset-buckets';
+export * from './two-proportion';
+export * from './release-gate';
