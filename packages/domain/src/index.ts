@@ -8,3 +8,4 @@ export * from './hash';
 export * from './offset-buckets';
 export * from './two-proportion';
 export * from './release-gate';
+export * from './ramp-judge';

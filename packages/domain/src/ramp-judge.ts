@@ -1,0 +1,213 @@
+/**
+ * SPEC R23, second part: the judge of one ramp step. It reads the step's readout (D7, first
+ * successes only, per variant that served the user) and the feed's health per variant, and says
+ * pass, fail or wait:
+ * - operational guards: the ring's 5xx rate, degradations and empty pages (each over the feed
+ *   requests the variant answered) must not exceed legacy's by more than the guard's margin, an
+ *   absolute difference of rates (0.005 = half a percentage point), read on the observed rates;
+ * - engagement guards: likes, collects and shares per view must not be lower than legacy's, and
+ *   "not interested" per view not higher, beyond chance: the pooled two-proportion z-test at the
+ *   stated confidence. With several engagement guards the confidence is split over them
+ *   (Bonferroni), so an equal V2 halts a step by chance with at most 1 - confidence, not once in
+ *   ten steps; each guard's intervals are stated at the confidence it was tested at.
+ * No verdict before both variants have `minViews` views and `minRequests` requests: an
+ * underpowered step waits, it never passes. A readout whose counts are no rate (negative,
+ * fractional, NaN, likes above views) also waits, naming the count.
+ */
+import { twoProportionTest, isValidSample, type Interval, type ProportionEstimate, type ProportionSample } from './two-proportion';
+
+/** One variant's counts over a step. */
+export interface VariantCounts {
+  /** Feed requests the variant answered, whatever the status (the operational guards' trials). */
+  requests: number;
+  /** Of those, answered with a 5xx. */
+  serverErrors: number;
+  /** Of those, served by a fallback strategy (R17). */
+  degradations: number;
+  /** Of those, served with no video. */
+  emptyPages: number;
+  /** Videos viewed (the engagement guards' trials). */
+  views: number;
+  likes: number;
+  collects: number;
+  shares: number;
+  notInterested: number;
+}
+
+/** A step's readout: the ring (V2) beside legacy over the same hours. */
+export interface StepReadout {
+  ring: VariantCounts;
+  legacy: VariantCounts;
+}
+
+export type OperationalGuardName = 'server-errors' | 'degradations' | 'empty-pages';
+export type EngagementGuardName = 'likes' | 'collects' | 'shares' | 'not-interested';
+export type GuardName = OperationalGuardName | EngagementGuardName;
+
+/** The counts of `VariantCounts` each guard reads: [successes, trials]. */
+const GUARD_COUNTS: Record<GuardName, [keyof VariantCounts, keyof VariantCounts]> = {
+  'server-errors': ['serverErrors', 'requests'],
+  degradations: ['degradations', 'requests'],
+  'empty-pages': ['emptyPages', 'requests'],
+  likes: ['likes', 'views'],
+  collects: ['collects', 'views'],
+  shares: ['shares', 'views'],
+  'not-interested': ['notInterested', 'views'],
+};
+
+/** Which way is worse: a lower like rate, a higher "not interested" rate. */
+const LOWER_IS_WORSE: Record<EngagementGuardName, boolean> = { likes: true, collects: true, shares: true, 'not-interested': false };
+
+export const OPERATIONAL_GUARDS: readonly OperationalGuardName[] = ['server-errors', 'degradations', 'empty-pages'];
+export const ENGAGEMENT_GUARDS: readonly EngagementGuardName[] = ['likes', 'collects', 'shares', 'not-interested'];
+
+/** How a step is judged; stored with the ramp so that a restart judges by the same rules. */
+export interface StepGuards {
+  /** Confidence of the engagement tests, over all of them (default 0.95). */
+  confidence: number;
+  /** Views each variant needs before any verdict. */
+  minViews: number;
+  /** Feed requests each variant needs before any verdict. */
+  minRequests: number;
+  /** Largest allowed excess of the ring's rate over legacy's, per operational guard. */
+  margins: Record<OperationalGuardName, number>;
+  /** The engagement guards applied (default all four). */
+  engagement: EngagementGuardName[];
+}
+
+export const DEFAULT_STEP_GUARDS: StepGuards = {
+  confidence: 0.95,
+  minViews: 2000,
+  minRequests: 500,
+  margins: { 'server-errors': 0.005, degradations: 0.01, 'empty-pages': 0.01 },
+  engagement: [...ENGAGEMENT_GUARDS],
+};
+
+/** Defaults for what `partial` leaves out; throws a RangeError for a value out of range. */
+export function stepGuards(partial: Partial<StepGuards> = {}): StepGuards {
+  const guards: StepGuards = {
+    ...DEFAULT_STEP_GUARDS,
+    ...partial,
+    margins: { ...DEFAULT_STEP_GUARDS.margins, ...partial.margins },
+    engagement: [...(partial.engagement ?? DEFAULT_STEP_GUARDS.engagement)],
+  };
+  if (!(guards.confidence >= 0.5 && guards.confidence < 1)) throw new RangeError(`confidence must be within [0.5, 1), got ${guards.confidence}`);
+  for (const key of ['minViews', 'minRequests'] as const) {
+    if (!Number.isSafeInteger(guards[key]) || guards[key] < 1) throw new RangeError(`${key} must be a positive integer, got ${guards[key]}`);
+  }
+  for (const name of OPERATIONAL_GUARDS) {
+    const margin = guards.margins[name];
+    if (!(margin >= 0 && margin <= 1)) throw new RangeError(`margin of ${name} must be within [0, 1], got ${margin}`);
+  }
+  for (const name of guards.engagement) if (!ENGAGEMENT_GUARDS.includes(name)) throw new RangeError(`unknown engagement guard ${String(name)}`);
+  guards.engagement = [...new Set(guards.engagement)];
+  return guards;
+}
+
+export type GuardOutcome = 'pass' | 'fail' | 'underpowered' | 'unreadable';
+
+/** One guard's result, with what the inspector shows: sample sizes, rates and intervals. */
+export interface GuardResult {
+  guard: GuardName;
+  kind: 'operational' | 'engagement';
+  outcome: GuardOutcome;
+  ring: ProportionEstimate | null;
+  legacy: ProportionEstimate | null;
+  /** The confidence the intervals (and an engagement test) are stated at. */
+  confidence: number;
+  /** ring rate - legacy rate. */
+  difference: number | null;
+  differenceInterval: Interval | null;
+  /** Operational guards: the allowed excess. */
+  margin?: number;
+  /** Engagement guards: the pooled z and its two-sided p-value. */
+  z?: number | null;
+  pValue?: number | null;
+  /** Why it failed, waited or could not be read. */
+  reason?: string;
+}
+
+export type StepOutcome = 'pass' | 'fail' | 'wait';
+
+export interface StepJudgement {
+  outcome: StepOutcome;
+  /** Fail: the failed guards' reasons; wait: why no verdict yet; pass: empty. */
+  reasons: string[];
+  /** The stated (family) confidence and the one each engagement test ran at. */
+  confidence: number;
+  perTestConfidence: number;
+  guards: GuardResult[];
+}
+
+const sampleOf = (counts: VariantCounts, guard: GuardName): ProportionSample => {
+  const [successes, trials] = GUARD_COUNTS[guard];
+  return { successes: counts[successes], trials: counts[trials] };
+};
+
+const rounded = (rate: number) => `${Math.round(rate * 100000) / 1000} %`;
+
+function unreadableResult(guard: GuardName, kind: GuardResult['kind'], confidence: number, readout: StepReadout): GuardResult | null {
+  for (const variant of ['ring', 'legacy'] as const) {
+    const sample = sampleOf(readout[variant], guard);
+    if (!isValidSample(sample)) {
+      const [successes, trials] = GUARD_COUNTS[guard];
+      return { guard, kind, outcome: 'unreadable', ring: null, legacy: null, confidence, difference: null, differenceInterval: null, reason: `${variant} ${successes}/${trials} is no rate: ${sample.successes}/${sample.trials}` };
+    }
+  }
+  return null;
+}
+
+function judgeOperational(guard: OperationalGuardName, readout: StepReadout, guards: StepGuards): GuardResult {
+  const confidence = guards.confidence;
+  const unreadable = unreadableResult(guard, 'operational', confidence, readout);
+  if (unreadable) return unreadable;
+  const test = twoProportionTest(sampleOf(readout.ring, guard), sampleOf(readout.legacy, guard), confidence);
+  const margin = guards.margins[guard];
+  const base = { guard, kind: 'operational' as const, ring: test.a, legacy: test.b, confidence, difference: test.difference, differenceInterval: test.differenceInterval, margin };
+  const short = (['ring', 'legacy'] as const).filter((v) => readout[v].requests < guards.minRequests);
+  if (short.length > 0) return { ...base, outcome: 'underpowered', reason: `${short.join(' and ')} answered fewer than ${guards.minRequests} requests` };
+  if (test.difference !== null && test.difference > margin) {
+    return { ...base, outcome: 'fail', reason: `${guard} rate ${rounded(test.a.rate ?? 0)} on the ring is above legacy's ${rounded(test.b.rate ?? 0)} by more than ${rounded(margin)}` };
+  }
+  return { ...base, outcome: 'pass' };
+}
+
+function judgeEngagement(guard: EngagementGuardName, readout: StepReadout, guards: StepGuards, confidence: number): GuardResult {
+  const unreadable = unreadableResult(guard, 'engagement', confidence, readout);
+  if (unreadable) return unreadable;
+  const test = twoProportionTest(sampleOf(readout.ring, guard), sampleOf(readout.legacy, guard), confidence);
+  const base = { guard, kind: 'engagement' as const, ring: test.a, legacy: test.b, confidence, difference: test.difference, differenceInterval: test.differenceInterval, z: test.z, pValue: test.pValue };
+  const short = (['ring', 'legacy'] as const).filter((v) => readout[v].views < guards.minViews);
+  if (short.length > 0) return { ...base, outcome: 'underpowered', reason: `${short.join(' and ')} had fewer than ${guards.minViews} views` };
+  const worse = test.difference !== null && (LOWER_IS_WORSE[guard] ? test.difference < 0 : test.difference > 0);
+  if (worse && test.significant) {
+    const pValue = test.pValue ?? 0;
+    return { ...base, outcome: 'fail', reason: `${guard} per view ${rounded(test.a.rate ?? 0)} on the ring vs legacy's ${rounded(test.b.rate ?? 0)} is ${LOWER_IS_WORSE[guard] ? 'lower' : 'higher'} beyond chance (p = ${pValue.toPrecision(3)}, tested at ${confidence})` };
+  }
+  return { ...base, outcome: 'pass' };
+}
+
+/**
+ * The verdict on one step: `fail` when any guard with its full sample fails (a failure is not
+ * undone by another guard still waiting), else `wait` while any guard is underpowered or
+ * unreadable, else `pass`.
+ */
+export function judgeStep(readout: StepReadout, guards: StepGuards = DEFAULT_STEP_GUARDS): StepJudgement {
+  const tests = Math.max(1, guards.engagement.length);
+  const perTestConfidence = 1 - (1 - guards.confidence) / tests;
+  const results = [
+    ...OPERATIONAL_GUARDS.map((guard) => judgeOperational(guard, readout, guards)),
+    ...guards.engagement.map((guard) => judgeEngagement(guard, readout, guards, perTestConfidence)),
+  ];
+  const because = (outcomes: GuardOutcome[]) => results.filter((r) => outcomes.includes(r.outcome)).map((r) => `${r.guard}: ${r.reason ?? r.outcome}`);
+  const failed = because(['fail']);
+  const pending = because(['underpowered', 'unreadable']);
+  const outcome: StepOutcome = failed.length > 0 ? 'fail' : pending.length > 0 ? 'wait' : 'pass';
+  return { outcome, reasons: outcome === 'fail' ? failed : outcome === 'wait' ? pending : [], confidence: guards.confidence, perTestConfidence, guards: results };
+}
+
+/** Zero counts for both variants, a start for callers that add hours up. */
+export function emptyReadout(): StepReadout {
+  const zero = (): VariantCounts => ({ requests: 0, serverErrors: 0, degradations: 0, emptyPages: 0, views: 0, likes: 0, collects: 0, shares: 0, notInterested: 0 });
+  return { ring: zero(), legacy: zero() };
+}
