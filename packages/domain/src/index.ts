@@ -9,3 +9,4 @@ export * from './offset-buckets';
 export * from './two-proportion';
 export * from './release-gate';
 export * from './ramp-judge';
+export * from './ramp';

@@ -79,8 +79,10 @@ export function estimateProportion(sample: ProportionSample, confidence: number)
   const z2n = (z * z) / trials;
   const centre = (p + z2n / 2) / (1 + z2n);
   const half = (z / (1 + z2n)) * Math.sqrt((p * (1 - p)) / trials + (z * z) / (4 * trials * trials));
-  // Rounding can put an end a hair outside [0, 1] when p is 0 or 1.
-  return { successes, trials, rate: p, interval: [Math.max(0, centre - half), Math.min(1, centre + half)] };
+  // At p = 0 or 1 the interval's end is exactly 0 or 1; rounding would leave a hair beside it.
+  const low = successes === 0 ? 0 : Math.max(0, centre - half);
+  const high = successes === trials ? 1 : Math.min(1, centre + half);
+  return { successes, trials, rate: p, interval: [low, high] };
 }
 
 /**
