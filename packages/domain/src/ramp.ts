@@ -17,7 +17,14 @@
  * slots), so a decided write is kept in the state as `owed` until the rollout in force shows
  * it: the driver saves the state, then writes the rollout. After a crash between the two, the
  * next check sees the rollout exactly as it was when the write was decided (`owedOver`) and
- * writes again; anything else is a human's change and pauses the ramp. The dwell of a step starts when its percent is seen in force, not when it is decided.
+ * writes again; anything else is a human's change and pauses the ramp (a halt's way back is
+ * overruled only by a human's percent: it lowers the percent and never touches `enabled`). The
+ * dwell of a step starts when its percent is seen in force, not when it is decided.
+ *
+ * What this machine cannot see: a human's change undone before the next check looks like no
+ * change (give the observation the override's `revision` where the store keeps one), and a
+ * human's percent equal to the one the ramp owes is taken as the ramp's own write. The admin
+ * path and the CLI therefore pause a ramp explicitly (`pauseRamp`) when they change the rollout.
  *
  * Stored shape (one JSON document, `RampState`, schema 1; a driver keeps it under one key and
  * writes it only when `revision` is still the one it read, so a human's command and the
@@ -167,6 +174,7 @@ const ACTIVE: readonly RampStatus[] = ['running', 'waiting', 'passed'];
 /** The kill switch is the override's `enabled: false`; V2 off by environment is not one. */
 const killSwitchOn = (rollout: RolloutObservation) => !rollout.enabled && rollout.source.enabled === 'override';
 
+const samePercent = (a: RolloutObservation, b: RolloutObservation | null) => b !== null && a.percent === b.percent && a.source.percent === b.source.percent;
 const sameRollout = (a: RolloutObservation, b: RolloutObservation | null) =>
   b !== null && a.enabled === b.enabled && a.percent === b.percent && a.source.enabled === b.source.enabled && a.source.percent === b.source.percent && a.revision === b.revision;
 
@@ -267,7 +275,11 @@ export function rampNeedsReadout(state: RampState, now: Date): boolean {
   return (state.status === 'running' || state.status === 'waiting') && state.owed === null && state.judgeAt !== null && now.getTime() >= Date.parse(state.judgeAt);
 }
 
-/** UTC hours whose hourly readout covers the current step up to `now` (its start hour included); 0 before it started. */
+/**
+ * UTC hours whose hourly readout (D7) covers the current step up to `now`, its start hour
+ * included; 0 before it started. That first hour may hold some of the step before: both variants
+ * are counted side by side in every hour, so it adds samples to the comparison, not a bias.
+ */
 export function rampReadoutHours(state: RampState, now: Date): number {
   const startedAt = state.steps[state.current].startedAt;
   if (!startedAt) return 0;
@@ -368,7 +380,10 @@ export function advanceRamp(state: RampState, tick: RampTick): RampAdvance {
       return finish(state, next, now, null);
     }
     // Still what the ramp saw when it decided the write: the write did not happen, make it again.
-    if (sameRollout(rollout, next.owedOver)) return finish(state, next, now, owed);
+    // A halt's way back only lowers the percent and never touches `enabled`, so only a human's
+    // percent overrules it, not the kill switch (cleared later, V2 would return at the failed step).
+    const unchanged = next.status === 'halted' ? samePercent(rollout, next.owedOver) : sameRollout(rollout, next.owedOver);
+    if (unchanged) return finish(state, next, now, owed);
     const seen = `rollout ${rollout.enabled ? 'enabled' : 'disabled'} at ${rollout.percent} % (${rollout.source.percent}) instead of the ramp's ${owed.percent} %`;
     if (active) pauseIn(next, now, 'manual-percent', null, `a manual change: ${seen}`);
     else {

@@ -201,6 +201,28 @@ describe('ramp state machine (R23)', () => {
     expect(world.rollout().percent).toBe(5);
   });
 
+  it('when the kill switch is set between a halt and its write, then the percent still goes back (V2 must not return at the failed step when it is cleared)', () => {
+    const world = new World(50_000, { ...BASE, likes: 0.035 });
+    const driver = begin(world, [5, 25, 100]);
+    for (;;) {
+      world.now += TICK;
+      world.traffic();
+      driver.tick(true);
+      if (driver.state.status === 'halted') break;
+      // A lost write still owed from before the halt is made here, as the next check would.
+      if (driver.state.owed) driver.tick();
+    }
+    expect(world.rollout().percent).toBe(5);
+    world.override.enabled = false;
+    world.revision += 1;
+    world.now += TICK;
+    driver.tick();
+    expect(world.rollout()).toMatchObject({ enabled: false, percent: 0 });
+    world.now += TICK;
+    driver.tick();
+    expect(driver.state).toMatchObject({ status: 'halted', owed: null, appliedPercent: 0 });
+  });
+
   it('when there are too few views, then the step waits (never passes) and passes once the views have accumulated', () => {
     const world = new World(1000);
     const driver = begin(world, [10, 100], HOUR, { minViews: 2000 });
