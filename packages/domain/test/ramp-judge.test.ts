@@ -52,10 +52,10 @@ describe('judgeStep (R23 ramp step judge)', () => {
   });
 
   it('when a variant has fewer views than the minimum, then the step waits even with a far lower like rate', () => {
-    const verdict = judgeStep({ ring: counts(1999, { likes: 0.01 }, 1000), legacy: counts(200_000) });
+    const verdict = judgeStep({ ring: counts(19_999, { likes: 0.01 }, 4000), legacy: counts(200_000) });
     expect(verdict.outcome).toBe('wait');
-    expect(verdict.reasons).toContain('likes: ring had fewer than 2000 views');
-    expect(verdict.guards.find((g) => g.guard === 'likes')).toMatchObject({ outcome: 'underpowered', ring: { trials: 1999 } });
+    expect(verdict.reasons).toContain('likes: ring had fewer than 20000 views');
+    expect(verdict.guards.find((g) => g.guard === 'likes')).toMatchObject({ outcome: 'underpowered', ring: { trials: 19_999 } });
   });
 
   it('when the ring\'s 5xx rate exceeds legacy\'s by more than the margin, then the step fails; within the margin, it passes', () => {
@@ -73,7 +73,8 @@ describe('judgeStep (R23 ramp step judge)', () => {
   });
 
   it('when too few requests were answered, then the operational guards wait', () => {
-    expect(guard({ ring: counts(20_000, {}, 499), legacy: counts(200_000) }, 'server-errors')?.outcome).toBe('underpowered');
+    expect(guard({ ring: counts(20_000, {}, 1999), legacy: counts(200_000) }, 'server-errors')?.outcome).toBe('underpowered');
+    expect(guard({ ring: counts(20_000, {}, 2000), legacy: counts(200_000) }, 'server-errors')?.outcome).toBe('pass');
   });
 
   it('when one guard fails and another is underpowered, then the step fails (a failure is not undone by waiting)', () => {
@@ -83,9 +84,10 @@ describe('judgeStep (R23 ramp step judge)', () => {
 
   it('when a difference is significant at 95 % alone but not after splitting 95 % over four tests, then only the single-guard judge fails it', () => {
     // 240/8000 vs 360/10000: z = -2.228, p = 0.0259 (two-proportion.test.ts's table).
-    const readout: StepReadout = { ring: { ...counts(8000), likes: 240 }, legacy: { ...counts(10_000), likes: 360 } };
-    expect(judgeStep(readout).outcome).toBe('pass');
-    expect(judgeStep(readout, stepGuards({ engagement: ['likes'] })).outcome).toBe('fail');
+    const readout: StepReadout = { ring: { ...counts(8000, {}, 2000), likes: 240 }, legacy: { ...counts(10_000), likes: 360 } };
+    const small = { minViews: 8000 };
+    expect(judgeStep(readout, stepGuards(small)).outcome).toBe('pass');
+    expect(judgeStep(readout, stepGuards({ ...small, engagement: ['likes'] })).outcome).toBe('fail');
   });
 
   it.each([
