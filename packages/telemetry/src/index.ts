@@ -82,3 +82,5 @@ export async function inSpan<T>(name: string, attributes: Record<string, string 
 export function annotateRequestSpan(attributes: Record<string, string | number | boolean>): void {
   requestSpan()?.setAttributes(attributes);
 }
+
+export * from './declared-labels';
