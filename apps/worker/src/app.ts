@@ -2,9 +2,11 @@
  * The worker's HTTP surface, admin parts behind credentials: the job dashboard (bull-board),
  * where on-call watches builds and triggers a rebuild, and the queue inspector; `/metrics`; `/healthz`.
  */
+import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler } from 'express';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import type { HTTPStatus } from '@bull-board/api/dist/types';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import { adminUserOf, basicAuth, errorHandler, notFoundRoute, sendError, unavailable } from '@feed/http';
@@ -65,9 +67,21 @@ function auditDashboardBuilds(redis: Redis, keys: RedisKeys): RequestHandler {
   };
 }
 
+const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** A request id in X-Request-Id and on the error handler's log line, as the API has. */
+const requestId: RequestHandler = (req, res, next) => {
+  const incoming = req.header('x-request-id');
+  const id = incoming && ACCEPTED_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  res.setHeader('X-Request-Id', id);
+  res.locals.requestId = id;
+  next();
+};
+
 export function createWorkerApp({ config, queue, metrics, redis, keys, videos }: WorkerAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
+  app.use(requestId);
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -78,11 +92,17 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
   const board = new ExpressAdapter();
   board.setBasePath(DASHBOARD_PATH);
   createBullBoard({ queues: [new BullMQAdapter(queue)], serverAdapter: board, options: { uiConfig: { boardTitle: 'Feed builds' } } });
+  // bull-board answers its own errors (a bug as a 500 with no log line): its 4xx stay its own,
+  // anything else goes on to the app's error handler, which logs it with its stack.
+  board.setErrorHandler((err: Error & { statusCode?: HTTPStatus }) => {
+    if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) return { status: err.statusCode, body: { error: err.message } };
+    throw err;
+  });
   const admin = [basicAuth(config.adminUser, config.adminPassword, REALM), answerWithin(ADMIN_DEADLINE_MS)];
   app.use(DASHBOARD_PATH, admin, auditDashboardBuilds(redis, keys), board.getRouter());
   app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos }));
   app.use(notFoundRoute);
-  // Admin pages read Redis and MongoDB: a failing store is a 503, never a hung or generic 500.
-  app.use(errorHandler({ unexpected: 'unavailable' }));
+  // A failing store is a 503 (a hanging one too, answerWithin); anything else is a bug: a 500, logged with its stack.
+  app.use(errorHandler());
   return app;
 }
