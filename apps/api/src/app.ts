@@ -4,7 +4,7 @@ import express, { type Express } from 'express';
 import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
-import { createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
+import { auditTrail, createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
 import { errorHandler, notFoundRoute } from '@feed/http';
 import { requestId, requestIdOf } from './http/request-id';
 import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
@@ -88,7 +88,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret, redisDeadlineMs: config.redisDeadlineMs, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
   app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs }));
   app.use(interactionRoutes(interactions, config.authJwtSecret, feed.readout));
-  app.use(adminRoutes({ config, redis, keys, catalog, history, feed }));
+  app.use(adminRoutes({ config, redis, keys, catalog, history, feed, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(notFoundRoute);
   app.use(errorHandler());
   requestLabels = declareHttpRoutes(metrics.httpDuration, routesOf(app));

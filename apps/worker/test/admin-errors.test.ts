@@ -5,7 +5,7 @@
  */
 import type { Server } from 'node:http';
 import request from 'supertest';
-import { configureLogger, createLogger, logger } from '@feed/logger';
+import { configureLogger, createLogger } from '@feed/logger';
 import { videoModel } from '@feed/storage';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
 import { startBuildQueue } from '../src/jobs/build-queue';

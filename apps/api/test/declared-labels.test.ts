@@ -1,5 +1,5 @@
 import { Counter, Histogram, Registry } from 'prom-client';
-import { declareLabels, UndeclaredLabelError } from '../src/declared-labels';
+import { declareLabels, UndeclaredLabelError } from '@feed/telemetry';
 
 function metrics() {
   const registry = new Registry();
