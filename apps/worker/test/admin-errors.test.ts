@@ -32,18 +32,25 @@ beforeEach(async () => {
   const app = createWorkerApp({ config, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos: videoModel(s.mongo) });
   server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
-  // The process-wide logger as production writes it (JSON lines), captured from stdout.
+  // The process-wide logger as production writes it (JSON lines): winston's console transport
+  // writes to stdout, or through console.log where Jest's console has no stdout of its own.
   lines = [];
   configureLogger({ logLevel: 'info', nodeEnv: 'production' });
-  const write = process.stdout.write.bind(process.stdout);
-  const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => {
+  const capture = (chunk: unknown) => {
     const text = String(chunk);
-    if (text.startsWith('{')) lines.push(JSON.parse(text) as Record<string, unknown>);
-    else return write(chunk, ...(rest as []));
+    if (!text.startsWith('{')) return false;
+    lines.push(JSON.parse(text) as Record<string, unknown>);
     return true;
+  };
+  const write = process.stdout.write.bind(process.stdout);
+  const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => capture(chunk) || write(chunk, ...(rest as [])));
+  const log = console.log.bind(console);
+  const logSpy = jest.spyOn(console, 'log').mockImplementation((...args: unknown[]) => {
+    if (!capture(args[0])) log(...args);
   });
   s.disposeAfter(async () => {
     spy.mockRestore();
+    logSpy.mockRestore();
     configureLogger({ logLevel: 'info', nodeEnv: 'test' });
     await new Promise((resolve) => server.close(resolve));
     await jobs.close();
