@@ -64,10 +64,10 @@ async function firesAfter(alert: string, faultAt: number, timeoutMs = 60_000): P
   timings[alert] = (Date.now() - faultAt) / 1000;
 }
 
-/** The worker's feed_repairs_total for `reason`, as it exports it. */
+/** The worker's feed_repairs_total for `reason`, as it exports it (0 while it has no series). */
 async function repairs(reason: string): Promise<number> {
   const text = await (await fetch(`${worker}/metrics`)).text();
-  return Number(new RegExp(`^feed_repairs_total\\{reason="${reason}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+  return Number(new RegExp(`^feed_repairs_total\\{reason="${reason}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
 }
 
 beforeAll(async () => {
