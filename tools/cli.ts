@@ -11,18 +11,18 @@ import { parseBuildAt } from '@feed/domain';
 import { configureLogger, createLogger } from '@feed/logger';
 import { hostname, userInfo } from 'node:os';
 import {
+  auditTrail,
   changeRollout,
   closeRedis,
   connectMongo,
   connectRedis,
   createRedisKeys,
   initRecommendHistory,
-  readAudit,
   readRolloutOverride,
-  recordAudit,
   resolveRollout,
   VERSION_PATTERN,
   videoModel,
+  type AuditTrail,
   type MongoHandle,
   type Redis,
 } from '@feed/storage';
@@ -131,7 +131,7 @@ program
       const asked = { at: at?.toISOString() ?? null, force: Boolean(options.force), shadow: Boolean(options.shadow), switch: Boolean(options.switch) };
       const current = await redis.get(keys.current);
       const audit = async (after: Record<string, unknown>) =>
-        recordAudit(redis, keys, { action: 'build-requested', ...cliActor, before: { current, asked }, after: { current: await redis.get(keys.current), ...after } });
+        auditTrail(mongo.connection, config.redisKeyPrefix).record({ action: 'build-requested', ...cliActor, before: { current, asked }, after: { current: await redis.get(keys.current), ...after } });
       let result: Awaited<ReturnType<typeof runDailyBuild>>;
       try {
         result = await runDailyBuild(buildDepsFrom(config, { redis, keys, videos: videoModel(mongo.connection), logger }), {
@@ -228,7 +228,7 @@ program
 
 program
   .command('rollout')
-  .description("R16's run-time override (Redis only); with no option, the values in force and where each comes from")
+  .description("R16's run-time override (in Redis; a change is recorded in the audit trail in MongoDB); with no option, the values in force and where each comes from")
   .addOption(new Option('--enabled <bool>', 'serve the ring queue').choices(['true', 'false']))
   .option('--percent <N>', 'share of users served by the ring (0-100)', (value: string) => {
     const percent = nonNegativeInt('percent')(value);
@@ -242,22 +242,27 @@ program
     const changes = clear || enabled !== undefined || percent !== undefined;
     if (clear && (enabled !== undefined || percent !== undefined)) throw new UsageError('--clear takes no other option');
     if (history && changes) throw new UsageError('--history takes no other option');
-    const config = startCommand();
-    await withRedis(config, async (redis) => {
+    const show = async (config: Config, redis: Redis, trail?: AuditTrail) => {
       const keys = createRedisKeys(config.redisKeyPrefix);
-      if (history) {
-        for (const entry of await readAudit(redis, keys)) {
-          print(`${entry.at}  ${entry.actor} (${entry.via})  ${entry.action}  before ${JSON.stringify(entry.before)}  after ${JSON.stringify(entry.after)}`);
-        }
-        return;
-      }
       const environment = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
-      const inForce = changes
-        ? await changeRollout(redis, keys, environment, clear ? 'clear' : { enabled: enabled === undefined ? undefined : enabled === 'true', percent }, cliActor)
+      const inForce = trail
+        ? await changeRollout(redis, keys, environment, clear ? 'clear' : { enabled: enabled === undefined ? undefined : enabled === 'true', percent }, cliActor, trail)
         : resolveRollout(environment, await readRolloutOverride(redis, keys));
       print(`enabled ${inForce.enabled} (${inForce.source.enabled})`);
       print(`percent ${inForce.percent} (${inForce.source.percent})`);
-      if (changes) print(`every API instance applies this within CURRENT_CACHE_MS (${config.currentCacheMs} ms)`);
+      if (trail) print(`every API instance applies this within CURRENT_CACHE_MS (${config.currentCacheMs} ms)`);
+    };
+    // Reading the values in force needs Redis only; the trail (history, a change) is in MongoDB (D6).
+    if (!history && !changes) {
+      const config = startCommand();
+      return withRedis(config, (redis) => show(config, redis));
+    }
+    await withStores(async ({ config, redis, mongo }) => {
+      const trail = auditTrail(mongo.connection, config.redisKeyPrefix);
+      if (!history) return show(config, redis, trail);
+      for (const entry of await trail.read()) {
+        print(`${entry.at}  ${entry.actor} (${entry.via})  ${entry.action}  before ${JSON.stringify(entry.before)}  after ${JSON.stringify(entry.after)}`);
+      }
     });
   });
 

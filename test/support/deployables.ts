@@ -7,8 +7,8 @@ export interface TestDeployable {
   base: string;
 }
 
-/** Starts `args` (node arguments, e.g. `tsx('apps/api/src/main.ts')`) and waits until /healthz answers. */
-export async function startTestDeployable(args: string[], scope: { prefix: string; mongoUrl: string }, env: Record<string, string> = {}): Promise<TestDeployable> {
+/** Starts `args` (node arguments, e.g. `tsx('apps/api/src/main.ts')`) and waits until /healthz answers (for `startupMs`). */
+export async function startTestDeployable(args: string[], scope: { prefix: string; mongoUrl: string }, env: Record<string, string> = {}, startupMs = 30_000): Promise<TestDeployable> {
   const port = await freePort();
   const child = startProcess(args, {
     NODE_ENV: 'test',
@@ -21,7 +21,7 @@ export async function startTestDeployable(args: string[], scope: { prefix: strin
   });
   const base = `http://127.0.0.1:${port}`;
   try {
-    await waitUntil(`${args.at(-1)} listening on ${port}`, () => fetch(`${base}/healthz`).then((r) => r.ok, () => false), 30_000);
+    await waitUntil(`${args.at(-1)} listening on ${port}`, () => fetch(`${base}/healthz`).then((r) => r.ok, () => false), startupMs);
   } catch (err) {
     await child.stop('SIGKILL');
     throw new Error(`${String(err)}; its output: ${child.output.join('').slice(-2000)}`);

@@ -4,10 +4,10 @@ import express, { type Express } from 'express';
 import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
-import { createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
+import { auditTrail, createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
 import { errorHandler, notFoundRoute } from '@feed/http';
 import { requestId, requestIdOf } from './http/request-id';
-import { createApiMetrics, type ApiMetrics } from './metrics';
+import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
 import { FeedService } from './feed/feed-service';
 import { VideoCatalog } from './feed/video-catalog';
 import { QueueCopies } from './feed/queue-copies';
@@ -68,11 +68,13 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   // Latency per route; the access log line only when LOG_LEVEL enables 'http' (winston would
   // otherwise build and discard the line on every request).
   const accessLog = logger.isLevelEnabled('http');
+  // Set once every route is registered (below); requests come after that.
+  let requestLabels: RequestLabels;
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
     res.once('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      metrics.httpDuration.observe({ method: req.method, route: req.route?.path ?? 'unmatched', status: res.statusCode }, seconds);
+      metrics.httpDuration.observe(requestLabels(req.method, (req.route as { path?: string } | undefined)?.path, res.statusCode), seconds);
       if (accessLog) logger.http('request', { requestId: requestIdOf(res), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) });
     });
     next();
@@ -86,8 +88,23 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret, redisDeadlineMs: config.redisDeadlineMs, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
   app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs }));
   app.use(interactionRoutes(interactions, config.authJwtSecret, feed.readout));
-  app.use(adminRoutes({ config, redis, keys, catalog, history, feed }));
+  app.use(adminRoutes({ config, redis, keys, catalog, history, feed, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(notFoundRoute);
   app.use(errorHandler());
+  requestLabels = declareHttpRoutes(metrics.httpDuration, routesOf(app));
   return { app, feed, metrics };
+}
+
+type RouterLayer = Express['router']['stack'][number];
+
+/** `METHOD path` of every route registered on `app` (routers mounted without a path, as here). */
+export function routesOf(app: Express): string[] {
+  const walk = (stack: RouterLayer[]): string[] =>
+    stack.flatMap((layer) => {
+      const { route } = layer;
+      if (route) return [...new Set(route.stack.map((handler) => handler.method).filter(Boolean))].map((method) => `${method.toUpperCase()} ${route.path}`);
+      const inner: unknown = Reflect.get(layer.handle, 'stack');
+      return Array.isArray(inner) ? walk(inner as RouterLayer[]) : [];
+    });
+  return walk(app.router.stack);
 }

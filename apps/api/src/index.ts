@@ -4,7 +4,7 @@
  */
 export { createApp, type Api, type ApiDeps } from './app';
 export { startApi, type RunningApi } from './main';
-export { createApiMetrics, type ApiMetrics } from './metrics';
+export { createApiMetrics, declareHttpRoutes, HTTP_STATUSES, type ApiMetrics } from './metrics';
 export { explainNextPage, type Explanation } from './feed/explain';
 export { VideoCatalog } from './feed/video-catalog';
 export { guestIdentity, userIdentity, type Identity } from './http/identity';

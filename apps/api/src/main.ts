@@ -1,6 +1,6 @@
 /** API entry point: load config, connect, listen; SIGTERM/SIGINT drain and close (SPEC D4). */
 import './telemetry';
-import { stopTelemetry } from '@feed/telemetry';
+import { stopTelemetry, TELEMETRY_SHUTDOWN_MS } from '@feed/telemetry';
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
@@ -35,7 +35,7 @@ export async function startApi(config: Config = loadConfig()): Promise<RunningAp
       await feed.readout.close();
       await closeRedis(redis);
       await mongo.close();
-      await stopTelemetry();
+      if (!(await stopTelemetry())) logger.warn('last spans not exported: the trace collector did not answer in time', { ms: TELEMETRY_SHUTDOWN_MS });
     })());
   return { server, stop };
 }

@@ -1,45 +1,99 @@
 /** Read-side metrics of SPEC R18, on a registry per app instance (tests build several apps). */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { VARIANT_EVENTS, VARIANTS } from '@feed/storage';
+import { declareLabels } from '@feed/telemetry';
+import type { StrategyName } from './feed/feed-service';
 
-export type SkipReason = 'invalid' | 'seen' | 'not_interested' | 'own' | 'duplicate';
+/**
+ * The known label values, declared once: the code that counts takes its values from here, each
+ * series is exported at 0 from the start (so alerts see a first event), and an undeclared value
+ * throws (test/metric-labels.test.ts also checks the alerts and the dashboard match these).
+ */
+export const STRATEGIES = ['ring', 'previous-version', 'legacy-set', 'mongo-fallback'] as const satisfies readonly StrategyName[];
+export const DEGRADATION_KINDS = ['previous-version', 'legacy-set', 'mongo-fallback'] as const;
+export const SKIP_REASONS = ['invalid', 'seen', 'not_interested', 'own', 'duplicate'] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
+/** The feed's strategies, its settings and user-filter reads, and the other endpoints' Redis calls. */
+export const REDIS_OPERATIONS = [...STRATEGIES, 'settings', 'user-filter', 'watch-count', 'view-history', 'not-interested'] as const;
+export const CLAIM_RESULTS = ['given-back', 'lost'] as const;
+export const CACHE_RESULTS = ['hit', 'miss'] as const;
+/**
+ * The statuses the API answers with; any other is recorded as its class (`4xx`, `5xx`...), so a
+ * `status=~"5.."` match still counts it, and each route's series stays a bounded, declared set.
+ */
+export const HTTP_STATUSES = ['200', '400', '401', '404', '500', '503', '2xx', '3xx', '4xx', '5xx'] as const;
+export const UNMATCHED_ROUTE = 'unmatched';
+
+/** The status label of a response: the code when declared, else its class. */
+export function statusLabel(status: number): string {
+  const code = String(status);
+  return (HTTP_STATUSES as readonly string[]).includes(code) ? code : `${code[0]}xx`;
+}
 
 export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
-  return {
+  const counter = (name: string, help: string, labels: Record<string, readonly string[]>) => declareLabels(new Counter({ name, help, labelNames: Object.keys(labels), registers: [registry] }), labels);
+  const metrics = {
     registry,
     httpDuration: new Histogram({
       name: 'feed_http_request_duration_seconds',
-      help: 'API request latency',
+      help: 'API request latency, by method, route and status (a status not in HTTP_STATUSES as its class, e.g. 5xx)',
       labelNames: ['method', 'route', 'status'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     }),
-    pages: new Counter({ name: 'feed_pages_total', help: 'Feed pages served, by strategy (ring, previous-version, legacy-set, mongo-fallback)', labelNames: ['strategy'], registers: [registry] }),
-    emptyPages: new Counter({ name: 'feed_empty_pages_total', help: 'Feed pages served with no video', labelNames: ['strategy'], registers: [registry] }),
-    skipped: new Counter({ name: 'feed_skipped_videos_total', help: 'Candidates skipped by the ring read, by reason', labelNames: ['reason'], registers: [registry] }),
-    redisFailures: new Counter({ name: 'feed_redis_failures_total', help: 'Redis or Lua failures, by operation (the read path, views, not-interested marks, watch counts)', labelNames: ['operation'], registers: [registry] }),
-    claimsGivenBack: new Counter({
-      name: 'feed_claims_given_back_total',
-      help: 'Ring claims whose answer came after the request had served another page: given back (result=given-back) or, when a later claim had moved the offset on, left consumed (result=lost)',
-      labelNames: ['result'],
-      registers: [registry],
+    pages: counter('feed_pages_total', 'Feed pages served, by strategy (ring, previous-version, legacy-set, mongo-fallback)', { strategy: STRATEGIES }),
+    emptyPages: counter('feed_empty_pages_total', 'Feed pages served with no video', { strategy: STRATEGIES }),
+    skipped: counter('feed_skipped_videos_total', 'Candidates skipped by the ring read, by reason', { reason: SKIP_REASONS }),
+    redisFailures: counter('feed_redis_failures_total', 'Redis or Lua failures, by operation (the read path, views, not-interested marks, watch counts)', { operation: REDIS_OPERATIONS }),
+    claimsGivenBack: counter(
+      'feed_claims_given_back_total',
+      'Ring claims whose answer came after the request had served another page: given back (result=given-back) or, when a later claim had moved the offset on, left consumed (result=lost)',
+      { result: CLAIM_RESULTS },
+    ),
+    variantPages: counter('feed_variant_pages_total', 'Feed pages served, by the variant of the user (ring or legacy, from the rollout bucket; D7)', { variant: VARIANTS }),
+    variantEngagement: counter('feed_variant_engagement_total', 'Views, likes, collects, comments, shares and not-interested marks, by the variant of the user (D7)', {
+      variant: VARIANTS,
+      action: VARIANT_EVENTS.filter((event) => event !== 'page'),
     }),
-    variantPages: new Counter({ name: 'feed_variant_pages_total', help: 'Feed pages served, by the variant of the user (ring or legacy, from the rollout bucket; D7)', labelNames: ['variant'], registers: [registry] }),
-    variantEngagement: new Counter({
-      name: 'feed_variant_engagement_total',
-      help: 'Views, likes, collects, comments, shares and not-interested marks, by the variant of the user (D7)',
-      labelNames: ['variant', 'action'],
-      registers: [registry],
-    }),
-    videoCache: new Counter({ name: 'feed_video_cache_requests_total', help: 'Video documents looked up in the instance cache, by result (hit, miss)', labelNames: ['result'], registers: [registry] }),
+    videoCache: counter('feed_video_cache_requests_total', 'Video documents looked up in the instance cache, by result (hit, miss)', { result: CACHE_RESULTS }),
     queueCopyBytes: new Gauge({ name: 'feed_queue_copy_bytes', help: 'Bytes held by the instance copies of published queues (R22)', registers: [registry] }),
     queueCopyLoads: new Counter({ name: 'feed_queue_copy_loads_total', help: 'Published queues copied into this instance and verified', registers: [registry] }),
-    degradations: new Counter({ name: 'feed_degradations_total', help: 'Pages served by a fallback strategy, by kind (previous-version, legacy-set, mongo-fallback)', labelNames: ['kind'], registers: [registry] }),
+    degradations: counter('feed_degradations_total', 'Pages served by a fallback strategy, by kind (previous-version, legacy-set, mongo-fallback)', { kind: DEGRADATION_KINDS }),
     rolloutEnabled: new Gauge({ name: 'feed_rollout_enabled', help: 'Whether the ring feed is enabled in this instance (R16, override or environment)', registers: [registry] }),
     rolloutPercent: new Gauge({ name: 'feed_rollout_percent', help: 'Share of users served by the ring feed in this instance (R16)', registers: [registry] }),
     dependencyUp: new Gauge({ name: 'feed_dependency_up', help: 'Whether a store answered the last readiness probe (1) or not (0)', labelNames: ['dependency'], registers: [registry] }),
     currentVersion: new Gauge({ name: 'feed_current_version', help: 'The version (YYYYMMDD) this instance last read as current', registers: [registry] }),
+  };
+  return metrics;
+}
+
+const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'OTHER'] as const;
+
+/** The labels of one request, from its method, its route (undefined when none matched) and its status. */
+export type RequestLabels = (method: string, route: string | undefined, status: number) => { method: string; route: string; status: string };
+
+/**
+ * Declares the latency histogram over `routes` (`METHOD path`; a GET route answers HEAD too) and
+ * `unmatched` for any method, at every status; returns what maps a request onto those labels.
+ */
+export function declareHttpRoutes(histogram: Histogram, routes: readonly string[]): RequestLabels {
+  const pairs = new Set([...routes.flatMap((route) => (route.startsWith('GET ') ? [route, `HEAD ${route.slice(4)}`] : [route])), ...HTTP_METHODS.map((method) => `${method} ${UNMATCHED_ROUTE}`)]);
+  for (const pair of pairs) {
+    const [method, route] = pair.split(' ', 2);
+    for (const status of HTTP_STATUSES) histogram.zero({ method, route, status });
+  }
+  const observe = histogram.observe.bind(histogram);
+  histogram.observe = ((labels: Record<string, string | number>, value: number) => {
+    if (!pairs.has(`${labels.method} ${labels.route}`) || !(HTTP_STATUSES as readonly string[]).includes(String(labels.status))) {
+      throw new Error(`metric feed_http_request_duration_seconds: ${String(labels.method)} ${String(labels.route)} status ${String(labels.status)} was not declared`);
+    }
+    observe(labels, value);
+  }) as Histogram['observe'];
+  return (rawMethod, route, status) => {
+    const method = (HTTP_METHODS as readonly string[]).includes(rawMethod) ? rawMethod : 'OTHER';
+    return { method, route: route !== undefined && pairs.has(`${method} ${route}`) ? route : UNMATCHED_ROUTE, status: statusLabel(status) };
   };
 }
 

@@ -2,6 +2,7 @@
  * The worker's HTTP surface, admin parts behind credentials: the job dashboard (bull-board),
  * where on-call watches builds and triggers a rebuild, and the queue inspector; `/metrics`; `/healthz`.
  */
+import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler } from 'express';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -10,7 +11,8 @@ import type { Queue } from 'bullmq';
 import { adminUserOf, basicAuth, errorHandler, notFoundRoute, sendError, unavailable } from '@feed/http';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
-import { recordAudit, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { auditTrail, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { asDashboardRequest, auditedQueue } from './jobs/audited-queue';
 import { inspectorRoutes } from './inspect/inspector-routes';
 import type { WorkerMetrics } from './metrics';
 
@@ -19,7 +21,7 @@ export const INSPECTOR_PATH = '/admin/inspector';
 const REALM = 'feed-worker';
 
 export interface WorkerAppDeps {
-  config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'businessTimeZone'>;
+  config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'businessTimeZone' | 'redisKeyPrefix'>;
   queue: Queue;
   metrics: WorkerMetrics;
   redis: Redis;
@@ -44,30 +46,24 @@ function answerWithin(ms: number): RequestHandler {
   };
 }
 
-/** The dashboard's requests that start a build by hand: "Add job", retry (one or all), promote. */
-const DASHBOARD_BUILD_REQUEST = /^\/api\/queues\/[^/]+\/(?:add|(?:[^/]+\/)?retry\/[^/]+|(?:[^/]+\/)?promote)$/;
+/** The statuses bull-board's handlers may answer with. */
+type BoardStatus = ReturnType<Parameters<ExpressAdapter['setErrorHandler']>[0]>['status'];
 
-/** Records every build requested from the dashboard in the audit trail (D6), once it was accepted. */
-function auditDashboardBuilds(redis: Redis, keys: RedisKeys): RequestHandler {
-  return (req, res, next) => {
-    if ((req.method === 'POST' || req.method === 'PUT') && DASHBOARD_BUILD_REQUEST.test(req.path)) {
-      const current = redis.get(keys.current).catch(() => null);
-      res.once('finish', () => {
-        if (res.statusCode >= 400) return;
-        const body: unknown = req.body;
-        const asked = { request: `${req.method} ${req.path}`, ...(body && typeof body === 'object' && 'name' in body ? { name: body.name, data: 'data' in body ? body.data : undefined } : {}) };
-        void current
-          .then((version) => recordAudit(redis, keys, { action: 'build-requested', actor: adminUserOf(res), via: 'dashboard', before: { current: version }, after: asked }))
-          .catch((err: unknown) => logger.warn('audit trail unwritable', { err: err instanceof Error ? err.message : String(err) }));
-      });
-    }
-    next();
-  };
-}
+const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** A request id in X-Request-Id and on the error handler's log line, as the API has. */
+const requestId: RequestHandler = (req, res, next) => {
+  const incoming = req.header('x-request-id');
+  const id = incoming && ACCEPTED_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  res.setHeader('X-Request-Id', id);
+  res.locals.requestId = id;
+  next();
+};
 
 export function createWorkerApp({ config, queue, metrics, redis, keys, videos }: WorkerAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
+  app.use(requestId);
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -77,12 +73,22 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
 
   const board = new ExpressAdapter();
   board.setBasePath(DASHBOARD_PATH);
-  createBullBoard({ queues: [new BullMQAdapter(queue)], serverAdapter: board, options: { uiConfig: { boardTitle: 'Feed builds' } } });
+  // On-call's trail in MongoDB (D6): the dashboard gets the queue through auditedQueue, so every job it starts is recorded.
+  const audit = auditTrail(videos.db, config.redisKeyPrefix);
+  createBullBoard({ queues: [new BullMQAdapter(auditedQueue(queue, { trail: audit, redis, keys }))], serverAdapter: board, options: { uiConfig: { boardTitle: 'Feed builds' } } });
+  // bull-board answers its own errors (a bug as a 500 with no log line): its 4xx stay its own,
+  // anything else goes on to the app's error handler, which logs it with its stack.
+  board.setErrorHandler((err: Error & { statusCode?: BoardStatus }) => {
+    if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) return { status: err.statusCode, body: { error: err.message } };
+    throw err;
+  });
   const admin = [basicAuth(config.adminUser, config.adminPassword, REALM), answerWithin(ADMIN_DEADLINE_MS)];
-  app.use(DASHBOARD_PATH, admin, auditDashboardBuilds(redis, keys), board.getRouter());
-  app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos }));
+  // The body is parsed before the request's context is entered: body-parser's stream callbacks would leave it.
+  const asked: RequestHandler = (req, res, next) => asDashboardRequest({ actor: adminUserOf(res), request: `${req.method} ${req.originalUrl.split('?')[0]}` }, next);
+  app.use(DASHBOARD_PATH, admin, express.json(), asked, board.getRouter());
+  app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos, audit }));
   app.use(notFoundRoute);
-  // Admin pages read Redis and MongoDB: a failing store is a 503, never a hung or generic 500.
-  app.use(errorHandler({ unexpected: 'unavailable' }));
+  // A failing store is a 503 (a hanging one too, answerWithin); anything else is a bug: a 500, logged with its stack.
+  app.use(errorHandler());
   return app;
 }

@@ -1,6 +1,6 @@
 /** Worker entry point: config, connections, the build scheduler and worker, the dashboard (SPEC D4 on signals). */
 import './telemetry';
-import { stopTelemetry } from '@feed/telemetry';
+import { stopTelemetry, TELEMETRY_SHUTDOWN_MS } from '@feed/telemetry';
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
@@ -81,7 +81,7 @@ export async function startWorker(config: Config = loadConfig()): Promise<Runnin
       await Promise.all([closeHttpServer(server), jobs.close(), counterRepair.close()]);
       await closeRedis(redis);
       await mongo.close();
-      await stopTelemetry();
+      if (!(await stopTelemetry())) logger.warn('last spans not exported: the trace collector did not answer in time', { ms: TELEMETRY_SHUTDOWN_MS });
     })());
   return { server, jobs, stop };
 }

@@ -1,7 +1,22 @@
 /** Build-side metrics of SPEC R18. */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { expandBlocks, fullBlockRatio } from '@feed/domain';
-import type { QueueMeta } from '@feed/storage';
+import { COUNTER_KINDS, type QueueMeta } from '@feed/storage';
+import { declareLabels } from '@feed/telemetry';
+import type { RepairReason } from './controller/desired-state';
+import type { BuildStatus } from './daily-build/daily-build';
+import type { DocumentIssue } from './daily-build/read-candidates';
+
+/**
+ * The known label values, declared once: the code that counts takes its values from here, each
+ * series is exported at 0 from the start (so `increase()` sees a first failed build or a first
+ * repair) and an undeclared value throws (test/metric-labels.test.ts also checks the alerts).
+ */
+// Written as records over the code's own types, so a value added there and not here fails to compile.
+export const BUILD_RESULTS = Object.keys({ built: 1, shadow: 1, superseded: 1, 'already-current': 1, locked: 1, failed: 1, invalid: 1 } satisfies Record<BuildStatus | 'failed' | 'invalid', 1>);
+export const DOCUMENT_ISSUES = Object.keys({ 'unreadable-id': 1, 'unreadable-document': 1, 'non-numeric-field': 1 } satisfies Record<DocumentIssue, 1>);
+export const REPAIR_REASONS = Object.keys({ 'scheduler-missing': 1, 'counter-scheduler-missing': 1, 'no-version': 1, 'version-behind': 1, 'queue-incomplete': 1, 'legacy-missing': 1 } satisfies Record<RepairReason, 1>);
+export const REPAIRED_COUNTERS = Object.values(COUNTER_KINDS).flatMap((kind) => [kind.recommend, kind.display]);
 
 export interface WorkerMetricsOptions {
   defaultMetrics?: boolean;
@@ -30,16 +45,20 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
       },
     });
   }
+  const counter = (name: string, help: string, labels: Record<string, readonly string[]>) => declareLabels(new Counter({ name, help, labelNames: Object.keys(labels), registers: [registry] }), labels);
   const metrics = {
     registry,
-    buildDuration: new Histogram({
-      name: 'feed_build_duration_seconds',
-      help: 'Daily build duration by result',
-      labelNames: ['result'],
-      buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200],
-      registers: [registry],
-    }),
-    builds: new Counter({ name: 'feed_builds_total', help: 'Builds by result (built, shadow, already-current, locked, failed, invalid job data)', labelNames: ['result'], registers: [registry] }),
+    buildDuration: declareLabels(
+      new Histogram({
+        name: 'feed_build_duration_seconds',
+        help: 'Daily build duration by result',
+        labelNames: ['result'],
+        buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200],
+        registers: [registry],
+      }),
+      { result: BUILD_RESULTS },
+    ),
+    builds: counter('feed_builds_total', 'Builds by result (built, shadow, superseded, already-current, locked, failed, invalid job data)', { result: BUILD_RESULTS }),
     candidates: gauge('feed_build_candidates', 'Eligible videos read by the last build'),
     high: gauge('feed_build_high_pool', 'High-pool size of the last build'),
     fresh: gauge('feed_build_new_pool', 'New-pool size of the last build'),
@@ -47,15 +66,10 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
     ratio: gauge('feed_build_full_17_3_block_ratio', 'Share of the last build\'s blocks that are exactly 17 high + 3 new'),
     duplicates: gauge('feed_build_duplicate_rate', 'Duplicate ids / queue length of the last build (0 when correct)'),
     switchTime: gauge('feed_version_switch_timestamp_seconds', 'Unix time of the last switch of current'),
-    documentsSkipped: new Counter({
-      name: 'feed_build_documents_skipped_total',
-      help: 'Eligible documents a build skipped (unreadable) or corrected (a field read as 0), by reason (R1a)',
-      labelNames: ['reason'],
-      registers: [registry],
-    }),
-    repairs: new Counter({ name: 'feed_repairs_total', help: 'Repairs of the desired state by the controller, by reason (R21)', labelNames: ['reason'], registers: [registry] }),
+    documentsSkipped: counter('feed_build_documents_skipped_total', 'Eligible documents a build skipped (unreadable) or corrected (a field read as 0), by reason (R1a)', { reason: DOCUMENT_ISSUES }),
+    repairs: counter('feed_repairs_total', 'Repairs of the desired state by the controller, by reason (R21)', { reason: REPAIR_REASONS }),
     controllerFailures: new Counter({ name: 'feed_controller_failures_total', help: 'Controller checks that could not run or repair (Redis or BullMQ failing)', registers: [registry] }),
-    counterRepairs: new Counter({ name: 'feed_counter_repairs_total', help: 'Interaction records the repair job counted into a video counter, by counter (R3)', labelNames: ['counter'], registers: [registry] }),
+    counterRepairs: counter('feed_counter_repairs_total', 'Interaction records the repair job counted into a video counter, by counter (R3)', { counter: REPAIRED_COUNTERS }),
   };
   return metrics;
 }

@@ -9,7 +9,7 @@ import type { Browser } from 'playwright-core';
 import { PNG } from 'pngjs';
 import request from 'supertest';
 import { createLogger } from '@feed/logger';
-import { addVariantStats, changeRollout, readAudit, variantField, videoModel, type VideoModel } from '@feed/storage';
+import { addVariantStats, auditTrail, changeRollout, variantField, videoModel, type VideoModel } from '@feed/storage';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
 import { runDailyBuild } from '../src/daily-build/daily-build';
@@ -101,7 +101,7 @@ describe('queue inspector', () => {
     await buildCurrentAndShadow();
     // A rollout change on record (D6), and a day's tally of both variants (D7): ring 40 pages,
     // 200 views, 10 likes, 4 not interested; legacy 50 pages, 100 views, 2 likes, 8 not interested.
-    await changeRollout(s.redis, s.keys, { enabled: true, percent: 100 }, { percent: 40 }, { actor: 'oncall', via: 'api' });
+    await changeRollout(s.redis, s.keys, { enabled: true, percent: 100 }, { percent: 40 }, { actor: 'oncall', via: 'api' }, auditTrail(s.mongo, s.config.redisKeyPrefix));
     const tally: Array<[Parameters<typeof variantField>, number]> = [
       [['ring', 'page'], 40], [['ring', 'view'], 200], [['ring', 'like'], 10], [['ring', 'not-interested'], 4],
       [['legacy', 'page'], 50], [['legacy', 'view'], 100], [['legacy', 'like'], 2], [['legacy', 'not-interested'], 8],
@@ -169,8 +169,9 @@ describe('queue inspector', () => {
       expect(job!.data).toEqual({ force: true });
       expect(job!.opts.attempts).toBe(3);
       // The build asked by hand is on record (D6) with who asked it.
-      await waitUntil('the dashboard build in the audit trail', async () => (await readAudit(s.redis, s.keys, 1))[0]?.via === 'dashboard', 10_000);
-      expect((await readAudit(s.redis, s.keys, 1))[0]).toMatchObject({ action: 'build-requested', actor: 'oncall', via: 'dashboard', after: { name: 'manual-rebuild', data: { force: true } } });
+      const trail = auditTrail(s.mongo, s.config.redisKeyPrefix);
+      await waitUntil('the dashboard build in the audit trail', async () => (await trail.read(1))[0]?.via === 'dashboard', 10_000);
+      expect((await trail.read(1))[0]).toMatchObject({ action: 'build-requested', actor: 'oncall', via: 'dashboard', after: { name: 'manual-rebuild', data: { force: true } } });
     } finally {
       await context.close();
     }

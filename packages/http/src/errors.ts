@@ -63,28 +63,36 @@ interface HttpishError {
   type?: string;
 }
 
-/** The error an unexpected exception is answered with. */
-function toAppError(err: unknown, unexpected: 'internal' | 'unavailable'): AppError {
-  if (err instanceof AppError) return err;
+/** The answer to `err`, and whether it is unexpected (a bug: neither ours, nor bad input, nor a store down). */
+function toAppError(err: unknown, unexpected: 'internal' | 'unavailable'): { error: AppError; bug: boolean } {
+  if (err instanceof AppError) return { error: err, bug: !err.isOperational };
   const { status, type } = (err ?? {}) as HttpishError;
-  if (type === 'entity.parse.failed') return badRequest('request body is not valid JSON');
-  if (type === 'entity.too.large') return new AppError(413, 'payload_too_large', 'request body is too large');
-  if (status !== undefined && status >= 400 && status < 500) return new AppError(status, 'bad_request', String((err as Error).message));
-  if (isStoreUnavailable(err)) return unavailable(`a store this request needs is unavailable (${(err as Error).message}); try again shortly`);
-  return unexpected === 'unavailable' ? unavailable('a store this page needs is unavailable; try again shortly') : new AppError(500, 'internal', 'internal server error', false);
+  if (type === 'entity.parse.failed') return { error: badRequest('request body is not valid JSON'), bug: false };
+  if (type === 'entity.too.large') return { error: new AppError(413, 'payload_too_large', 'request body is too large'), bug: false };
+  if (status !== undefined && status >= 400 && status < 500) return { error: new AppError(status, 'bad_request', String((err as Error).message)), bug: false };
+  if (isStoreUnavailable(err)) return { error: unavailable(`a store this request needs is unavailable (${(err as Error).message}); try again shortly`), bug: false };
+  const error = unexpected === 'unavailable' ? unavailable('a store this page needs is unavailable; try again shortly') : new AppError(500, 'internal', 'internal server error', false);
+  return { error, bug: true };
+}
+
+/** An error as log fields: message and stack, whatever was thrown (a string has no stack of its own). */
+export function errorFields(err: unknown): { message: string; name: string; stack: string } {
+  if (err instanceof Error) return { message: err.message, name: err.name, stack: err.stack ?? `${err.name}: ${err.message}` };
+  const message = typeof err === 'string' ? err : JSON.stringify(err) ?? String(err);
+  return { message, name: typeof err, stack: `thrown ${typeof err}: ${message} (no stack: not an Error)` };
 }
 
 /**
  * The app's last middleware. `unexpected` answers errors that are neither ours nor a known store
- * failure: `internal` (a bug: 500) in the API; the worker's admin pages fail only through their
- * stores (bull-board's ioredis among them), so there they are `unavailable`.
+ * failure: `internal` (a bug: 500) by default. Whatever the answer, such an error is logged at
+ * error level with its message, stack and the request id, so a bug is never an info line.
  */
 export function errorHandler(options: { unexpected?: 'internal' | 'unavailable' } = {}): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    const error = toAppError(err, options.unexpected ?? 'internal');
+    const { error, bug } = toAppError(err, options.unexpected ?? 'internal');
     const requestId = res.locals.requestId as string | undefined;
-    if (error.isOperational) logger.info('request rejected', { requestId, status: error.status, code: error.code, reason: error.message, path: req.path });
-    else logger.error('request failed', { requestId, path: req.path, err });
+    if (bug) logger.error('request failed', { requestId, method: req.method, path: req.path, status: error.status, err: errorFields(err) });
+    else logger.info('request rejected', { requestId, status: error.status, code: error.code, reason: error.message, path: req.path });
     if (res.headersSent) return;
     sendError(res, error);
   };

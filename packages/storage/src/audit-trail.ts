@@ -1,13 +1,19 @@
 /**
  * On-call's trail (SPEC D6): every change of the rollout override and every build requested by
- * hand, with who, when, and the values before and after, in one bounded Redis stream. Entries
- * hold settings and job names only, never a secret; reading them is behind the admin credentials.
+ * hand, with who, when, and the values before and after. Kept in MongoDB, so that Redis losing
+ * its data (a FLUSHALL, a failover to an empty replica) does not erase it: one capped collection
+ * (`audit_trail`, the newest AUDIT_TRAIL_MAX entries within AUDIT_TRAIL_BYTES, oldest dropped
+ * first), each entry scoped to the deployment's key prefix. Entries hold settings and job names
+ * only, never a secret; reading them is behind the admin credentials.
  */
-import type { Redis } from './redis-client';
-import type { RedisKeys } from './redis-keys';
+import type { Connection } from 'mongoose';
 
-/** About this many entries are kept (XADD MAXLEN ~: Redis trims whole nodes, so a few more may stay). */
+export const AUDIT_COLLECTION = 'audit_trail';
+/** Entries kept (a capped collection drops the oldest beyond this count or AUDIT_TRAIL_BYTES). */
 export const AUDIT_TRAIL_MAX = 10_000;
+export const AUDIT_TRAIL_BYTES = 16 * 1024 * 1024;
+/** MongoDB's "NamespaceExists": another process created the collection first. */
+const NAMESPACE_EXISTS = 48;
 
 export type AuditAction = 'rollout-set' | 'rollout-clear' | 'build-requested';
 
@@ -24,17 +30,25 @@ export interface AuditEntry {
 
 export interface AuditRecord extends AuditEntry {
   id: string;
-  /** ISO-8601, from the stream id (Redis's clock). */
+  /** ISO-8601, the writer's clock. */
   at: string;
 }
 
-export async function recordAudit(redis: Redis, keys: RedisKeys, entry: AuditEntry): Promise<void> {
-  await redis.xAdd(
-    keys.auditTrail,
-    '*',
-    { action: entry.action, actor: entry.actor, via: entry.via, before: JSON.stringify(entry.before ?? null), after: JSON.stringify(entry.after ?? null) },
-    { TRIM: { strategy: 'MAXLEN', strategyModifier: '~', threshold: AUDIT_TRAIL_MAX } },
-  );
+interface StoredEntry {
+  scope: string;
+  at: Date;
+  action: AuditAction;
+  actor: string;
+  via: AuditEntry['via'];
+  /** JSON text: a value's keys are kept as sent (a `$` or `.` in a job's data is no field name here). */
+  before: string;
+  after: string;
+}
+
+export interface AuditTrail {
+  record(entry: AuditEntry): Promise<void>;
+  /** The newest `count` entries, newest first. */
+  read(count?: number): Promise<AuditRecord[]>;
 }
 
 const parseJson = (text: string | undefined): unknown => {
@@ -45,16 +59,50 @@ const parseJson = (text: string | undefined): unknown => {
   }
 };
 
-/** The newest `count` entries, newest first. */
-export async function readAudit(redis: Redis, keys: RedisKeys, count = 50): Promise<AuditRecord[]> {
-  const entries = await redis.xRevRange(keys.auditTrail, '+', '-', { COUNT: count });
-  return entries.map(({ id, message }) => ({
-    id,
-    at: new Date(Number(id.split('-')[0])).toISOString(),
-    action: message.action as AuditAction,
-    actor: message.actor,
-    via: message.via as AuditEntry['via'],
-    before: parseJson(message.before),
-    after: parseJson(message.after),
-  }));
+/**
+ * The trail of the deployment whose Redis keys start with `scope` (REDIS_KEY_PREFIX), in the
+ * database of `connection`. The collection is created capped at the first write or read.
+ */
+export function auditTrail(connection: Connection, scope: string): AuditTrail {
+  let ready: Promise<void> | undefined;
+  const ensure = () =>
+    (ready ??= (async () => {
+      try {
+        await connection.createCollection(AUDIT_COLLECTION, { capped: true, size: AUDIT_TRAIL_BYTES, max: AUDIT_TRAIL_MAX });
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== NAMESPACE_EXISTS) throw err;
+      }
+      await connection.collection(AUDIT_COLLECTION).createIndex({ scope: 1, at: -1 });
+    })().catch((err: unknown) => {
+      ready = undefined;
+      throw err;
+    }));
+  const collection = () => connection.collection<StoredEntry>(AUDIT_COLLECTION);
+  return {
+    async record(entry) {
+      await ensure();
+      await collection().insertOne({
+        scope,
+        at: new Date(),
+        action: entry.action,
+        actor: entry.actor,
+        via: entry.via,
+        before: JSON.stringify(entry.before ?? null),
+        after: JSON.stringify(entry.after ?? null),
+      });
+    },
+    async read(count = 50) {
+      await ensure();
+      const entries = await collection().find({ scope }).sort({ at: -1, _id: -1 }).limit(count).toArray();
+      return entries.map((entry) => ({
+        id: entry._id.toHexString(),
+        at: entry.at.toISOString(),
+        action: entry.action,
+        actor: entry.actor,
+        via: entry.via,
+        before: parseJson(entry.before),
+        after: parseJson(entry.after),
+      }));
+    },
+  };
 }

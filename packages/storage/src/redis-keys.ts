@@ -20,8 +20,6 @@ export function createRedisKeys(prefix = '') {
     controllerLease: `${p}controller-lease`,
     /** HASH reason, version, at, detail: the controller's last repair (R21), shown by the inspector. */
     lastRepair: `${p}last-repair`,
-    /** STREAM of on-call's actions (D6): rollout changes and builds requested by hand, bounded. */
-    auditTrail: `${p}audit`,
     /** HASH `variant:event` -> count for one UTC hour (YYYYMMDDHH): the V2 vs legacy readout (D7). */
     variantStats: (hour: string) => `${p}variant-stats:${hour}`,
     /** STRING: the last version built in shadow mode (R20); its keys are shadowQueue/shadowMeta. */

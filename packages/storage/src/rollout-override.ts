@@ -3,7 +3,7 @@
  * `percent`; on-call overrides either at run time in one Redis hash, and every API instance
  * applies it within CURRENT_CACHE_MS. Clearing the hash returns to the environment's values.
  */
-import { recordAudit, type AuditEntry } from './audit-trail';
+import type { AuditEntry, AuditTrail } from './audit-trail';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
 
@@ -58,11 +58,12 @@ export async function changeRollout(
   environment: Rollout,
   change: Partial<Rollout> | 'clear',
   who: Pick<AuditEntry, 'actor' | 'via'>,
+  trail: AuditTrail,
 ): Promise<RolloutInForce> {
   const before = resolveRollout(environment, await readRolloutOverride(redis, keys));
   if (change === 'clear') await clearRolloutOverride(redis, keys);
   else await writeRolloutOverride(redis, keys, change);
   const after = resolveRollout(environment, await readRolloutOverride(redis, keys));
-  await recordAudit(redis, keys, { action: change === 'clear' ? 'rollout-clear' : 'rollout-set', ...who, before, after });
+  await trail.record({ action: change === 'clear' ? 'rollout-clear' : 'rollout-set', ...who, before, after });
   return after;
 }

@@ -16,6 +16,21 @@ import { context, trace, SpanStatusCode, type Span } from '@opentelemetry/api';
 export const tracer = trace.getTracer('short-feed');
 
 let started: { shutdown(): Promise<void> } | undefined;
+
+/**
+ * Longest the SDK's shutdown (its last export) may hold a stopping process: a collector that
+ * refuses or never answers would otherwise take the exporter's own timeout (10 s, D4's whole
+ * budget). The spans still queued then are dropped.
+ */
+export const TELEMETRY_SHUTDOWN_MS = 1_500;
+/** What a query string's values become in a span: the keys stay, so the request's shape is still visible. */
+export const REDACTED = 'REDACTED';
+
+/** `a=1&token=s` -> `a=REDACTED&token=REDACTED` (D5: nothing a client sends in a URL is recorded verbatim). */
+export function redactQuery(query: string): string {
+  const params = new URLSearchParams(query);
+  return [...new Set(params.keys())].map((key) => `${encodeURIComponent(key)}=${REDACTED}`).join('&');
+}
 /** The HTTP server span of the active request (the http instrumentation keeps it in the context). */
 let requestSpan: () => Span | undefined = () => undefined;
 
@@ -40,7 +55,14 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
   const sdk = new NodeSDK({
     instrumentations: [
       // Probes and scrapes are not traces worth keeping.
-      new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => /^\/(healthz|readyz|metrics)\b/.test(req.url ?? '') }),
+      new HttpInstrumentation({
+        ignoreIncomingRequestHook: (req) => /^\/(healthz|readyz|metrics)\b/.test(req.url ?? ''),
+        // The hook's attributes replace the instrumentation's: `url.query` keeps the keys only.
+        startIncomingSpanHook: (req) => {
+          const query = (req.url ?? '').split('?').slice(1).join('?');
+          return query ? { 'url.query': redactQuery(query) } : {};
+        },
+      }),
       // Route spans, not one per middleware (request id, CORS, body parser).
       new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE] }),
       new RedisInstrumentation(),
@@ -57,10 +79,23 @@ export function telemetryStarted(): boolean {
   return Boolean(started);
 }
 
-/** Flushes and stops the SDK (shutdown: the last spans are exported before the process exits). */
-export async function stopTelemetry(): Promise<void> {
-  await started?.shutdown();
+/**
+ * Flushes and stops the SDK (the last spans are exported before the process exits), giving up
+ * after `budgetMs`. Resolves `false` when it gave up (an unreachable collector).
+ */
+export async function stopTelemetry(budgetMs = TELEMETRY_SHUTDOWN_MS): Promise<boolean> {
+  const sdk = started;
   started = undefined;
+  if (!sdk) return true;
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), budgetMs);
+  });
+  try {
+    return await Promise.race([sdk.shutdown().then(() => true), gaveUp]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Runs `fn` in a child span of the active one, ended when it settles (an error marks it). */
@@ -82,3 +117,5 @@ export async function inSpan<T>(name: string, attributes: Record<string, string 
 export function annotateRequestSpan(attributes: Record<string, string | number | boolean>): void {
   requestSpan()?.setAttributes(attributes);
 }
+
+export * from './declared-labels';

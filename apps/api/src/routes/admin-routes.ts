@@ -3,7 +3,7 @@ import { Router, type Response } from 'express';
 import Joi from 'joi';
 import { adminUserOf, basicAuth } from '@feed/http';
 import type { Config } from '@feed/config';
-import { changeRollout, readAudit, readRolloutOverride, resolveRollout, VERSION_PATTERN, type Redis, type RedisKeys, type Rollout } from '@feed/storage';
+import { changeRollout, readRolloutOverride, resolveRollout, VERSION_PATTERN, type AuditTrail, type Redis, type RedisKeys, type Rollout } from '@feed/storage';
 import { notFound } from '@feed/http';
 import { DEVICE_ID, guestIdentity, USER_ID, userIdentity } from '../http/identity';
 import { validateBody, validateQuery } from '../http/validate';
@@ -37,10 +37,12 @@ export interface AdminRouteDeps {
   catalog: VideoCatalog;
   history: UserHistory;
   feed: FeedService;
+  /** On-call's trail, in MongoDB (D6). */
+  audit: AuditTrail;
 }
 
 export function adminRoutes(deps: AdminRouteDeps): Router {
-  const { config, redis, keys, feed } = deps;
+  const { config, redis, keys, feed, audit } = deps;
   const router = Router();
   router.use('/api/admin', basicAuth(config.adminUser, config.adminPassword, REALM));
 
@@ -64,14 +66,14 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
     res.json(await rolloutInForce());
   });
   const change = async (res: Response, value: Partial<Rollout> | 'clear') => {
-    await changeRollout(redis, keys, environment, value, { actor: adminUserOf(res), via: 'api' });
+    await changeRollout(redis, keys, environment, value, { actor: adminUserOf(res), via: 'api' }, audit);
     res.json(await rolloutInForce());
   };
   router.put('/api/admin/rollout', async (req, res) => change(res, validateBody(rolloutBody, req)));
   router.delete('/api/admin/rollout', async (_req, res) => change(res, 'clear'));
   router.get('/api/admin/audit', async (req, res) => {
     const { count } = validateQuery(auditQuery, req);
-    res.json({ entries: await readAudit(redis, keys, count) });
+    res.json({ entries: await audit.read(count) });
   });
   return router;
 }

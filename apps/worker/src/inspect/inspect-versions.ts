@@ -8,7 +8,7 @@ import type { Config } from '@feed/config';
 import { countDuplicates, expandBlocks, fullBlockRatio } from '@feed/domain';
 import { CHECK_EVERY_MS } from '../controller/desired-state';
 import { SCHEDULER_ID } from '../jobs/build-queue';
-import { countUsersWithOffset, readAudit, readMeta, readRolloutOverride, readVariantStats, resolveRollout, slotKeys, variantReadout, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { countUsersWithOffset, readMeta, readRolloutOverride, readVariantStats, resolveRollout, slotKeys, variantReadout, type AuditTrail, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 
 export interface VersionReport {
   version: string;
@@ -163,6 +163,8 @@ export interface InspectorDeps {
   redis: Redis;
   keys: RedisKeys;
   videos: VideoModel;
+  /** On-call's trail, in MongoDB (D6). */
+  audit: AuditTrail;
 }
 
 /** Audit entries the page shows (the stream keeps many more; `pnpm cli rollout --history` reads them too). */
@@ -172,7 +174,7 @@ const AUDIT_SHOWN = 50;
  * The inspector page's data: the last week's versions, the shadow, current's scores, the rollout
  * in force, the next build, the V2 vs legacy readout of the last 24 h (D7) and the audit trail (D6).
  */
-export async function inspectorSummary({ config, queue, redis, keys, videos }: InspectorDeps) {
+export async function inspectorSummary({ config, queue, redis, keys, videos, audit: trail }: InspectorDeps) {
   const summary = await summarizeVersions(redis, keys, (await listVersions(redis, keys)).slice(0, 7));
   const focus = summary.pointers.current ?? summary.versions[0]?.version;
   const [scores, override, schedule, tally, audit] = await Promise.all([
@@ -180,7 +182,7 @@ export async function inspectorSummary({ config, queue, redis, keys, videos }: I
     readRolloutOverride(redis, keys),
     buildSchedule(queue, redis, keys, config.businessTimeZone),
     readVariantStats(redis, keys, new Date()),
-    readAudit(redis, keys, AUDIT_SHOWN),
+    trail.read(AUDIT_SHOWN),
   ]);
   return {
     ...summary,

@@ -1,0 +1,90 @@
+/**
+ * The build queue as the job dashboard (bull-board) is given it (SPEC D6): every job the
+ * dashboard adds, retries or promotes is recorded in the audit trail with the dashboard's
+ * authenticated user. The job is the unit, not the URL: "Add job", the per-job and bulk Retry
+ * and Promote buttons and a scheduler's "run now" all reach the queue through here, whatever path,
+ * case or trailing slash routed the request. The scheduler and the controller use the queue
+ * itself, so their jobs are not on the trail.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Job, Queue } from 'bullmq';
+import { logger } from '@feed/logger';
+import type { AuditTrail, Redis, RedisKeys } from '@feed/storage';
+
+/** The dashboard request being served: who is signed in, and what they asked. */
+export interface DashboardRequest {
+  actor: string;
+  request: string;
+}
+
+const dashboardRequests = new AsyncLocalStorage<DashboardRequest>();
+
+/** Runs `fn` (the rest of a dashboard request) so that the queue calls it makes are attributed to `request`. */
+export function asDashboardRequest<T>(request: DashboardRequest, fn: () => T): T {
+  return dashboardRequests.run(request, fn);
+}
+
+type How = 'add' | 'retry' | 'promote';
+
+export interface AuditedQueueDeps {
+  trail: AuditTrail;
+  redis: Redis;
+  keys: RedisKeys;
+}
+
+/** `queue` for the dashboard: the same queue, with the calls that start a job recorded once they succeeded. */
+export function auditedQueue(queue: Queue, { trail, redis, keys }: AuditedQueueDeps): Queue {
+  const currentVersion = () => redis.get(keys.current).catch(() => null);
+  const audit = async (how: How, job: Pick<Job, 'id' | 'name' | 'data'>, before: Record<string, unknown>) => {
+    const asked = dashboardRequests.getStore() ?? { actor: 'unknown', request: 'outside a dashboard request' };
+    try {
+      await trail.record({ action: 'build-requested', actor: asked.actor, via: 'dashboard', before, after: { request: asked.request, how, jobId: job.id, name: job.name, data: job.data as unknown } });
+    } catch (err) {
+      // The job exists already: losing its trail entry is on-call's to know, not a reason to fail the click.
+      logger.error('audit trail unwritable', { how, jobId: job.id, actor: asked.actor, err });
+    }
+  };
+  const audited = <A extends unknown[], R>(how: How, job: Job, run: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      const before = { current: await currentVersion(), state: await job.getState().catch(() => 'unknown') };
+      const result = await run(...args);
+      await audit(how, job, before);
+      return result;
+    };
+  const watched = (job: Job | undefined): Job | undefined => {
+    if (!job) return job;
+    job.retry = audited('retry', job, job.retry.bind(job));
+    job.promote = audited('promote', job, job.promote.bind(job));
+    return job;
+  };
+  const overrides: Partial<Record<keyof Queue, unknown>> = {
+    add: async (...args: Parameters<Queue['add']>) => {
+      const before = { current: await currentVersion() };
+      const job = await queue.add(...args);
+      await audit('add', job, before);
+      return job;
+    },
+    addBulk: async (...args: Parameters<Queue['addBulk']>) => {
+      const before = { current: await currentVersion() };
+      const jobs = await queue.addBulk(...args);
+      for (const job of jobs) await audit('add', job, before);
+      return jobs;
+    },
+    getJob: async (...args: Parameters<Queue['getJob']>) => watched(await queue.getJob(...args)),
+    getJobs: async (...args: Parameters<Queue['getJobs']>) => (await queue.getJobs(...args)).map((job) => watched(job)),
+    promoteJobs: async (...args: Parameters<Queue['promoteJobs']>) => {
+      const before = { current: await currentVersion(), state: 'delayed' };
+      const delayed = await queue.getJobs(['delayed']);
+      await queue.promoteJobs(...args);
+      for (const job of delayed) await audit('promote', job, before);
+    },
+  };
+  return new Proxy(queue, {
+    get(target, property) {
+      if (Object.hasOwn(overrides, property)) return overrides[property as keyof Queue];
+      const value: unknown = Reflect.get(target, property);
+      // The queue's own methods run on the queue itself, not on this proxy.
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}

@@ -1,0 +1,72 @@
+/**
+ * A bug on the worker's admin pages is visible (D5): answered 500 (a store that is down stays a
+ * 503), and logged at error level with its message, its stack and the request id, on the
+ * inspector and on the job dashboard (bull-board) alike.
+ */
+import type { Server } from 'node:http';
+import request from 'supertest';
+import { configureLogger, createLogger } from '@feed/logger';
+import { videoModel } from '@feed/storage';
+import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
+import { startBuildQueue } from '../src/jobs/build-queue';
+import { bullConnectionFactory } from '../src/jobs/bull-connection';
+import { createWorkerMetrics } from '../src/metrics';
+import { useTestServices } from '../../../test/support/services';
+
+const s = useTestServices('admin_errors');
+let server: Server;
+let lines: Array<Record<string, unknown>>;
+
+/** The worker with one bug injected on each admin surface: a config read and a queue call that throw TypeErrors. */
+beforeEach(async () => {
+  const jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: s.config.buildRetryDelayMs, logger: createLogger({ silent: true }), metrics: createWorkerMetrics(), deps: { redis: s.redis, keys: s.keys, videos: videoModel(s.mongo), logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 }, process: false });
+  jobs.queue.getJobCounts = () => {
+    throw new TypeError("injected dashboard bug: Cannot read properties of undefined (reading 'counts')");
+  };
+  const config = { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass' };
+  Object.defineProperty(config, 'shortRecommendV2Enabled', {
+    get() {
+      throw new TypeError("injected inspector bug: Cannot read properties of undefined (reading 'enabled')");
+    },
+  });
+  const app = createWorkerApp({ config, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos: videoModel(s.mongo) });
+  server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  // The process-wide logger as production writes it (JSON lines): winston's console transport
+  // writes to stdout, or through console.log where Jest's console has no stdout of its own.
+  lines = [];
+  configureLogger({ logLevel: 'info', nodeEnv: 'production' });
+  const capture = (chunk: unknown) => {
+    const text = String(chunk);
+    if (!text.startsWith('{')) return false;
+    lines.push(JSON.parse(text) as Record<string, unknown>);
+    return true;
+  };
+  const write = process.stdout.write.bind(process.stdout);
+  const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => capture(chunk) || write(chunk, ...(rest as [])));
+  const log = console.log.bind(console);
+  const logSpy = jest.spyOn(console, 'log').mockImplementation((...args: unknown[]) => {
+    if (!capture(args[0])) log(...args);
+  });
+  s.disposeAfter(async () => {
+    spy.mockRestore();
+    logSpy.mockRestore();
+    configureLogger({ logLevel: 'info', nodeEnv: 'test' });
+    await new Promise((resolve) => server.close(resolve));
+    await jobs.close();
+  });
+});
+
+describe('bugs on the admin pages (D5)', () => {
+  it.each([
+    ['the inspector', `${INSPECTOR_PATH}/api/summary`, 'injected inspector bug'],
+    ['the job dashboard', `${DASHBOARD_PATH}/api/queues`, 'injected dashboard bug'],
+  ])('when %s hits a bug, then it answers 500 and logs the error with its stack and the request id at error level', async (_surface, path, message) => {
+    const res = await request(server).get(path).auth('oncall', 'inspect-pass').set('X-Request-Id', 'bug-hunt-1');
+    expect(res.status).toBe(500);
+    expect(JSON.stringify(res.body)).not.toContain('injected');
+    const line = lines.find((l) => l.message === 'request failed');
+    expect(line).toMatchObject({ level: 'error', requestId: 'bug-hunt-1', status: 500, err: { name: 'TypeError', message: expect.stringContaining(message) } });
+    expect((line!.err as { stack: string }).stack).toMatch(/TypeError: injected .*\n\s+at /);
+  });
+});

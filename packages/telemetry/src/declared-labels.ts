@@ -1,0 +1,82 @@
+/**
+ * Labelled metrics that exist before their first event (SPEC D5). A counter series that appears
+ * at 1 hides its first event from `increase()` and `rate()`: Prometheus has no earlier sample to
+ * subtract. So each labelled counter or histogram declares its label values once; every
+ * combination is exported at 0 from the start, and a value nobody declared is refused (a thrown
+ * `UndeclaredLabelError`) rather than becoming a series that alerts cannot see begin.
+ */
+
+/** The known values of each label of one metric. */
+export type LabelDeclaration = Record<string, readonly string[]>;
+
+export class UndeclaredLabelError extends Error {
+  constructor(metric: string, label: string, value: unknown) {
+    super(`metric ${metric}: label ${label}="${String(value)}" was not declared`);
+    this.name = 'UndeclaredLabelError';
+  }
+}
+
+type Labels = Record<string, string | number>;
+
+/** The parts of a prom-client Counter or Histogram this module uses (prom-client stays the apps' dependency). */
+interface LabelledMetric {
+  name: string;
+  labelNames?: readonly string[];
+  inc?: (labels: unknown, value?: number) => void;
+  observe?: (labels: unknown, value?: number) => void;
+  zero?: (labels: Labels) => void;
+  labels?: (...args: unknown[]) => unknown;
+}
+
+/** Every combination of the declared values, one label set each. */
+export function labelCombinations(declared: LabelDeclaration): Labels[] {
+  return Object.entries(declared).reduce<Labels[]>((sets, [label, values]) => sets.flatMap((set) => values.map((value) => ({ ...set, [label]: value }))), [{}]);
+}
+
+function checkLabels(name: string, declared: LabelDeclaration, labels: unknown): void {
+  if (typeof labels !== 'object' || labels === null) throw new UndeclaredLabelError(name, Object.keys(declared).join(','), 'none');
+  for (const label of Object.keys(declared)) {
+    const value = (labels as Labels)[label];
+    if (!declared[label].includes(String(value))) throw new UndeclaredLabelError(name, label, value);
+  }
+  for (const label of Object.keys(labels)) if (!(label in declared)) throw new UndeclaredLabelError(name, label, (labels as Labels)[label]);
+}
+
+/**
+ * Exports `metric` at 0 for every combination of `declared` and makes its `inc`/`observe` (and
+ * so `labels(...).inc`, `startTimer`'s end) throw on a label value not declared. Returns the
+ * metric itself, so callers keep prom-client's API.
+ */
+export function declareLabels<M extends object>(declaredMetric: M, declared: LabelDeclaration): M {
+  const metric = declaredMetric as LabelledMetric;
+  for (const method of ['inc', 'observe'] as const) {
+    const original = metric[method]?.bind(metric);
+    if (!original) continue;
+    metric[method] = (labels: unknown, value?: number) => {
+      checkLabels(metric.name, declared, labels);
+      original(labels, value);
+    };
+  }
+  // A histogram's `labels(...)` child observes past `observe`: checked here instead.
+  const labelled = metric.labels?.bind(metric);
+  if (labelled && metric.zero) {
+    metric.labels = (...args: unknown[]) => {
+      if (typeof args[0] === 'object') checkLabels(metric.name, declared, args[0]);
+      else checkLabels(metric.name, declared, Object.fromEntries((metric.labelNames ?? Object.keys(declared)).map((label, i) => [label, args[i]])));
+      return labelled(...args);
+    };
+  }
+  for (const labels of labelCombinations(declared)) {
+    if (metric.zero) metric.zero(labels);
+    else metric.inc!(labels, 0);
+  }
+  declarations.set(declaredMetric, declared);
+  return declaredMetric;
+}
+
+const declarations = new WeakMap<object, LabelDeclaration>();
+
+/** The label values `metric` was declared with, if it was. */
+export function declaredLabels(metric: object): LabelDeclaration | undefined {
+  return declarations.get(metric);
+}
