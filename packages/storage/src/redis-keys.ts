@@ -47,6 +47,8 @@ export function createRedisKeys(prefix = '') {
     meta: (version: string) => `${p}meta:{${version}}`,
     /** STRING owner token with expiry. */
     buildLock: (version: string) => `${p}build-lock:{${version}}`,
+    /** STRING owner token with expiry: a shadow build's lock of its own (R21: a shadow never blocks the live build). */
+    shadowBuildLock: (version: string) => `${p}build-lock:{${version}}:shadow`,
     /** STRING of 4-byte fingerprints of the user's recent views, oldest first (V1). */
     views: (user: string) => `${p}views:{${user}}`,
     /** STRING of 4-byte fingerprints of the user's "not interested" marks, oldest first (V3). */
