@@ -21,10 +21,12 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     redisFailures: new Counter({ name: 'feed_redis_failures_total', help: 'Redis or Lua failures, by operation (the read path, views, not-interested marks, watch counts)', labelNames: ['operation'], registers: [registry] }),
     claimsGivenBack: new Counter({
       name: 'feed_claims_given_back_total',
-      help: 'Ring claims whose answer came after the request had served another page: given back (result=given-back) or, when a later claim had moved the offset on, left consumed (result=lost)',
+      help: 'Ring claims whose answer came after the request had served another page: given back exactly (result=given-back) or, when the ring had come round since or the offset was gone, left consumed (result=lost)',
       labelNames: ['result'],
       registers: [registry],
     }),
+    lateClaims: new Counter({ name: 'feed_late_claims_total', help: 'Ring claims Redis ran but answered after the request had given up on them (a stall, a busy API): given back, not counted as Redis failures', registers: [registry] }),
+    clockSkew: new Gauge({ name: 'feed_clock_skew_seconds', help: "Redis's clock (TIME) minus this host's, measured over a round trip; nothing on the read path depends on it (R11)", registers: [registry] }),
     variantPages: new Counter({ name: 'feed_variant_pages_total', help: 'Feed pages served, by the variant of the user (ring or legacy, from the rollout bucket; D7)', labelNames: ['variant'], registers: [registry] }),
     variantEngagement: new Counter({
       name: 'feed_variant_engagement_total',
