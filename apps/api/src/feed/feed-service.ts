@@ -20,6 +20,7 @@ import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
 import { RingReader, scanRing } from './ring-page';
 import type { QueueCopies } from './queue-copies';
+import { ClockSkewProbe } from './clock-skew';
 import { FeedSettingsCache, type FeedSettings } from './feed-settings';
 import { VariantReadout } from './variant-readout';
 import type { VideoCatalog, VideoInfo } from './video-catalog';
@@ -75,6 +76,8 @@ export class FeedService {
   readonly readout: VariantReadout;
   /** Where the ids at claimed positions come from (shared with explain). */
   readonly reader: RingReader;
+  /** This host's clock against Redis's (feed_clock_skew_seconds), measured at settings refreshes. */
+  readonly clockSkew: ClockSkewProbe;
   private readonly strategies: Record<StrategyName, Strategy> = {
     ring: (r) => this.ringPage(r, r.settings.current),
     'previous-version': (r) => this.ringPage(r, r.settings.previous !== r.settings.current ? r.settings.previous : null),
@@ -90,11 +93,15 @@ export class FeedService {
     private readonly metrics: ApiMetrics,
     private readonly options: FeedOptions,
   ) {
+    this.clockSkew = new ClockSkewProbe(redis, keys, metrics.clockSkew);
     const showRollout = ({ rollout }: FeedSettings) => {
       metrics.rolloutEnabled.set(rollout.enabled ? 1 : 0);
       metrics.rolloutPercent.set(rollout.percent);
     };
-    this.settings = new FeedSettingsCache(redis, keys, options.currentCacheMs, { enabled: options.enabled, percent: options.percent }, showRollout);
+    this.settings = new FeedSettingsCache(redis, keys, options.currentCacheMs, { enabled: options.enabled, percent: options.percent }, (settings) => {
+      showRollout(settings);
+      this.clockSkew.maybeMeasure();
+    });
     // Until Redis is first read, the environment's values are in force.
     showRollout(this.settings.lastKnown());
     this.readout = new VariantReadout(redis, keys, metrics, (identity) => this.variantOf(identity));
