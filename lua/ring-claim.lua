@@ -11,8 +11,9 @@
   The field holds the cursor, an absolute position (`total`: positions claimed and not given
   back; the ring position is total % length), normally as a plain integer. Positions given back
   out of order (ring-unclaim.lua) are kept after it as holes: "total,start:end,start:end"
-  (absolute, end exclusive), served before the cursor moves on. A hole the cursor has come round
-  to (its ring positions claimed again a circle later) is trimmed away.
+  (absolute, end exclusive), served before the cursor moves on: every absolute position is
+  served once, so over the circles [k * length, (k + 1) * length) no ring position is served
+  twice and none is skipped, however the give-backs interleave with later claims.
   No clock is read: whether the caller still waits for the answer is the caller's business (R11).
 
   Reply: {start, count}: the absolute position of the first claimed position (its ring position
@@ -29,8 +30,7 @@ if state then
   total = tonumber(comma and string.sub(state, 1, comma - 1) or state) or 0
   if comma then
     for s, e in string.gmatch(string.sub(state, comma + 1), '(%d+):(%d+)') do
-      local from = math.max(tonumber(s), total - length)
-      if from < tonumber(e) then holes[#holes + 1] = { from, tonumber(e) } end
+      holes[#holes + 1] = { tonumber(s), tonumber(e) }
     end
   end
 end

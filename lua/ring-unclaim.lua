@@ -5,23 +5,20 @@
   since positions are absolute (see ring-claim.lua): no two claims ever hold the same one.
     - the claim is the last one standing (it ends at the cursor): the cursor moves back to its
       start, and holes that then end at the cursor close up too;
-    - later claims ran since: its positions become a hole, served by the user's next claims;
-    - the cursor has come round a full circle since: those ring positions were claimed again,
-      nothing is given back.
+    - later claims ran since: its positions become a hole, served first by the user's next
+      claims (ring-claim.lua).
 
   KEYS[1] recommend:short:offset:{V:b}  HASH user field -> the user's cursor (the user's bucket)
   ARGV[1] the user's field
   ARGV[2] start: the claim's first absolute position (ring-claim's reply)
   ARGV[3] count: positions it claimed
-  ARGV[4] length: the published queue's length
 
-  Reply: 1 when given back (cursor moved back or hole kept), 0 when nothing was (the cursor came
-  round since, or the user's offset is gone: the version's offsets expired or were lost).
+  Reply: 1 when given back (cursor moved back or hole kept), 0 when nothing was (the user's
+  offset is gone: the version's offsets expired or were lost).
 ]]
-local MAX_HOLES = 8
+local MAX_HOLES = 16
 local start = tonumber(ARGV[2])
 local stop = start + tonumber(ARGV[3])
-local length = tonumber(ARGV[4])
 local state = redis.call('HGET', KEYS[1], ARGV[1])
 if not state then return 0 end
 local comma = string.find(state, ',', 1, true)
@@ -49,17 +46,22 @@ if stop == total then
     end
   end
 else
-  local from = math.max(start, total - length)
-  if from >= stop then return 0 end
   local at = #holes + 1
   for i, hole in ipairs(holes) do
-    if hole[1] > from then
+    if hole[1] > start then
       at = i
       break
     end
   end
-  table.insert(holes, at, { from, stop })
-  -- Bounded: the oldest hole goes first (its positions stay consumed).
+  table.insert(holes, at, { start, stop })
+  -- Adjacent holes (pages given back one after another) are one.
+  local merged = {}
+  for _, hole in ipairs(holes) do
+    local last = merged[#merged]
+    if last and last[2] == hole[1] then last[2] = hole[2] else merged[#merged + 1] = hole end
+  end
+  holes = merged
+  -- Bounded (a user with more than MAX_HOLES pages given back out of order): the oldest hole's positions stay consumed.
   if #holes > MAX_HOLES then table.remove(holes, 1) end
 end
 

@@ -21,7 +21,7 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     redisFailures: new Counter({ name: 'feed_redis_failures_total', help: 'Redis or Lua failures, by operation (the read path, views, not-interested marks, watch counts)', labelNames: ['operation'], registers: [registry] }),
     claimsGivenBack: new Counter({
       name: 'feed_claims_given_back_total',
-      help: 'Ring claims whose answer came after the request had served another page: given back exactly (result=given-back) or, when the ring had come round since or the offset was gone, left consumed (result=lost)',
+      help: 'Ring claims whose answer came after the request had served another page: given back exactly (result=given-back) or, when the offset was gone (expired, lost), not (result=lost)',
       labelNames: ['result'],
       registers: [registry],
     }),

@@ -105,12 +105,12 @@ export async function claimPositions(redis: Redis, keys: RedisKeys, ring: RingVe
 
 /**
  * Gives back `claim` of `userKey`, which was never served: exactly its own positions, whatever
- * other claims ran since (ring-unclaim.lua); false when the ring came round since (nothing to give back).
+ * other claims ran since (ring-unclaim.lua); false when the user's offset is gone (expired, lost).
  */
 export async function unclaimPositions(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, claim: Claim): Promise<boolean> {
   if (claim.count === 0) return false;
   const { key, field } = offsetSlot(keys, ring, userKey);
-  return (await runScript<number>(redis, 'ring-unclaim', [key], [field, String(claim.at), String(claim.count), String(ring.length)])) === 1;
+  return (await runScript<number>(redis, 'ring-unclaim', [key], [field, String(claim.at), String(claim.count)])) === 1;
 }
 
 /** The user's next position in `ring`, read without claiming anything. */

@@ -102,11 +102,13 @@ describe('Redis client and Lua loader', () => {
     const late = await claimPositions(redis, keys, ring, 'u:late', 7);
     expect(late).toEqual({ offset: 10, count: 7, at: 10 });
     expect(served.at).toBe(5);
-    // Given back after the ring came round past it: its ring positions were claimed again since,
-    // so nothing is given back and the later claims' cursor stays (ABA on a short ring).
+    // Given back after the cursor came round past it: positions are absolute, so it gives back
+    // its own ones only and rewinds none of the later, served claims (no ABA on a short ring).
     for (let i = 0; i < 3; i++) await claimPositions(redis, keys, ring, 'u:late', 10);
-    expect(await unclaimPositions(redis, keys, ring, 'u:late', late)).toBe(false);
-    expect(await stored()).toBe('47');
+    expect(await unclaimPositions(redis, keys, ring, 'u:late', late)).toBe(true);
+    expect(await stored()).toBe('47,10:17');
+    expect(await claimPositions(redis, keys, ring, 'u:late', 10)).toEqual({ offset: 10, count: 7, at: 10 });
+    expect(await claimPositions(redis, keys, ring, 'u:late', 5)).toEqual({ offset: 17, count: 5, at: 47 });
   });
 
   it('when queue positions are read across the tail, then they wrap to the head', async () => {
