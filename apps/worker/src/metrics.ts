@@ -2,6 +2,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { expandBlocks, fullBlockRatio } from '@feed/domain';
 import type { QueueMeta } from '@feed/storage';
+import { REPAIR_REASONS } from './controller/repair-reasons';
 
 export interface WorkerMetricsOptions {
   defaultMetrics?: boolean;
@@ -54,9 +55,12 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
       registers: [registry],
     }),
     repairs: new Counter({ name: 'feed_repairs_total', help: 'Repairs of the desired state by the controller, by reason (R21)', labelNames: ['reason'], registers: [registry] }),
+    repairStopped: new Gauge({ name: 'feed_repair_stopped', help: 'Whether the controller stopped a repair that does not converge (1), by reason (R21): see the inspector', labelNames: ['reason'], registers: [registry] }),
     controllerFailures: new Counter({ name: 'feed_controller_failures_total', help: 'Controller checks that could not run or repair (Redis or BullMQ failing)', registers: [registry] }),
     counterRepairs: new Counter({ name: 'feed_counter_repairs_total', help: 'Interaction records the repair job counted into a video counter, by counter (R3)', labelNames: ['counter'], registers: [registry] }),
   };
+  // Known at start-up: every repair reason exists at 0.
+  for (const reason of REPAIR_REASONS) metrics.repairStopped.set({ reason }, 0);
   return metrics;
 }
 

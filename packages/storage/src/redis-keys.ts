@@ -20,6 +20,10 @@ export function createRedisKeys(prefix = '') {
     controllerLease: `${p}controller-lease`,
     /** HASH reason, version, at, detail: the controller's last repair (R21), shown by the inspector. */
     lastRepair: `${p}last-repair`,
+    /** HASH `reason|version|current` -> repair builds that completed without fixing it, one business day (R21). */
+    repairAttempts: (day: string) => `${p}repair-attempts:${day}`,
+    /** HASH reason, version, at, detail: the repair the controller stopped (R21), the inspector's error line; absent when none. */
+    repairStopped: `${p}repair-stopped`,
     /** STREAM of on-call's actions (D6): rollout changes and builds requested by hand, bounded. */
     auditTrail: `${p}audit`,
     /** HASH `variant:event` -> count for one UTC hour (YYYYMMDDHH): the V2 vs legacy readout (D7). */
