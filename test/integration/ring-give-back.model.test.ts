@@ -65,7 +65,9 @@ const program = fc.record({
 
 let runNumber = 0;
 
-async function runProgram({ length, users, batches }: fc.infer<typeof program>): Promise<void> {
+type Program = typeof program extends fc.Arbitrary<infer T> ? T : never;
+
+async function runProgram({ length, users, batches }: Program): Promise<void> {
   const keys = createRedisKeys(`model:${++runNumber}:`);
   const ring: RingVersion = { version: '20260724', length, buildId: 'model', offsetBuckets: 2, expiresAt: 0 };
   const userKey = (u: number) => `u:${u % users}`;
