@@ -101,6 +101,8 @@ export class FeedService {
     this.settings = new FeedSettingsCache(redis, keys, options.currentCacheMs, { enabled: options.enabled, percent: options.percent }, (settings) => {
       showRollout(settings);
       this.clockSkew.maybeMeasure();
+      // Each version or build seen is copied ahead of its first reads, at a jittered moment (R22).
+      for (const ring of settings.rings.values()) if (ring) options.queueCopies?.preload(ring);
     });
     // Until Redis is first read, the environment's values are in force.
     showRollout(this.settings.lastKnown());
