@@ -1,37 +1,60 @@
 --[[
-  ring-claim: claims a user's next `count` positions of one version's ring (SPEC R11, R22).
+  ring-claim: claims a user's next positions of one version's ring (SPEC R11, R22).
 
-  KEYS[1] recommend:short:offset:{V:b}  HASH user field -> next offset (the user's bucket)
+  KEYS[1] recommend:short:offset:{V:b}  HASH user field -> the user's cursor (the user's bucket)
   ARGV[1] the user's field (8 bytes of the user key's hash)
   ARGV[2] count: positions to claim (the caller never asks for more than one circle)
   ARGV[3] length: the published queue's length (meta.length)
-  ARGV[4] deadline: epoch milliseconds past which the caller no longer waits for this claim
-          (0 = none). Run later than that by Redis's clock (TIME), the claim moves nothing:
-          the caller has served another page, and positions are consumed only when served.
-  ARGV[5] the queue's expiry (epoch ms, 0 = none): a bucket created by this claim gets it, so
+  ARGV[4] the queue's expiry (epoch ms, 0 = none): a bucket created by this claim gets it, so
           offsets live exactly as long as the version (R10)
 
-  Reply: the user's offset before the claim; the offset moves to (offset + count) % length.
-  -1 when run past the deadline (nothing moved).
+  The field holds the cursor, an absolute position (`total`: positions claimed and not given
+  back; the ring position is total % length), normally as a plain integer. Positions given back
+  out of order (ring-unclaim.lua) are kept after it as holes: "total,start:end,start:end"
+  (absolute, end exclusive), served before the cursor moves on: every absolute position is
+  served once, so over the circles [k * length, (k + 1) * length) no ring position is served
+  twice and none is skipped, however the give-backs interleave with later claims.
+  No clock is read: whether the caller still waits for the answer is the caller's business (R11).
 
-  The ids at those positions are read from the immutable queue by the caller (its in-process
-  copy, or LRANGE): the bucket has a hash tag of its own, so on Redis Cluster claims spread over
-  every master, and this script touches one key.
+  Reply: {start, count}: the absolute position of the first claimed position (its ring position
+  is start % length) and how many were claimed from there (fewer than asked when they come from
+  a hole).
 ]]
-local deadline = tonumber(ARGV[4]) or 0
-if deadline > 0 then
-  local now = redis.call('TIME')
-  if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) > deadline then
-    return -1
+local length = tonumber(ARGV[3])
+local want = math.min(tonumber(ARGV[2]), length)
+local state = redis.call('HGET', KEYS[1], ARGV[1])
+local total = 0
+local holes = {}
+if state then
+  local comma = string.find(state, ',', 1, true)
+  total = tonumber(comma and string.sub(state, 1, comma - 1) or state) or 0
+  if comma then
+    for s, e in string.gmatch(string.sub(state, comma + 1), '(%d+):(%d+)') do
+      holes[#holes + 1] = { tonumber(s), tonumber(e) }
+    end
   end
 end
 
-local length = tonumber(ARGV[3])
-local offset = (tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0') or 0) % length
-local count = math.min(tonumber(ARGV[2]), length)
-redis.call('HSET', KEYS[1], ARGV[1], (offset + count) % length)
-local expiresAt = tonumber(ARGV[5]) or 0
+local start, count
+if #holes > 0 then
+  local hole = holes[1]
+  start = hole[1]
+  count = math.min(want, hole[2] - hole[1])
+  hole[1] = hole[1] + count
+  if hole[1] >= hole[2] then table.remove(holes, 1) end
+else
+  start = total
+  count = want
+  total = total + want
+end
+
+local encoded = string.format('%d', total)
+for _, hole in ipairs(holes) do
+  encoded = encoded .. string.format(',%d:%d', hole[1], hole[2])
+end
+redis.call('HSET', KEYS[1], ARGV[1], encoded)
+local expiresAt = tonumber(ARGV[4]) or 0
 if expiresAt > 0 and redis.call('PTTL', KEYS[1]) == -1 then
   redis.call('PEXPIREAT', KEYS[1], expiresAt)
 end
-return offset
+return { start, count }

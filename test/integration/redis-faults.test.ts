@@ -119,9 +119,8 @@ describe('a stalled Redis (SIGSTOP)', () => {
 
     server.child.kill('SIGCONT');
     await waitUntil('ring after the stall', async () => (await feed(base)).body.queueVersion === VERSION, 10_000);
-    // R11: a claim Redis ran after the stall either came past its deadline and moved nothing, or
-    // (within the claim's grace) moved the offset and is given back once its answer reaches the
-    // API, asynchronously. Either way no stalled user's offset stays moved: none was served.
+    // R11: a claim Redis ran after the stall moved the offset and is given back once its answer
+    // reaches the API, asynchronously: no stalled user's offset stays moved, none was served.
     const keys = createRedisKeys(prefix);
     const unmoved = async () => (await Promise.all(stalled.map((_, i) => offsetOf(client, keys, VERSION, `u:stalled-${i}`)))).every((offset) => offset === null || offset === '0');
     await waitUntil('every stalled claim moved nothing or was given back', unmoved, 5_000);
@@ -130,6 +129,46 @@ describe('a stalled Redis (SIGSTOP)', () => {
       const next = await feed(base, user);
       expect({ user, version: next.body.queueVersion, first: (next.body.vInfos as Array<{ vid: string }>).map((v) => v.vid) }).toEqual({ user, version: VERSION, first: ids.slice(0, 20) });
     }
+  }, 60_000);
+});
+
+describe('concurrent pages of one user during a stall (R11)', () => {
+  let api: Server;
+  afterEach(() => api?.close());
+
+  it('when each user sends three pages at once while Redis is stopped, then all three are fallback pages and no position is lost: the next ring page starts where the last served one ended', async () => {
+    const { port, server, client } = await ownRedis();
+    const prefix = `stall3:${randomBytes(3).toString('hex')}:`;
+    const keys = createRedisKeys(prefix);
+    await publishQueue(client, keys, VERSION, ids);
+    const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: prefix, REDIS_DEADLINE_MS: String(DEADLINE_MS), CURRENT_CACHE_MS: '5000' });
+    const redis = await connectRedis(config, { failFast: true });
+    clients.push(redis);
+    const app = createApp({ config, redis, mongo });
+    api = app.app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => api.once('listening', resolve));
+    const base = `http://127.0.0.1:${(api.address() as { port: number }).port}`;
+    const page = async (user: string) => {
+      const res = await fetch(`${base}/api/app/recommend/vid/list?pageSize=5`, { headers: bearer(user) });
+      const body = (await res.json()) as { queueVersion: string; vInfos: Array<{ vid: string }> };
+      return { version: body.queueVersion, vids: body.vInfos.map((v) => v.vid) };
+    };
+    const users = Array.from({ length: 10 }, (_, i) => `three-${i}`);
+    await waitUntil('a ring page before the stall', async () => (await page('warm-up')).version === VERSION, 15_000);
+    for (const user of users) expect(await page(user)).toEqual({ version: VERSION, vids: ids.slice(0, 5) });
+
+    server.child.kill('SIGSTOP');
+    const stalled = await Promise.all(users.flatMap((user) => [page(user), page(user), page(user)]));
+    server.child.kill('SIGCONT');
+    expect(stalled.map((p) => p.version).filter((v) => v === VERSION)).toEqual([]);
+
+    // Every stalled claim ran once Redis resumed and was given back, each its own positions.
+    const counted = async (pattern: RegExp) => Number(pattern.exec(await app.metrics.registry.metrics())?.[1] ?? 0);
+    await waitUntil('the 30 stalled claims given back', async () => (await counted(/feed_claims_given_back_total\{result="given-back"\} (\d+)/)) === 30, 10_000);
+    expect(await counted(/feed_claims_given_back_total\{result="lost"\} (\d+)/)).toBe(0);
+    expect(await counted(/feed_late_claims_total (\d+)/)).toBe(30);
+    for (const user of users) expect({ user, offset: await offsetOf(client, keys, VERSION, `u:${user}`) }).toEqual({ user, offset: '5' });
+    for (const user of users) expect(await page(user)).toEqual({ version: VERSION, vids: ids.slice(5, 10) });
   }, 60_000);
 });
 

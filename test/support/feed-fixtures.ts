@@ -1,7 +1,7 @@
 /** Fixtures for read-path tests: tokens, and queues published the way the build publishes them. */
 import jwt from 'jsonwebtoken';
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_OFFSET_BUCKETS, makeCurrent, offsetBucketKeys, offsetSlot, readRingVersion, writeOffset, type Redis, type RedisKeys } from '@feed/storage';
+import { DEFAULT_OFFSET_BUCKETS, makeCurrent, offsetBucketKeys, offsetSlot, parseCursor, readRingVersion, writeOffset, type Redis, type RedisKeys } from '@feed/storage';
 
 export const TEST_JWT_SECRET = 'local-development-jwt-secret';
 
@@ -30,10 +30,11 @@ async function layoutOf(redis: Redis, keys: RedisKeys, version: string) {
   return (await readRingVersion(redis, keys, version)) ?? ring(version);
 }
 
-/** The user's stored offset in `version` as Redis holds it (null: never claimed). */
+/** The user's next ring position in `version` from what Redis holds (its cursor modulo the length; null: never claimed). */
 export async function offsetOf(redis: Redis, keys: RedisKeys, version: string, userKey: string): Promise<string | null> {
   const { key, field } = offsetSlot(keys, await layoutOf(redis, keys, version), userKey);
-  return redis.hGet(key, field);
+  const [cursor, length] = await Promise.all([redis.hGet(key, field).then(parseCursor), redis.hGet(keys.meta(version), 'length')]);
+  return cursor === null ? null : String(cursor % (Number(length) || 1));
 }
 
 /** Sets the user's offset in `version` (a fixture's starting point). */

@@ -49,9 +49,11 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     redisFailures: counter('feed_redis_failures_total', 'Redis or Lua failures, by operation (the read path, views, not-interested marks, watch counts)', { operation: REDIS_OPERATIONS }),
     claimsGivenBack: counter(
       'feed_claims_given_back_total',
-      'Ring claims whose answer came after the request had served another page: given back (result=given-back) or, when a later claim had moved the offset on, left consumed (result=lost)',
+      'Ring claims whose answer came after the request had served another page: given back exactly (result=given-back) or, when the offset was gone (expired, lost), not (result=lost)',
       { result: CLAIM_RESULTS },
     ),
+    lateClaims: new Counter({ name: 'feed_late_claims_total', help: 'Ring claims Redis ran but answered after the request had given up on them (a stall, a busy API): given back, not counted as Redis failures', registers: [registry] }),
+    clockSkew: new Gauge({ name: 'feed_clock_skew_seconds', help: "Redis's clock (TIME) minus this host's, measured over a round trip; nothing on the read path depends on it (R11)", registers: [registry] }),
     variantPages: counter('feed_variant_pages_total', 'Feed pages served, by the variant of the user (ring or legacy, from the rollout bucket; D7)', { variant: VARIANTS }),
     variantEngagement: counter('feed_variant_engagement_total', 'Views, likes, collects, comments, shares and not-interested marks, by the variant of the user (D7)', {
       variant: VARIANTS,

@@ -12,6 +12,7 @@ import { QueueCopies } from '../src/feed/queue-copies';
 import { useTestServices } from '../../../test/support/services';
 import { testApi } from '../../../test/support/api';
 import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
+import { waitUntil } from '../../../tools/support/processes';
 
 const s = useTestServices('copies', { CURRENT_CACHE_MS: '0' });
 let ids: string[];
@@ -67,6 +68,24 @@ describe('queue copies (R22)', () => {
     expect(await copyLoads(api)).toBe(0);
     await rewriteListInPlace(V, [...ids.slice(30, 60), ids[0]]);
     expect(vids(await request(api.app).get('/api/app/recommend/vid/list?pageSize=5').set(bearer('copy-b')).expect(200))).toEqual(ids.slice(30, 35));
+  });
+
+  it('when an instance is told of a new version, then it copies the queue ahead of any read of it, at its jittered moment', async () => {
+    await publishQueue(s.redis, s.keys, V, ids.slice(0, 30));
+    const ring = (await readRingVersion(s.redis, s.keys, V))!;
+    const loaded: string[] = [];
+    // This instance's draw puts its preload at the start of the spread; another's would wait up to jitterMs.
+    const copies = new QueueCopies(s.redis, s.keys, 3, (version) => void loaded.push(version), 60_000, () => 0);
+    copies.preload(ring);
+    copies.preload(ring);
+    await waitUntil('the preloaded copy', async () => loaded.length > 0, 5_000);
+    expect(loaded).toEqual([V]);
+    expect(copies.idsAt(ring, 0, 3)).toEqual(ids.slice(0, 3));
+    // Drawn late in the spread: nothing loads yet, and reads meanwhile take the LRANGE path.
+    const late = new QueueCopies(s.redis, s.keys, 3, (version) => void loaded.push(version), 60_000, () => 0.999);
+    late.preload(ring);
+    expect(late.idsAt(ring, 0, 3)).toBeUndefined();
+    expect(loaded).toEqual([V]);
   });
 
   it('when more versions are read than the bound, then the least recently used copy is dropped', async () => {

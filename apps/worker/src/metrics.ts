@@ -3,7 +3,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { expandBlocks, fullBlockRatio } from '@feed/domain';
 import { COUNTER_KINDS, type QueueMeta } from '@feed/storage';
 import { declareLabels } from '@feed/telemetry';
-import type { RepairReason } from './controller/desired-state';
+import { REPAIR_REASONS } from './controller/repair-reasons';
 import type { BuildStatus } from './daily-build/daily-build';
 import type { DocumentIssue } from './daily-build/read-candidates';
 
@@ -15,7 +15,7 @@ import type { DocumentIssue } from './daily-build/read-candidates';
 // Written as records over the code's own types, so a value added there and not here fails to compile.
 export const BUILD_RESULTS = Object.keys({ built: 1, shadow: 1, superseded: 1, 'already-current': 1, locked: 1, failed: 1, invalid: 1 } satisfies Record<BuildStatus | 'failed' | 'invalid', 1>);
 export const DOCUMENT_ISSUES = Object.keys({ 'unreadable-id': 1, 'unreadable-document': 1, 'non-numeric-field': 1 } satisfies Record<DocumentIssue, 1>);
-export const REPAIR_REASONS = Object.keys({ 'scheduler-missing': 1, 'counter-scheduler-missing': 1, 'no-version': 1, 'version-behind': 1, 'queue-incomplete': 1, 'legacy-missing': 1 } satisfies Record<RepairReason, 1>);
+export { REPAIR_REASONS };
 export const REPAIRED_COUNTERS = Object.values(COUNTER_KINDS).flatMap((kind) => [kind.recommend, kind.display]);
 
 export interface WorkerMetricsOptions {
@@ -68,6 +68,10 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
     switchTime: gauge('feed_version_switch_timestamp_seconds', 'Unix time of the last switch of current'),
     documentsSkipped: counter('feed_build_documents_skipped_total', 'Eligible documents a build skipped (unreadable) or corrected (a field read as 0), by reason (R1a)', { reason: DOCUMENT_ISSUES }),
     repairs: counter('feed_repairs_total', 'Repairs of the desired state by the controller, by reason (R21)', { reason: REPAIR_REASONS }),
+    repairStopped: declareLabels(
+      new Gauge({ name: 'feed_repair_stopped', help: 'Whether the controller stopped a repair that does not converge (1), by reason (R21): see the inspector', labelNames: ['reason'], registers: [registry] }),
+      { reason: REPAIR_REASONS },
+    ),
     controllerFailures: new Counter({ name: 'feed_controller_failures_total', help: 'Controller checks that could not run or repair (Redis or BullMQ failing)', registers: [registry] }),
     counterRepairs: counter('feed_counter_repairs_total', 'Interaction records the repair job counted into a video counter, by counter (R3)', { counter: REPAIRED_COUNTERS }),
   };

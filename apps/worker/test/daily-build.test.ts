@@ -256,6 +256,46 @@ describe('daily build', () => {
     expect((await runDailyBuild(deps, { at: AT })).status).toBe('built');
   });
 
+  it('when another build holds the lock for long, then a waiting build starts as soon as it is released, not when its TTL would end (R21)', async () => {
+    await seed(30, 0);
+    await s.redis.set(s.keys.buildLock(VERSION), 'live-holder', { PX: 600_000 });
+    const waiting = runDailyBuild({ ...deps, lockWaitMs: 60_000 }, { at: AT, force: true });
+    // The waiter polls; the holder finishes: its release lets the waiter in, ten minutes early.
+    await waitUntil('the waiter to have looked at the lock', async () => (await s.redis.get(s.keys.buildLock(VERSION))) === 'live-holder', 5_000);
+    await s.redis.del(s.keys.buildLock(VERSION));
+    expect((await waiting).status).toBe('built');
+    expect(await s.redis.get(s.keys.current)).toBe(VERSION);
+  });
+
+  it('when the holder built the version while another build waited, then the waiter plans again and does not build it twice', async () => {
+    await seed(30, 0);
+    await s.redis.set(s.keys.buildLock(VERSION), 'live-holder', { PX: 600_000 });
+    const waiting = runDailyBuild({ ...deps, lockWaitMs: 60_000 }, { at: AT });
+    // What the holder did: the version current and complete; then it released its lock.
+    const holder = await runDailyBuild({ ...deps, keys: { ...s.keys, buildLock: (v: string) => `${s.keys.buildLock(v)}:holder` } }, { at: AT });
+    expect(holder.status).toBe('built');
+    await s.redis.del(s.keys.buildLock(VERSION));
+    expect((await waiting).status).toBe('already-current');
+  });
+
+  it('when a shadow build holds its lock, then the live build of that version is not blocked, and a live build never blocks a shadow (R21)', async () => {
+    await seed(30, 0);
+    await s.redis.set(s.keys.shadowBuildLock(VERSION), 'shadow-holder', { PX: 600_000 });
+    expect((await runDailyBuild(deps, { at: AT })).status).toBe('built');
+    await s.redis.del(s.keys.shadowBuildLock(VERSION));
+    await s.redis.set(s.keys.buildLock(VERSION), 'live-holder', { PX: 600_000 });
+    expect((await runDailyBuild(deps, { at: AT, shadow: true })).status).toBe('shadow');
+    expect(await s.redis.get(s.keys.buildLock(VERSION))).toBe('live-holder');
+  });
+
+  it('when no build waits, then a held lock is reported as locked at once with the time the lease has left', async () => {
+    await seed(30, 0);
+    await s.redis.set(s.keys.buildLock(VERSION), 'live-holder', { PX: 600_000 });
+    const result = await runDailyBuild(deps, { at: AT });
+    expect(result).toMatchObject({ status: 'locked', due: false });
+    expect(result.lockExpiresInMs).toBeGreaterThan(500_000);
+  });
+
   it('when the lock is lost mid-build to another owner, then nothing is published and neither the lock nor the new owner\'s staging is touched', async () => {
     await seed(30, 0);
     const othersStaging = s.keys.queueStaging(VERSION, 'other-owner');

@@ -7,8 +7,9 @@ import { createLogger } from '@feed/logger';
 import { bullConnectionFactory, BullConnections } from '../src/jobs/bull-connection';
 import { buildJobOptions, SCHEDULER_ID, type BuildJobData } from '../src/jobs/build-queue';
 import { COUNTER_REPAIR_QUEUE, COUNTER_REPAIR_SCHEDULER_ID } from '../src/jobs/counter-repair';
-import { checkDesiredState, dueVersion, type ControllerDeps } from '../src/controller/desired-state';
+import { CHECK_DEADLINE_MS, checkDesiredState, dueVersion, LEASE_MS, MAX_REPAIR_ATTEMPTS, startController, type ControllerDeps } from '../src/controller/desired-state';
 import { createWorkerMetrics } from '../src/metrics';
+import { buildSchedule } from '../src/inspect/inspect-versions';
 import { publishQueue } from '../../../test/support/feed-fixtures';
 import { waitUntil } from '../../../tools/support/processes';
 import { useTestServices } from '../../../test/support/services';
@@ -118,4 +119,82 @@ describe('the desired-state controller (R21)', () => {
     expect(await reasons()).toEqual([]);
     expect(await repairJob('20260724')).toBeUndefined();
   });
+
+  it('when current is later than today (on-call switched ahead) and its queue vanishes, then the current version is repaired in place, not today\'s as a shadow', async () => {
+    await deps.ensureBuildScheduler();
+    await deps.ensureCounterRepairScheduler();
+    await publishQueue(s.redis, s.keys, '20260725', IDS);
+    await s.redis.sAdd(s.keys.legacyIds, IDS);
+    expect(await reasons()).toEqual([]);
+    await s.redis.del(s.keys.queue('20260725'));
+    expect(await reasons()).toEqual(['queue-incomplete']);
+    expect((await repairJob('20260725'))?.data).toEqual({ at: '2026-07-25', force: true, switch: true });
+    expect(await repairJob('20260724')).toBeUndefined();
+  });
+
+  describe.each([
+    ['no-version', async () => undefined, '20260724'],
+    ['version-behind', async () => publishComplete('20260723'), '20260724'],
+    ['queue-incomplete', async () => publishComplete('20260724').then(() => s.redis.del(s.keys.queue('20260724'))), '20260724'],
+    ['legacy-missing', async () => publishQueue(s.redis, s.keys, '20260724', IDS), '20260724'],
+    ['queue-incomplete', async () => publishComplete('20260725').then(() => s.redis.del(s.keys.queue('20260725'))), '20260725'],
+  ])('a %s state that no repair fixes', (reason, breakState, target) => {
+    it(`when ${MAX_REPAIR_ATTEMPTS} repair builds of ${target} completed and the state stays wrong, then the controller stops queueing, says why, and resumes when the state changes`, async () => {
+      await deps.ensureBuildScheduler();
+      await deps.ensureCounterRepairScheduler();
+      await breakState();
+      const errors: string[] = [];
+      deps.logger = Object.assign(Object.create(createLogger({ silent: true })) as ControllerDeps['logger'], { error: (message: string) => void errors.push(message) });
+      // A worker whose builds complete and fix nothing: a repair that cannot hold.
+      const worker = new Worker('short-recommend-build', async () => ({ status: 'shadow' }), { connection: connections.next(), prefix: s.keys.bullPrefix });
+      s.disposeAfter(() => worker.close());
+      for (let attempt = 1; attempt <= MAX_REPAIR_ATTEMPTS; attempt++) {
+        expect({ attempt, reasons: await reasons() }).toEqual({ attempt, reasons: [reason] });
+        await waitUntil(`repair build ${attempt} to complete`, async () => (await (await repairJob(target))?.getState()) === 'completed', 10_000);
+      }
+      expect(await reasons()).toEqual([]);
+      expect(await reasons()).toEqual([]);
+      expect(await (await repairJob(target))?.getState()).toBe('completed');
+      expect(await s.redis.hGetAll(s.keys.repairStopped)).toMatchObject({ reason, version: target, detail: expect.stringContaining('repairs stopped') });
+      expect(await deps.metrics.registry.metrics()).toContain(`feed_repair_stopped{reason="${reason}"} 1`);
+      expect(errors).toEqual(['desired state repair stopped']);
+      expect((await buildSchedule(buildQueue, s.redis, s.keys, TZ)).error).toMatch(/^repair stopped: .*3 repair builds of \d+ completed today without fixing it/);
+      // The state changes (on-call made another version current): the controller repairs again.
+      await publishComplete('20260722');
+      await s.redis.del(s.keys.legacyIds);
+      expect(await reasons()).toEqual([expect.any(String)]);
+      expect(await s.redis.exists(s.keys.repairStopped)).toBe(0);
+      expect(await deps.metrics.registry.metrics()).toContain(`feed_repair_stopped{reason="${reason}"} 0`);
+    });
+  });
+
+  it('when a check is abandoned at its deadline, which is shorter than the lease, then it acts no more, also after another replica took the lease', async () => {
+    expect(CHECK_DEADLINE_MS).toBeLessThan(LEASE_MS);
+    let resume!: () => void;
+    let resumed = false;
+    const gate = new Promise<void>((resolve) => (resume = resolve));
+    let upserts = 0;
+    const hanging: ControllerDeps = {
+      ...deps,
+      // The first Redis read of the check hangs (ioredis queueing while Redis is away), then answers "no scheduler".
+      buildQueue: Object.assign(Object.create(buildQueue) as Queue<BuildJobData>, { getJobScheduler: async () => gate.then(() => ((resumed = true), undefined)) }),
+      ensureBuildScheduler: async () => void upserts++,
+    };
+    const controller = startController(hanging, 3_600_000, { leaseMs: LEASE_MS, checkDeadlineMs: 200 });
+    s.disposeAfter(() => controller.stop());
+    await controller.tick();
+    await waitUntil('the check to be abandoned', async () => /feed_controller_failures_total 1/.test(await deps.metrics.registry.metrics()), 5_000);
+    await s.redis.set(s.keys.controllerLease, 'another-replica', { PX: LEASE_MS });
+    resume();
+    await waitUntil('the abandoned check to resume', async () => resumed, 5_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(upserts).toBe(0);
+    expect(await repairJob('20260724')).toBeUndefined();
+    expect(await s.redis.get(s.keys.controllerLease)).toBe('another-replica');
+  });
 });
+
+async function publishComplete(version: string) {
+  await publishQueue(s.redis, s.keys, version, IDS);
+  await s.redis.sAdd(s.keys.legacyIds, IDS);
+}

@@ -127,7 +127,7 @@ function settingsFor(env: NodeJS.ProcessEnv) {
     viewHistorySize: setting('VIEW_HISTORY_SIZE', Joi.number().integer().min(10).max(5000).default(200).description('Recent views kept per user (skipped by the feed)')),
     viewHistoryTtlDays: setting('VIEW_HISTORY_TTL_DAYS', Joi.number().min(0.0001).max(90).default(7).description('Days the recent-views list lives after the last view')),
     notInterestedMax: setting('NOT_INTERESTED_MAX', Joi.number().integer().min(10).max(10000).default(500).description('"Not interested" marks kept per user; the oldest are dropped first')),
-    buildLockTtlMs: setting('BUILD_LOCK_TTL_MS', Joi.number().integer().min(1000).default(10 * 60_000).description('Expiry of the build lock, so a crashed worker does not block the next build')),
+    buildLockTtlMs: setting('BUILD_LOCK_TTL_MS', Joi.number().integer().min(1000).default(30_000).description("Lease of the build lock, renewed every third of it while the build lives: a killed worker's lock lapses within it")),
     buildRetryDelayMs: setting(
       'BUILD_RETRY_DELAY_MS',
       Joi.number().integer().min(100).max(3_600_000).default(30_000).description("Delay before a failed build's first retry (doubled for the second); after the last, the controller queues it again"),

@@ -34,16 +34,16 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): 
  * costs a request at most `ms` in all, however many calls and fallbacks it makes.
  */
 export class Deadline {
-  /** Epoch milliseconds when the budget ends (sent with a ring claim, so Redis refuses it later). */
-  readonly endsAt: number;
+  /** When the budget ends, on the monotonic clock: a step of the wall clock (NTP, a resumed VM) never shortens it. */
+  private readonly endsAt: number;
 
   constructor(readonly ms: number) {
-    this.endsAt = Date.now() + ms;
+    this.endsAt = performance.now() + ms;
   }
 
   /** Makes `call` within the time left; when none is left, the call is not made at all. */
   async run<T>(call: () => Promise<T>, what: string): Promise<T> {
-    const left = this.endsAt - Date.now();
+    const left = this.endsAt - performance.now();
     if (left <= 0) throw new DeadlineSpentError(`${what} skipped: Redis deadline of ${this.ms} ms used up`);
     try {
       return await withDeadline(call(), left, what);

@@ -20,6 +20,10 @@ export function createRedisKeys(prefix = '') {
     controllerLease: `${p}controller-lease`,
     /** HASH reason, version, at, detail: the controller's last repair (R21), shown by the inspector. */
     lastRepair: `${p}last-repair`,
+    /** HASH `reason|version|current` -> repair builds that completed without fixing it, one business day (R21). */
+    repairAttempts: (day: string) => `${p}repair-attempts:${day}`,
+    /** HASH reason, version, at, detail: the repair the controller stopped (R21), the inspector's error line; absent when none. */
+    repairStopped: `${p}repair-stopped`,
     /** HASH `variant:event` -> count for one UTC hour (YYYYMMDDHH): the V2 vs legacy readout (D7). */
     variantStats: (hour: string) => `${p}variant-stats:${hour}`,
     /** STRING: the last version built in shadow mode (R20); its keys are shadowQueue/shadowMeta. */
@@ -45,6 +49,8 @@ export function createRedisKeys(prefix = '') {
     meta: (version: string) => `${p}meta:{${version}}`,
     /** STRING owner token with expiry. */
     buildLock: (version: string) => `${p}build-lock:{${version}}`,
+    /** STRING owner token with expiry: a shadow build's lock of its own (R21: a shadow never blocks the live build). */
+    shadowBuildLock: (version: string) => `${p}build-lock:{${version}}:shadow`,
     /** STRING of 4-byte fingerprints of the user's recent views, oldest first (V1). */
     views: (user: string) => `${p}views:{${user}}`,
     /** STRING of 4-byte fingerprints of the user's "not interested" marks, oldest first (V3). */

@@ -9,10 +9,10 @@
  * listpack of ~20 B a user (a "u:<24-hex>" field would cost 28); two users share an offset only
  * when 72+ bits of their hashes collide (fewer than 1 in 10^7 at 10M users a day).
  *
- *  - `claimPositions` (lua/ring-claim.lua) takes the user's next positions and moves the offset;
- *    a claim Redis runs past the caller's deadline moves nothing;
+ *  - `claimPositions` (lua/ring-claim.lua) takes the user's next positions and moves the cursor;
+ *    no clock is read on the way (R11: no decision compares two machines' clocks);
  *  - `unclaimPositions` (lua/ring-unclaim.lua) gives a claim back when its answer came too late to
- *    be served (compare-and-set: never undoes a later claim);
+ *    be served: exactly its own positions, whatever claims of the user ran since;
  *  - `readOffset` is the read-only peek (one HGET): explain and the inspector;
  *  - `readQueueRange` reads queue positions with the wrap (the API's in-process copy is the usual
  *    source; this is the path until it is loaded).
@@ -72,39 +72,51 @@ export async function readRecordedScores(redis: Redis, keys: RedisKeys, version:
   return Array.from({ length: Math.min(count, length) }, (_, i) => (scores[i] === undefined ? null : Number(scores[i])));
 }
 
-/** Positions claimed: the user's offset before the claim and how many positions from it. */
+/** Positions claimed: where they start in the ring, how many, and where in the user's absolute sequence. */
 export interface Claim {
+  /** The ring position of the first claimed position (`at % length`). */
   offset: number;
   count: number;
+  /** The absolute position of the first one (see ring-claim.lua): what a give-back names. */
+  at: number;
 }
-
-/** A claim, or `late` when Redis ran it past its deadline (nothing moved). */
-export type ClaimResult = (Claim & { late?: false }) | { late: true };
 
 /**
- * Claims the next min(count, length) positions of `ring` for `userKey`, moving the offset past
- * them, unless Redis runs the claim after `deadlineAt` (epoch ms; the caller's clock against
- * Redis's TIME, so hosts keep NTP time).
+ * The user's cursor as stored: positions claimed and not given back, absolute (its ring position
+ * is `% length`); given-back positions still to serve follow it as holes (ring-claim.lua).
  */
-export async function claimPositions(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, count: number, deadlineAt = 0): Promise<ClaimResult> {
-  const { key, field } = offsetSlot(keys, ring, userKey);
-  const take = Math.min(count, ring.length);
-  const offset = await runScript<number>(redis, 'ring-claim', [key], [field, String(take), String(ring.length), String(Math.floor(deadlineAt)), String(ring.expiresAt)]);
-  return offset === -1 ? { late: true } : { offset: Number(offset), count: take };
+export function parseCursor(stored: string | null): number | null {
+  if (stored === null) return null;
+  const comma = stored.indexOf(',');
+  return Number(comma === -1 ? stored : stored.slice(0, comma)) || 0;
 }
 
-/** Gives back `claim` of `userKey` if the offset is still where it left it; true when it did. */
+/**
+ * Claims the next positions of `ring` for `userKey` (at most min(count, length), fewer when they
+ * come from positions given back earlier), moving the user's cursor past them. Redis reads no
+ * clock: a claim the caller stopped waiting for is given back exactly (`unclaimPositions`).
+ */
+export async function claimPositions(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, count: number): Promise<Claim> {
+  const { key, field } = offsetSlot(keys, ring, userKey);
+  const take = Math.min(count, ring.length);
+  const [at, claimed] = await runScript<[number, number]>(redis, 'ring-claim', [key], [field, String(take), String(ring.length), String(ring.expiresAt)]);
+  return { offset: Number(at) % ring.length, count: Number(claimed), at: Number(at) };
+}
+
+/**
+ * Gives back `claim` of `userKey`, which was never served: exactly its own positions, whatever
+ * other claims ran since (ring-unclaim.lua); false when the user's offset is gone (expired, lost).
+ */
 export async function unclaimPositions(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, claim: Claim): Promise<boolean> {
   if (claim.count === 0) return false;
   const { key, field } = offsetSlot(keys, ring, userKey);
-  const after = (claim.offset + claim.count) % ring.length;
-  return (await runScript<number>(redis, 'ring-unclaim', [key], [field, String(after), String(claim.offset)])) === 1;
+  return (await runScript<number>(redis, 'ring-unclaim', [key], [field, String(claim.at), String(claim.count)])) === 1;
 }
 
 /** The user's next position in `ring`, read without claiming anything. */
 export async function readOffset(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string): Promise<number> {
   const { key, field } = offsetSlot(keys, ring, userKey);
-  return Number((await redis.hGet(key, field)) ?? 0) % ring.length;
+  return (parseCursor(await redis.hGet(key, field)) ?? 0) % ring.length;
 }
 
 /** Sets the user's offset (a test's starting point). */

@@ -13,13 +13,14 @@
  */
 import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { claimPositions, Deadline, DeadlineSpentError, RedisCallError, unclaimPositions, type Claim, type ClaimResult, type Redis, type RedisKeys, type RingVersion, type Variant } from '@feed/storage';
+import { claimPositions, Deadline, DeadlineSpentError, RedisCallError, unclaimPositions, type Claim, type Redis, type RedisKeys, type RingVersion, type Variant } from '@feed/storage';
 import { AppError } from '@feed/http';
 import { annotateRequestSpan, inSpan } from '@feed/telemetry';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
 import { RingReader, scanRing } from './ring-page';
 import type { QueueCopies } from './queue-copies';
+import { ClockSkewProbe } from './clock-skew';
 import { FeedSettingsCache, type FeedSettings } from './feed-settings';
 import { VariantReadout } from './variant-readout';
 import type { VideoCatalog, VideoInfo } from './video-catalog';
@@ -46,14 +47,6 @@ export interface FeedOptions {
 }
 
 export type StrategyName = 'ring' | 'previous-version' | 'legacy-set' | 'mongo-fallback';
-
-/**
- * How long past the request's deadline Redis still makes a claim: a claim sent just before the
- * deadline by a busy API is still served when its answer beats the deadline's timer, and clocks
- * may differ by this much. A claim whose answer comes too late is given back (ring-unclaim.lua);
- * one Redis runs later still (a stall) moves nothing.
- */
-const CLAIM_GRACE_MS = 1_000;
 
 /** Most recent approved videos the MongoDB fallback samples from. */
 const MONGO_FALLBACK_POOL = 200;
@@ -83,6 +76,8 @@ export class FeedService {
   readonly readout: VariantReadout;
   /** Where the ids at claimed positions come from (shared with explain). */
   readonly reader: RingReader;
+  /** This host's clock against Redis's (feed_clock_skew_seconds), measured at settings refreshes. */
+  readonly clockSkew: ClockSkewProbe;
   private readonly strategies: Record<StrategyName, Strategy> = {
     ring: (r) => this.ringPage(r, r.settings.current),
     'previous-version': (r) => this.ringPage(r, r.settings.previous !== r.settings.current ? r.settings.previous : null),
@@ -98,11 +93,17 @@ export class FeedService {
     private readonly metrics: ApiMetrics,
     private readonly options: FeedOptions,
   ) {
+    this.clockSkew = new ClockSkewProbe(redis, keys, metrics.clockSkew);
     const showRollout = ({ rollout }: FeedSettings) => {
       metrics.rolloutEnabled.set(rollout.enabled ? 1 : 0);
       metrics.rolloutPercent.set(rollout.percent);
     };
-    this.settings = new FeedSettingsCache(redis, keys, options.currentCacheMs, { enabled: options.enabled, percent: options.percent }, showRollout);
+    this.settings = new FeedSettingsCache(redis, keys, options.currentCacheMs, { enabled: options.enabled, percent: options.percent }, (settings) => {
+      showRollout(settings);
+      this.clockSkew.maybeMeasure();
+      // Each version or build seen is copied ahead of its first reads, at a jittered moment (R22).
+      for (const ring of settings.rings.values()) if (ring) options.queueCopies?.preload(ring);
+    });
     // Until Redis is first read, the environment's values are in force.
     showRollout(this.settings.lastKnown());
     this.readout = new VariantReadout(redis, keys, metrics, (identity) => this.variantOf(identity));
@@ -165,40 +166,40 @@ export class FeedService {
 
   /**
    * One Lua call on the user's offset bucket: claims `count` positions of the ring (R11).
-   * Positions are consumed only when served: the claim carries the request's deadline, so Redis
-   * moves nothing when it runs it later (a stalled Redis); and a claim answered after this
-   * request gave up (a busy API) is given back when its answer arrives, unless a later claim has
-   * moved the offset on.
+   * Positions are consumed only when served, and no clock but the API's own timer decides it: a
+   * claim answered after this request gave up (a stalled Redis runs it late, a busy API reads it
+   * late) is given back exactly when its answer arrives (ring-unclaim.lua), whatever claims of
+   * the same user ran since.
    */
   private async claim(ring: RingVersion, request: PageRequest, count: number): Promise<Claim> {
     const userKey = request.identity.key;
     // Sent only while the request's budget lasts: a claim is never made just to be given back.
-    let claiming: Promise<ClaimResult> | undefined;
-    let claim: ClaimResult;
+    let claiming: Promise<Claim> | undefined;
     try {
-      claim = await request.deadline.run(
-        () =>
-          inSpan('ring claim', { 'feed.version': ring.version, 'feed.count': count }, () => (claiming = claimPositions(this.redis, this.keys, ring, userKey, count, request.deadline.endsAt + CLAIM_GRACE_MS))),
+      return await request.deadline.run(
+        () => inSpan('ring claim', { 'feed.version': ring.version, 'feed.count': count }, () => (claiming = claimPositions(this.redis, this.keys, ring, userKey, count))),
         'ring claim',
       );
     } catch (err) {
       if (claiming && err instanceof RedisCallError) void this.giveBackWhenAnswered(claiming, ring, userKey);
       throw err;
     }
-    if (claim.late) throw new RedisCallError(`ring claim ran after the deadline (${this.options.redisDeadlineMs} ms): nothing claimed`);
-    return claim;
   }
 
-  /** A claim this request stopped waiting for: when it turns out to have moved the offset, give it back. */
-  private async giveBackWhenAnswered(claiming: Promise<ClaimResult>, ring: RingVersion, userKey: string): Promise<void> {
+  /** A claim this request stopped waiting for: when it turns out to have run, give it back. */
+  private async giveBackWhenAnswered(claiming: Promise<Claim>, ring: RingVersion, userKey: string): Promise<void> {
+    let claim: Claim;
     try {
-      const claim = await claiming;
-      if (claim.late || claim.count === 0) return;
-      const givenBack = await unclaimPositions(this.redis, this.keys, ring, userKey, claim);
-      this.metrics.claimsGivenBack.inc({ result: givenBack ? 'given-back' : 'lost' });
+      claim = await claiming;
     } catch {
       // Redis is gone: the claim most likely never ran; nothing to give back.
+      return;
     }
+    if (claim.count === 0) return;
+    // Counted apart from Redis failures: the claim ran, its answer came after the request's deadline.
+    this.metrics.lateClaims.inc();
+    const givenBack = await unclaimPositions(this.redis, this.keys, ring, userKey, claim).catch(() => false);
+    this.metrics.claimsGivenBack.inc({ result: givenBack ? 'given-back' : 'lost' });
   }
 
   /**

@@ -7,6 +7,9 @@
  * (a forced rebuild in place during the load discards it). Until a copy is ready the feed reads
  * the claimed positions from Redis (LRANGE). At most `maxCopies` are kept, least recently used
  * dropped first: today's, yesterday's (R17's fallback) and one being replaced.
+ * Loads are preloads: an instance starts one when its settings refresh first names a version or
+ * build id (`preload`), after a random delay of up to `jitterMs`, so at the daily switch the
+ * instances' LRANGEs to the master that owns `{V}` are spread in time, not all at the first miss.
  */
 import { logger } from '@feed/logger';
 import { readQueueRange, readRingVersion, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
@@ -22,25 +25,50 @@ interface QueueCopy {
   ids: Buffer;
 }
 
+/** Preloads of a new version or build spread over this long (R22): a few seconds of LRANGE path, at most. */
+export const PRELOAD_JITTER_MS = 5_000;
+
 /** Whether `a` and `b` describe the same published build of a version (a copy is of exactly one). */
 const sameBuild = (a: Pick<RingVersion, 'buildId' | 'length'>, b: Pick<RingVersion, 'buildId' | 'length'>) => a.buildId === b.buildId && a.length === b.length;
 
 export class QueueCopies {
   private readonly copies = new Map<string, QueueCopy>();
   private readonly loading = new Map<string, Promise<void>>();
+  private readonly scheduled = new Map<string, NodeJS.Timeout>();
 
   constructor(
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
     private readonly maxCopies: number,
     private readonly onLoaded: (version: string, bytes: number) => void = () => undefined,
+    private readonly jitterMs = PRELOAD_JITTER_MS,
+    private readonly random: () => number = Math.random,
   ) {}
+
+  /**
+   * Schedules the load of `ring`'s copy after a random delay within `jitterMs`, unless it is held,
+   * loading or already scheduled; until it is ready the feed reads positions with LRANGE.
+   */
+  preload(ring: RingVersion): void {
+    const held = this.copies.get(ring.version);
+    if (held && sameBuild(held, ring)) return;
+    const key = `${ring.version}/${ring.buildId}`;
+    if (this.loading.has(key) || this.scheduled.has(key)) return;
+    const timer = setTimeout(() => {
+      this.scheduled.delete(key);
+      void this.ensure(ring);
+    }, Math.floor(this.random() * this.jitterMs));
+    // A pending preload never keeps a stopping process alive.
+    timer.unref();
+    this.scheduled.set(key, timer);
+  }
 
   /** The ids at ring positions [start, start + count) from the copy of exactly this build, or undefined. */
   idsAt(ring: RingVersion, start: number, count: number): string[] | undefined {
     const copy = this.copies.get(ring.version);
     if (!copy || !sameBuild(copy, ring)) {
-      this.ensure(ring);
+      // Normally scheduled already by the settings refresh that named this ring.
+      this.preload(ring);
       return undefined;
     }
     // Most recently used last: Map keeps insertion order.

@@ -10,9 +10,20 @@
  * A missing or incomplete version is repaired by one build job with a deterministic id per
  * version (`repair-V`): replicas never pile up builds, and a failed repair is re-queued on the
  * next check. A current version whose queue (or the legacy set) vanished is rebuilt in place
- * (forced). Each repair is logged, counted in `feed_repairs_total{reason}` and kept as the last
+ * (forced). A `current` later than today (on-call switched ahead) is legitimate: the version
+ * repaired is then the current one, never a today that could only be built as a shadow.
+ * Repairs converge or stop: a repair build that completed without fixing the state counts as an
+ * attempt per reason, version and state (the current version it saw), at most
+ * MAX_REPAIR_ATTEMPTS a business day; past that the controller stops queueing it, says why (log,
+ * `feed_repair_stopped{reason}` = 1, the alert FeedRepairStopped, the inspector's error line)
+ * and resumes when the state changes (another current version, the state repaired by hand) or
+ * on-call deletes the day's attempts (`recommend:short:repair-attempts:<day>`). A repair build
+ * that failed (MongoDB down) is not an attempt: it is queued again at the next check.
+ * Each repair is logged, counted in `feed_repairs_total{reason}` and kept as the last
  * repair for the inspector. The lease lives in Redis, not in BullMQ: after Redis lost its data
- * the controller itself still runs (a BullMQ scheduler would be gone with the data).
+ * the controller itself still runs (a BullMQ scheduler would be gone with the data). A check
+ * has a deadline shorter than the lease, and once abandoned it acts no more (its signal is
+ * aborted), so it never overlaps the next holder's checks.
  */
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
@@ -23,12 +34,17 @@ import { runScript, withDeadline, type Redis, type RedisKeys } from '@feed/stora
 import type { WorkerMetrics } from '../metrics';
 import { SCHEDULER_ID, type BuildJobData } from '../jobs/build-queue';
 import { COUNTER_REPAIR_SCHEDULER_ID } from '../jobs/counter-repair';
+import { REPAIR_REASONS, type RepairReason } from './repair-reasons';
 
 export const CHECK_EVERY_MS = 10_000;
 /** The lease outlives a few missed checks, so a live holder keeps it and a dead one frees it soon. */
-const LEASE_MS = 30_000;
+export const LEASE_MS = 30_000;
+/** A check abandoned past this still leaves LEASE_MS - CHECK_DEADLINE_MS of our lease: it stops before anyone else may hold it. */
+export const CHECK_DEADLINE_MS = 20_000;
+/** Repair builds of one reason, version and state a business day that may complete without fixing it. */
+export const MAX_REPAIR_ATTEMPTS = 3;
 
-export type RepairReason = 'scheduler-missing' | 'counter-scheduler-missing' | 'no-version' | 'version-behind' | 'queue-incomplete' | 'legacy-missing';
+export { REPAIR_REASONS, type RepairReason };
 
 export interface Repair {
   reason: RepairReason;
@@ -50,6 +66,8 @@ export interface ControllerDeps {
   cron: string;
   timeZone: string;
   now?: () => Date;
+  /** Aborted when the check is abandoned (its deadline passed): it then acts no more. */
+  signal?: AbortSignal;
 }
 
 /** The version whose build is due: the business day of the cron's last run at or before now. */
@@ -58,55 +76,98 @@ export function dueVersion(cron: string, timeZone: string, now: Date): string {
   return versionFor(lastRun, timeZone);
 }
 
+type VersionProblem = Omit<Repair, 'version'> & { target: string; force: boolean; current: string | null };
+
 /** What is wrong with the current version, or null when it is complete and not behind. */
-async function versionProblem(deps: ControllerDeps, today: string, due: string): Promise<Omit<Repair, 'version'> & { force: boolean } | null> {
+async function versionProblem(deps: ControllerDeps, today: string, due: string): Promise<VersionProblem | null> {
   const { redis, keys } = deps;
   const current = await redis.get(keys.current);
-  if (!current) return { reason: 'no-version', detail: 'no version is current', force: false };
-  if (current < due) return { reason: 'version-behind', detail: `current ${current} is older than the due version ${due}`, force: false };
+  if (!current) return { reason: 'no-version', detail: 'no version is current', target: today, force: false, current: null };
+  if (current < due) return { reason: 'version-behind', detail: `current ${current} is older than the due version ${due}`, target: today, force: false, current };
   const [length, metaLength, legacy] = await Promise.all([redis.lLen(keys.queue(current)), redis.hGet(keys.meta(current), 'length'), redis.exists(keys.legacyIds)]);
-  // A rebuild of the current version in place keeps its offsets; an older current is replaced by today's.
-  const force = current === today;
+  // A current later than today (on-call switched ahead) is repaired as itself: a build of today
+  // would only be a shadow of an older day. Today's is rebuilt in place (its offsets kept); an
+  // older current is replaced by today's.
+  const target = current > today ? current : today;
+  const force = current >= today;
   if (metaLength == null || Number(metaLength) !== length) {
-    return { reason: 'queue-incomplete', detail: `current ${current}: queue length ${length}, meta.length ${metaLength ?? 'missing'}`, force };
+    return { reason: 'queue-incomplete', detail: `current ${current}: queue length ${length}, meta.length ${metaLength ?? 'missing'}`, target, force, current };
   }
-  if (legacy === 0) return { reason: 'legacy-missing', detail: 'the legacy random set is missing', force };
+  if (legacy === 0) return { reason: 'legacy-missing', detail: 'the legacy random set is missing', target, force, current };
   return null;
 }
 
-/** Queues the repair build of `version`, unless one is waiting or running; returns whether it queued one. */
-async function queueRepairBuild(deps: ControllerDeps, version: string, force: boolean): Promise<boolean> {
+/** The build job's data that repairs `target`: forced in place, and switched when it is later than today. */
+function repairJobData(target: string, today: string, force: boolean): BuildJobData {
+  if (target > today) return { at: `${target.slice(0, 4)}-${target.slice(4, 6)}-${target.slice(6, 8)}`, force: true, switch: true };
+  return force ? { force: true } : {};
+}
+
+type QueueOutcome = 'queued' | 'busy' | 'stopped';
+
+/**
+ * Queues the repair build of `problem.target`, unless one is waiting or running, or repairs of
+ * that state stopped converging (MAX_REPAIR_ATTEMPTS builds that completed without fixing it).
+ */
+async function queueRepairBuild(deps: ControllerDeps, problem: VersionProblem, today: string): Promise<QueueOutcome> {
   const { buildQueue, redis, keys } = deps;
+  const version = problem.target;
   // A build of that version holds its lock (the scheduled one, say): let it finish.
-  if ((await redis.exists(keys.buildLock(version))) === 1) return false;
+  if ((await redis.exists(keys.buildLock(version))) === 1) return 'busy';
   const jobId = `repair-${version}`;
   const existing = await buildQueue.getJob(jobId);
-  if (existing) {
-    const state = await existing.getState();
-    if (state !== 'completed' && state !== 'failed' && state !== 'unknown') return false;
-    // Done, yet the state is wrong again (or it failed for good): the same id runs once more.
-    await existing.remove();
+  const state = existing ? await existing.getState() : undefined;
+  if (state && state !== 'completed' && state !== 'failed' && state !== 'unknown') return 'busy';
+  // A repair that ran to its end and left the state wrong is an attempt; a failed one (MongoDB down) is retried freely.
+  const attempts = keys.repairAttempts(today);
+  const field = `${problem.reason}|${version}|${problem.current ?? ''}`;
+  if (Number((await redis.hGet(attempts, field)) ?? 0) >= MAX_REPAIR_ATTEMPTS) return 'stopped';
+  deps.signal?.throwIfAborted();
+  if (existing) await existing.remove();
+  if (state !== 'failed') {
+    await redis.hIncrBy(attempts, field, 1);
+    await redis.expire(attempts, 2 * 86_400);
   }
-  await buildQueue.add('repair-build', force ? { force: true } : {}, { jobId });
-  return true;
+  await buildQueue.add('repair-build', repairJobData(version, today, problem.force), { jobId });
+  return 'queued';
+}
+
+/** Says once per state that its repairs stopped (log, gauge, the inspector's error line). */
+async function reportStopped(deps: ControllerDeps, problem: VersionProblem, now: Date): Promise<void> {
+  const { redis, keys } = deps;
+  const detail = `${problem.detail}: ${MAX_REPAIR_ATTEMPTS} repair builds of ${problem.target} completed today without fixing it; repairs stopped until the state changes or on-call acts (fix the cause, then \`pnpm cli build\`, or DEL ${keys.repairAttempts(versionFor(now, deps.timeZone))})`;
+  deps.metrics.repairStopped.set({ reason: problem.reason }, 1);
+  if ((await redis.hGet(keys.repairStopped, 'detail')) !== detail) deps.logger.error('desired state repair stopped', { reason: problem.reason, version: problem.target, detail });
+  await redis.hSet(keys.repairStopped, { reason: problem.reason, version: problem.target, detail, at: now.toISOString() });
 }
 
 /** One check of the desired state, with its repairs. Run by the lease holder; exported for tests. */
 export async function checkDesiredState(deps: ControllerDeps): Promise<Repair[]> {
   const now = deps.now?.() ?? new Date();
+  const { signal } = deps;
   const repairs: Repair[] = [];
   if (!(await deps.buildQueue.getJobScheduler(SCHEDULER_ID))) {
+    signal?.throwIfAborted();
     await deps.ensureBuildScheduler();
     repairs.push({ reason: 'scheduler-missing', detail: `job scheduler ${SCHEDULER_ID} was missing: upserted` });
   }
   if (!(await deps.counterRepairQueue.getJobScheduler(COUNTER_REPAIR_SCHEDULER_ID))) {
+    signal?.throwIfAborted();
     await deps.ensureCounterRepairScheduler();
     repairs.push({ reason: 'counter-scheduler-missing', detail: `job scheduler ${COUNTER_REPAIR_SCHEDULER_ID} was missing: upserted` });
   }
   const today = versionFor(now, deps.timeZone);
   const problem = await versionProblem(deps, today, dueVersion(deps.cron, deps.timeZone, now));
-  if (problem && (await queueRepairBuild(deps, today, problem.force))) {
-    repairs.push({ reason: problem.reason, version: today, detail: `${problem.detail}: ${problem.force ? 'forced rebuild' : 'build'} of ${today} queued` });
+  const outcome = problem ? await queueRepairBuild(deps, problem, today) : undefined;
+  if (problem && outcome === 'queued') {
+    repairs.push({ reason: problem.reason, version: problem.target, detail: `${problem.detail}: ${problem.force ? 'forced rebuild' : 'build'} of ${problem.target} queued` });
+  }
+  if (problem && outcome === 'stopped') {
+    await reportStopped(deps, problem, now);
+  } else if (outcome !== 'busy') {
+    // Repaired, or being repaired anew: nothing is stopped any more.
+    for (const reason of REPAIR_REASONS) deps.metrics.repairStopped.set({ reason }, 0);
+    await deps.redis.del(deps.keys.repairStopped);
   }
   for (const repair of repairs) {
     deps.metrics.repairs.inc({ reason: repair.reason });
@@ -123,19 +184,24 @@ export interface Controller {
 }
 
 /** Starts the controller: a first check at once (a first start on an empty Redis builds at once), then every CHECK_EVERY_MS. */
-export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS): Controller {
+export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, timing: { leaseMs?: number; checkDeadlineMs?: number } = {}): Controller {
+  const leaseMs = timing.leaseMs ?? LEASE_MS;
+  const checkDeadlineMs = timing.checkDeadlineMs ?? CHECK_DEADLINE_MS;
   const token = randomUUID();
   const holdsLease = async () =>
-    (await deps.redis.set(deps.keys.controllerLease, token, { NX: true, PX: LEASE_MS })) === 'OK' ||
-    (await runScript<number>(deps.redis, 'extend-lock', [deps.keys.controllerLease], [token, String(LEASE_MS)])) === 1;
+    (await deps.redis.set(deps.keys.controllerLease, token, { NX: true, PX: leaseMs })) === 'OK' ||
+    (await runScript<number>(deps.redis, 'extend-lock', [deps.keys.controllerLease], [token, String(leaseMs)])) === 1;
   let running: Promise<void> | undefined;
-  // BullMQ's ioredis queues commands while Redis is gone: a check that hangs is abandoned (its
-  // repairs are idempotent) so the next one can run, and it never holds up a shutdown.
+  // BullMQ's ioredis queues commands while Redis is gone: a check that hangs is abandoned so the
+  // next one can run, and it never holds up a shutdown. Abandoned within our lease, it is aborted
+  // too: it acts no more, so it cannot act once another replica holds the lease.
   const tick = () =>
     (running ??= (async () => {
+      const abandoned = new AbortController();
       try {
-        await withDeadline((async () => (await holdsLease()) && (await checkDesiredState(deps)))(), LEASE_MS, 'desired state check');
+        await withDeadline((async () => (await holdsLease()) && (await checkDesiredState({ ...deps, signal: abandoned.signal })))(), checkDeadlineMs, 'desired state check');
       } catch (err) {
+        abandoned.abort(err);
         deps.metrics.controllerFailures.inc();
         deps.logger.warn('desired state check failed', { err: err instanceof Error ? err.message : String(err) });
       } finally {

@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { assembleQueue, offsetBucketsFor, splitPools, summarizeBlocks, versionFor } from '@feed/domain';
 import type { CandidateColumns } from './candidate-columns';
 import { countUsersWithOffset, encodeMeta, makeCurrent, offsetBucketKeys, readMeta, runScript, slotKeys, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type SwitchOutcome, type VideoModel } from '@feed/storage';
-import { acquireBuildLock, type BuildLock } from './build-lock';
+import { acquireBuildLock, waitForRelease, type BuildLock } from './build-lock';
 import { readCandidates, type DocumentIssues } from './read-candidates';
 import { writeBackScores } from './score-write-back';
 import { writeIds, writeScores } from './write-ids';
@@ -49,6 +49,11 @@ export interface BuildDeps {
   businessTimeZone: string;
   keyTtlHours: number;
   lockTtlMs: number;
+  /**
+   * How long a build that finds its lock held waits for the holder to release it (then plans
+   * again: the holder may have built what this one would); 0 or absent: it returns `locked` at once.
+   */
+  lockWaitMs?: number;
   /** The clock: which version is today's, and when a build without `at` runs (tests fix it). */
   now?: () => Date;
   /** Test hook: runs at each point of the publish sequence, to inject failures and process kills. */
@@ -60,8 +65,14 @@ export function buildDepsFrom(
   config: Pick<Config, 'businessTimeZone' | 'shortRecommendKeyTTLHours' | 'buildLockTtlMs'>,
   stores: Pick<BuildDeps, 'redis' | 'keys' | 'videos' | 'logger'>,
 ): BuildDeps {
-  return { ...stores, businessTimeZone: config.businessTimeZone, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs };
+  return { ...stores, businessTimeZone: config.businessTimeZone, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs, lockWaitMs: LOCK_WAIT_MS };
 }
+
+/**
+ * A worker's build waits this long for another holder of its lock: longer than a full build, so
+ * a live holder finishes first, while a dead holder's lease lapses within BUILD_LOCK_TTL_MS.
+ */
+export const LOCK_WAIT_MS = 20 * 60_000;
 
 /** The points between the commands that publish a build, where a crash may stop it. */
 export type PublishPoint = 'before-publish' | 'after-publish' | 'after-switch' | 'after-legacy';
@@ -230,7 +241,7 @@ async function publish(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, slot: 
   // A shadow never touches what readers of the version use: its offsets among them (R20).
   const rebuildInPlace = slot === 'live' && (await redis.exists(keys.meta(version))) === 1;
   try {
-    await runScript(redis, 'publish-version', [keys.buildLock(version), staging.queue, staging.scores, staging.meta, target.queue, target.scores, target.meta], [lock.token, String(ttlSeconds), String(meta.length)]);
+    await runScript(redis, 'publish-version', [lock.key, staging.queue, staging.scores, staging.meta, target.queue, target.scores, target.meta], [lock.token, String(ttlSeconds), String(meta.length)]);
   } catch (err) {
     if (err instanceof Error && /LOCK_LOST|LENGTH_MISMATCH/.test(err.message)) throw new BuildVerificationError(err.message);
     throw err;
@@ -278,28 +289,53 @@ async function dropStaging(deps: BuildDeps, version: string, lock: BuildLock): P
   await deps.redis.del(staging.legacy);
 }
 
+/** The lock a build takes: the version's, or a shadow's own, so a shadow never blocks the live build or a repair (R21). */
+function lockKeyOf(keys: RedisKeys, version: string, shadow: boolean): string {
+  return shadow ? keys.shadowBuildLock(version) : keys.buildLock(version);
+}
+
+type Planned = { shadow: boolean; reason?: string; run: BuildRun; lock: BuildLock };
+
+/**
+ * Plans, then takes the lock; a held lock is waited for (at most `lockWaitMs`) and the plan made
+ * again once it is released, since its holder may have built what this build would.
+ */
+async function planAndLock(deps: BuildDeps, version: string, options: BuildOptions): Promise<Planned | BuildResult> {
+  const { redis, keys, logger } = deps;
+  const started = performance.now();
+  for (;;) {
+    const planned = await plan(deps, version, options);
+    if ('skip' in planned) {
+      logger.info('daily build skipped: version already current', { version });
+      return planned.skip;
+    }
+    const shadow = planned.publish === 'shadow';
+    const reason = 'reason' in planned ? planned.reason : undefined;
+    if (reason) logger.warn('daily build runs as a shadow', { version, reason });
+    const run = new BuildRun(logger, version, options);
+    const key = lockKeyOf(keys, version, shadow);
+    const lock = await run.phase('lock', 0, () => acquireBuildLock(redis, key, deps.lockTtlMs, logger));
+    if (lock) return { shadow, reason, run, lock };
+    const waitLeft = (deps.lockWaitMs ?? 0) - (performance.now() - started);
+    if (waitLeft > 0) {
+      logger.info('daily build waits for the build lock to be released', { version, shadow });
+      if (await waitForRelease(redis, key, waitLeft, options.signal)) continue;
+    }
+    const lockExpiresInMs = Math.max(0, await redis.pTTL(key));
+    logger.warn('daily build skipped: another worker holds the lock', { version, lockExpiresInMs });
+    return { version, status: 'locked', lockExpiresInMs, due: version === todayVersion(deps), timings: run.timings };
+  }
+}
+
 export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {}): Promise<BuildResult> {
   const { redis, keys, logger } = deps;
   const generatedAt = options.at ?? deps.now?.() ?? new Date();
   const version = versionFor(generatedAt, deps.businessTimeZone);
   const { signal } = options;
 
-  const planned = await plan(deps, version, options);
-  if ('skip' in planned) {
-    logger.info('daily build skipped: version already current', { version });
-    return planned.skip;
-  }
-  const shadow = planned.publish === 'shadow';
-  const reason = 'reason' in planned ? planned.reason : undefined;
-  if (reason) logger.warn('daily build runs as a shadow', { version, reason });
-
-  const run = new BuildRun(logger, version, options);
-  const lock = await run.phase('lock', 0, () => acquireBuildLock(redis, keys.buildLock(version), deps.lockTtlMs));
-  if (!lock) {
-    const lockExpiresInMs = Math.max(0, await redis.pTTL(keys.buildLock(version)));
-    logger.warn('daily build skipped: another worker holds the lock', { version, lockExpiresInMs });
-    return { version, status: 'locked', lockExpiresInMs, due: version === todayVersion(deps), timings: run.timings };
-  }
+  const locked = await planAndLock(deps, version, options);
+  if ('status' in locked) return locked;
+  const { shadow, reason, run, lock } = locked;
   try {
     const { candidates, issues } = await run.phase('read', 5, () => readCandidates(deps.videos, logger, signal));
     const offsetBuckets = await planOffsetBuckets(deps, version);

@@ -138,7 +138,7 @@ export interface BuildSchedule {
   nextBuildAt: string | null;
   /** The same instant as wall time in the business time zone, with the zone's name. */
   nextBuildAtLocal: string | null;
-  /** Set when the daily job scheduler does not exist in Redis (the controller puts it back, R21). */
+  /** Set when the daily job scheduler does not exist in Redis (the controller puts it back), or the controller stopped a repair (R21). */
   error?: string;
   /** The controller's last repair, if any. */
   lastRepair: Record<string, string> | null;
@@ -146,14 +146,17 @@ export interface BuildSchedule {
 
 /** The daily build's schedule as BullMQ holds it (not as the configuration says), and the last repair. */
 export async function buildSchedule(queue: Pick<Queue, 'getJobScheduler'>, redis: Redis, keys: RedisKeys, timeZone: string): Promise<BuildSchedule> {
-  const [scheduler, lastRepair] = await Promise.all([queue.getJobScheduler(SCHEDULER_ID), redis.hGetAll(keys.lastRepair)]);
+  const [scheduler, lastRepair, stopped] = await Promise.all([queue.getJobScheduler(SCHEDULER_ID), redis.hGetAll(keys.lastRepair), redis.hGet(keys.repairStopped, 'detail')]);
   const repair = Object.keys(lastRepair).length > 0 ? (lastRepair as Record<string, string>) : null;
+  // R21: a repair that does not converge is stopped, and said here until the state changes.
+  const repairError = stopped ? `repair stopped: ${stopped}` : undefined;
   if (!scheduler?.next) {
-    return { nextBuildAt: null, nextBuildAtLocal: null, error: `the daily job scheduler ${SCHEDULER_ID} is missing: no build is scheduled (the controller upserts it within ${CHECK_EVERY_MS / 1000} s)`, lastRepair: repair };
+    const missing = `the daily job scheduler ${SCHEDULER_ID} is missing: no build is scheduled (the controller upserts it within ${CHECK_EVERY_MS / 1000} s)`;
+    return { nextBuildAt: null, nextBuildAtLocal: null, error: [missing, repairError].filter(Boolean).join('; '), lastRepair: repair };
   }
   const next = new Date(scheduler.next);
   const local = new Intl.DateTimeFormat('sv-SE', { timeZone, dateStyle: 'short', timeStyle: 'medium' }).format(next);
-  return { nextBuildAt: next.toISOString(), nextBuildAtLocal: `${local} ${timeZone}`, lastRepair: repair };
+  return { nextBuildAt: next.toISOString(), nextBuildAtLocal: `${local} ${timeZone}`, ...(repairError ? { error: repairError } : {}), lastRepair: repair };
 }
 
 export interface InspectorDeps {

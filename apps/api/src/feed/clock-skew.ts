@@ -1,0 +1,55 @@
+/**
+ * How far this host's clock is from Redis's (SPEC R11): measured, exported, alerted on, and
+ * used for nothing else. No decision on the read path compares two machines' clocks, so a
+ * drifted host keeps serving the ring; the gauge tells on-call which host drifted.
+ *
+ * One measure is a round trip around Redis's TIME: skew = redisTime - midpoint of the local
+ * send and receive instants, accurate to half the round trip.
+ */
+import type { Gauge } from 'prom-client';
+import { logger } from '@feed/logger';
+import { runScript, withDeadline, type Redis, type RedisKeys } from '@feed/storage';
+
+/** How often an instance measures, at most: skew moves slowly, a step (a resumed VM) shows within this. */
+export const SKEW_MEASURE_EVERY_MS = 15_000;
+const MEASURE_DEADLINE_MS = 1_000;
+/** Past this (seconds) a measure is logged too: the alert fires on the gauge. */
+const SKEW_WARN_SECONDS = 2;
+
+export class ClockSkewProbe {
+  private lastMeasuredAt = -Infinity;
+  private measuring?: Promise<number | null>;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly gauge: Gauge,
+  ) {}
+
+  /** Redis's clock minus ours, in seconds; null when Redis did not answer. */
+  async measure(): Promise<number | null> {
+    const sentAt = Date.now();
+    const started = performance.now();
+    try {
+      const [seconds, micros] = await withDeadline(runScript<[string, string]>(this.redis, 'redis-time', [this.keys.current], []), MEASURE_DEADLINE_MS, 'redis time');
+      const roundTrip = performance.now() - started;
+      const skew = (Number(seconds) * 1000 + Number(micros) / 1000 - (sentAt + roundTrip / 2)) / 1000;
+      this.gauge.set(skew);
+      if (Math.abs(skew) > SKEW_WARN_SECONDS) logger.warn('host clock differs from redis', { skewSeconds: Number(skew.toFixed(3)), roundTripMs: Math.round(roundTrip) });
+      return skew;
+    } catch {
+      // Redis failing is counted where the feed meets it; the gauge keeps its last measure.
+      return null;
+    }
+  }
+
+  /** Measures in the background unless one was made within SKEW_MEASURE_EVERY_MS (called at each settings refresh). */
+  maybeMeasure(): void {
+    const now = performance.now();
+    if (this.measuring || now - this.lastMeasuredAt < SKEW_MEASURE_EVERY_MS) return;
+    this.lastMeasuredAt = now;
+    this.measuring = this.measure().finally(() => {
+      this.measuring = undefined;
+    });
+  }
+}
