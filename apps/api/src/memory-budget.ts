@@ -10,7 +10,7 @@ export interface MemoryShares {
   oldSpaceMb: number;
   /** Video documents with their item shape and JSON (lru-cache maxSize). */
   videoCacheBytes: number;
-  /** Verified tokens (lru-cache maxSize). */
+  /** Verified tokens (lru-cache maxSize): ~610 bytes each, so the default budget keeps 50,000 users' tokens. */
   tokenCacheBytes: number;
   /** Queue copies: Buffers, outside the V8 heap. */
   queueCopyBytes: number;
@@ -23,8 +23,8 @@ export function memoryShares(budgetMb: number): MemoryShares {
   return {
     budgetBytes,
     oldSpaceMb: Math.floor(budgetMb / 2),
-    videoCacheBytes: Math.floor(budgetBytes * 0.15),
-    tokenCacheBytes: Math.floor(budgetBytes * 0.05),
+    videoCacheBytes: Math.floor(budgetBytes * 0.1),
+    tokenCacheBytes: Math.floor(budgetBytes * 0.125),
     queueCopyBytes: Math.floor(budgetBytes * 0.15),
   };
 }

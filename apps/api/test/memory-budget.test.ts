@@ -32,7 +32,6 @@ const MB = 1024 * 1024;
 
 describe('memory shares', () => {
   it('when any budget is split, then queue copies and the old space fit in it and the in-heap caches leave half the old space to requests', () => {
-    // eslint-disable-next-line no-console -- the seed replays a failure
     console.log(`memory shares: fast-check seed ${seed}`);
     fc.assert(
       fc.property(fc.integer({ min: 64, max: 65536 }), (budgetMb) => {

@@ -131,7 +131,7 @@ function settingsFor(env: NodeJS.ProcessEnv) {
         .min(64)
         .max(65536)
         .default(256)
-        .description("Memory an API instance is sized for (its container's request; the default fits a 384Mi limit): V8's old space gets half, the video cache 15%, queue copies 15%, verified tokens 5%, in bytes"),
+        .description("Memory an API instance is sized for (its container's request; the default fits a 384Mi limit): V8's old space gets half, verified tokens 12.5%, the video cache 10%, queue copies 15%, in bytes"),
     ),
     viewHistorySize: setting('VIEW_HISTORY_SIZE', Joi.number().integer().min(10).max(5000).default(200).description('Recent views kept per user (skipped by the feed)')),
     viewHistoryTtlDays: setting('VIEW_HISTORY_TTL_DAYS', Joi.number().min(0.0001).max(90).default(7).description('Days the recent-views list lives after the last view')),
