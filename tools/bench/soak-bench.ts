@@ -36,7 +36,8 @@ export async function runSoakBench(): Promise<void> {
   const connections = Number(argValue('connections', '50'));
   const budget = argValue('budget');
   const entry = path.join(ROOT, 'apps/api/dist/main.js');
-  if (!existsSync(entry)) execFileSync('pnpm', ['build'], { cwd: ROOT, stdio: 'inherit' });
+  const heapFlagScript = path.join(ROOT, 'apps/api/dist/heap-flag.js');
+  if (!existsSync(entry) || !existsSync(heapFlagScript)) execFileSync('pnpm', ['build'], { cwd: ROOT, stdio: 'inherit' });
 
   const { mongoUri, connection, redis, prefix, keys, close } = await benchStores();
   let api: Managed | undefined;
@@ -57,7 +58,7 @@ export async function runSoakBench(): Promise<void> {
       ...(budget === undefined ? {} : { API_MEMORY_BUDGET_MB: budget }),
     };
     // What infra/Dockerfile.api's command does: the V8 flag first, from the same setting.
-    const heapFlag = execFileSync(process.execPath, [path.join(ROOT, 'apps/api/dist/heap-flag.js')], { env: { ...process.env, ...env } }).toString();
+    const heapFlag = execFileSync(process.execPath, [heapFlagScript], { env: { ...process.env, ...env } }).toString();
     console.log(`api: node ${heapFlag} dist/main.js, API_MEMORY_BUDGET_MB=${budget ?? 'default'}`);
     api = startProcess([...(heapFlag ? [heapFlag] : []), entry], env);
     const base = `http://127.0.0.1:${port}`;
