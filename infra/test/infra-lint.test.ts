@@ -1,15 +1,24 @@
 /**
  * The deployment files cannot run here (no container engine), so they are linted: the compose
  * file against the Compose specification's JSON schema, every Kubernetes manifest against the
- * API schemas (kubernetes-models), and the Dockerfiles for the properties we rely on.
+ * API schemas (kubernetes-models) and the policies an SRE relies on (k8s-policy.ts: a PDB, spread,
+ * pinned images, probes, requests and limits, non-root, read-only root), and the Dockerfiles for
+ * the properties we rely on.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import Ajv2019 from 'ajv/dist/2019';
 import { parse, parseAllDocuments } from 'yaml';
+import { policyViolations, type Manifest } from './k8s-policy';
 
 const INFRA = path.resolve(__dirname, '..');
 const read = (file: string) => readFileSync(path.join(INFRA, file), 'utf8');
+/** A Kubernetes memory quantity in MiB (the manifests use Mi and Gi). */
+const mebibytes = (quantity: string) => {
+  const match = /^(\d+)(Mi|Gi)$/.exec(quantity);
+  if (!match) throw new Error(`unexpected memory quantity ${quantity}`);
+  return Number(match[1]) * (match[2] === 'Gi' ? 1024 : 1);
+};
 
 describe('docker-compose.yml', () => {
   it('when validated against the Compose specification schema, then it passes and has the four services', () => {
@@ -40,7 +49,16 @@ describe('docker-compose.yml', () => {
 describe('Kubernetes manifests', () => {
   const documents = readdirSync(path.join(INFRA, 'k8s'))
     .filter((f) => f.endsWith('.yaml'))
-    .flatMap((f) => parseAllDocuments(read(`k8s/${f}`)).map((d) => ({ file: f, manifest: d.toJSON() as { apiVersion: string; kind: string; metadata: { name: string } } })));
+    .flatMap((f) => parseAllDocuments(read(`k8s/${f}`)).map((d) => ({ file: f, manifest: d.toJSON() as Manifest })));
+  const manifests = documents.map((d) => d.manifest);
+  const find = (kind: string, name: string) => manifests.find((m) => m.kind === kind && m.metadata.name === name)!;
+  const containerOf = (deployment: Manifest) => deployment.spec!.template!.spec.containers[0];
+  /** A deep copy of the manifests with `change` applied, for the policy checker to catch. */
+  const broken = (change: (copy: Manifest[]) => void) => {
+    const copy = structuredClone(manifests);
+    change(copy);
+    return copy;
+  };
 
   const modelFor = (apiVersion: string, kind: string): (new (data: object) => { validate(): void }) | undefined => {
     const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];
@@ -50,15 +68,21 @@ describe('Kubernetes manifests', () => {
     return mod[kind];
   };
 
-  it.each(['Deployment/short-feed-api', 'Service/short-feed-api', 'HorizontalPodAutoscaler/short-feed-api', 'Deployment/short-feed-worker', 'ConfigMap/short-feed-config', 'Secret/short-feed-secrets'])(
-    'when the manifests are read, then %s exists',
-    (id) => {
-      expect(documents.map((d) => `${d.manifest.kind}/${d.manifest.metadata.name}`)).toContain(id);
-    },
-  );
+  it.each([
+    'Deployment/short-feed-api',
+    'PodDisruptionBudget/short-feed-api',
+    'Service/short-feed-api',
+    'HorizontalPodAutoscaler/short-feed-api',
+    'Deployment/short-feed-worker',
+    'PodDisruptionBudget/short-feed-worker',
+    'ConfigMap/short-feed-config',
+    'Secret/short-feed-secrets',
+  ])('when the manifests are read, then %s exists', (id) => {
+    expect(manifests.map((m) => `${m.kind}/${m.metadata.name}`)).toContain(id);
+  });
 
   it('when every manifest is validated against its API schema, then none fails', () => {
-    expect(documents.length).toBeGreaterThanOrEqual(7);
+    expect(documents.length).toBeGreaterThanOrEqual(9);
     for (const { file, manifest } of documents) {
       const Model = modelFor(manifest.apiVersion, manifest.kind);
       if (!Model) throw new Error(`${file}: unknown kind ${manifest.apiVersion} ${manifest.kind}`);
@@ -66,19 +90,44 @@ describe('Kubernetes manifests', () => {
     }
   });
 
-  it('when the api Deployment is read, then it probes /healthz and /readyz', () => {
-    // eslint-disable-next-line no-restricted-syntax -- the parsed YAML document, narrowed to the fields under test
-    const api = documents.find((d) => d.manifest.kind === 'Deployment' && d.manifest.metadata.name === 'short-feed-api')!.manifest as unknown as {
-      spec: { template: { spec: { containers: Array<{ readinessProbe: { httpGet: { path: string } }; livenessProbe: { httpGet: { path: string } } }> } } };
-    };
-    const [container] = api.spec.template.spec.containers;
-    expect(container.readinessProbe.httpGet.path).toBe('/readyz');
-    expect(container.livenessProbe.httpGet.path).toBe('/healthz');
-  });
-
   it('when a manifest is broken, then the validator catches it', () => {
     const Model = modelFor('apps/v1', 'Deployment')!;
     expect(() => new Model({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x' }, spec: { replicas: 'three' } }).validate()).toThrow();
+  });
+
+  it('when the policies are checked, then every Deployment has a PDB, spread, pinned images, both probes, requests and limits, non-root and a read-only root', () => {
+    expect(policyViolations(manifests)).toEqual([]);
+    expect(containerOf(find('Deployment', 'short-feed-api')).readinessProbe?.httpGet?.path).toBe('/readyz');
+    expect(containerOf(find('Deployment', 'short-feed-worker')).readinessProbe?.httpGet?.path).toBe('/readyz');
+  });
+
+  it.each<[string, (copy: Manifest[]) => void, RegExp]>([
+    ['the API PodDisruptionBudget is removed', (copy) => copy.splice(copy.findIndex((m) => m.kind === 'PodDisruptionBudget' && m.metadata.name === 'short-feed-api'), 1), /short-feed-api: no PodDisruptionBudget/],
+    ['a memory limit is removed', (copy) => delete containerOf(copy.find((m) => m.metadata.name === 'short-feed-worker' && m.kind === 'Deployment')!).resources!.limits!.memory, /short-feed-worker container worker: no memory in resources.limits/],
+    ['an image goes back to :latest', (copy) => (containerOf(copy.find((m) => m.metadata.name === 'short-feed-api' && m.kind === 'Deployment')!).image = 'registry.example.com/short-feed-api:latest'), /short-feed-api:latest is not pinned/],
+    ['an image has no tag', (copy) => (containerOf(copy.find((m) => m.metadata.name === 'short-feed-api' && m.kind === 'Deployment')!).image = 'registry.example.com/short-feed-api'), /is not pinned/],
+    ['the worker probes readiness on /healthz', (copy) => (containerOf(copy.find((m) => m.metadata.name === 'short-feed-worker' && m.kind === 'Deployment')!).readinessProbe = { httpGet: { path: '/healthz' } }), /readiness probe is not \/readyz/],
+    ['the root filesystem becomes writable', (copy) => (containerOf(copy.find((m) => m.metadata.name === 'short-feed-api' && m.kind === 'Deployment')!).securityContext!.readOnlyRootFilesystem = false), /root filesystem is writable/],
+    ['the spread over zones is dropped', (copy) => copy.find((m) => m.metadata.name === 'short-feed-api' && m.kind === 'Deployment')!.spec!.template!.spec.topologySpreadConstraints!.shift(), /no topology spread over topology.kubernetes.io\/zone/],
+    ['a PDB allows no eviction', (copy) => (copy.find((m) => m.kind === 'PodDisruptionBudget' && m.metadata.name === 'short-feed-api')!.spec!.maxUnavailable = 0), /blocks every drain/],
+  ])('when %s, then the policy check names it', (_what, change, message) => {
+    expect(policyViolations(broken(change)).join('\n')).toMatch(message);
+  });
+
+  it('when the images are read, then each is tagged with its deployable\'s version, as infra/Dockerfile.* says the build tags it', () => {
+    for (const app of ['api', 'worker']) {
+      const { version } = JSON.parse(readFileSync(path.join(INFRA, `../apps/${app}/package.json`), 'utf8')) as { version: string };
+      expect(containerOf(find('Deployment', `short-feed-${app}`)).image).toBe(`registry.example.com/short-feed-${app}:${version}`);
+      expect(read(`Dockerfile.${app}`)).toContain(`docker build -t registry.example.com/short-feed-${app}:`);
+    }
+  });
+
+  it('when the API is sized, then its memory request is API_MEMORY_BUDGET_MB and its limit leaves half again for what no cache owns', () => {
+    const budgetMb = Number(find('ConfigMap', 'short-feed-config').data!.API_MEMORY_BUDGET_MB);
+    expect(budgetMb).toBeGreaterThanOrEqual(64);
+    const { requests, limits } = containerOf(find('Deployment', 'short-feed-api')).resources!;
+    expect(mebibytes(requests!.memory)).toBe(budgetMb);
+    expect(mebibytes(limits!.memory)).toBeGreaterThanOrEqual(budgetMb * 1.5);
   });
 });
 
@@ -91,7 +140,8 @@ describe('Dockerfiles', () => {
     expect(text).toMatch(/--frozen-lockfile/);
     // Compiled JavaScript at run time: `pnpm build` in the build stage, `node dist/main.js`, no loader.
     expect(text).toMatch(/pnpm build/);
-    expect(text).toMatch(/^CMD \["node", "dist\/main\.js"\]$/m);
+    // The API's command adds the heap flag its memory budget gives (dist/heap-flag.js).
+    expect(text).toMatch(app === 'api' ? /^CMD \["sh", "-c", "exec node \$\(node dist\/heap-flag\.js\) dist\/main\.js"\]$/m : /^CMD \["node", "dist\/main\.js"\]$/m);
     expect(text).not.toMatch(/tsx/);
   });
 

@@ -11,6 +11,8 @@ import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabel
 import { FeedService } from './feed/feed-service';
 import { VideoCatalog } from './feed/video-catalog';
 import { QueueCopies } from './feed/queue-copies';
+import { sizeTokenCache, tokenCacheBytes } from './http/identity';
+import { memoryShares } from './memory-budget';
 import { adminRoutes } from './routes/admin-routes';
 import { feedRoutes } from './routes/feed-routes';
 import { interactionRoutes } from './routes/interaction-routes';
@@ -40,14 +42,33 @@ export interface Api {
 export function createApp({ config, redis, mongo, metrics = createApiMetrics(), counterHooks }: ApiDeps): Api {
   const keys = createRedisKeys(config.redisKeyPrefix);
   const videos = videoModel(mongo);
-  const catalog = new VideoCatalog(videos, config.videoCacheMs, config.videoCacheMax, (hits, misses) => {
-    if (hits > 0) metrics.videoCache.inc({ result: 'hit' }, hits);
-    if (misses > 0) metrics.videoCache.inc({ result: 'miss' }, misses);
-  });
-  const queueCopies = new QueueCopies(redis, keys, config.queueCopiesMax, () => {
-    metrics.queueCopyLoads.inc();
-    metrics.queueCopyBytes.set(queueCopies.bytes());
-  });
+  const shares = memoryShares(config.apiMemoryBudgetMb);
+  const catalog = new VideoCatalog(
+    videos,
+    config.videoCacheMs,
+    config.videoCacheMax,
+    (hits, misses) => {
+      if (hits > 0) metrics.videoCache.inc({ result: 'hit' }, hits);
+      if (misses > 0) metrics.videoCache.inc({ result: 'miss' }, misses);
+    },
+    shares.videoCacheBytes,
+  );
+  const queueCopies = new QueueCopies(
+    redis,
+    keys,
+    config.queueCopiesMax,
+    () => {
+      metrics.queueCopyLoads.inc();
+      metrics.queueCopyBytes.set(queueCopies.bytes());
+    },
+    shares.queueCopyBytes,
+  );
+  sizeTokenCache(shares.tokenCacheBytes);
+  metrics.memoryBudget.set(shares.budgetBytes);
+  metrics.cacheBudgetBytes.set({ cache: 'video' }, shares.videoCacheBytes);
+  metrics.cacheBudgetBytes.set({ cache: 'token' }, shares.tokenCacheBytes);
+  metrics.cacheBudgetBytes.set({ cache: 'queue_copies' }, shares.queueCopyBytes);
+  metrics.cacheSizes.read = () => ({ video: catalog.cacheBytes(), token: tokenCacheBytes(), queue_copies: queueCopies.bytes() });
   const interactions = new InteractionService(videos, interactionModels(mongo), counterHooks);
   const history = new UserHistory(redis, keys, config);
   const watches = new WatchCounter(redis, keys, config.totalWatch, config.businessTimeZone);

@@ -1,4 +1,5 @@
 /** Read-side metrics of SPEC R18, on a registry per app instance (tests build several apps). */
+import { getHeapStatistics } from 'node:v8';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { VARIANT_EVENTS, VARIANTS } from '@feed/storage';
 import { declareLabels } from '@feed/telemetry';
@@ -30,11 +31,39 @@ export function statusLabel(status: number): string {
   return (HTTP_STATUSES as readonly string[]).includes(code) ? code : `${code[0]}xx`;
 }
 
+/** The caches that hold a share of API_MEMORY_BUDGET_MB (`feed_cache_bytes{cache}`). */
+export const MEMORY_CACHES = ['video', 'token', 'queue_copies'] as const;
+export type MemoryCache = (typeof MEMORY_CACHES)[number];
+
 export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
   const counter = (name: string, help: string, labels: Record<string, readonly string[]>) => declareLabels(new Counter({ name, help, labelNames: Object.keys(labels), registers: [registry] }), labels);
+  /** What each cache holds, read at scrape time; the app that owns the caches sets it. */
+  const cacheSizes: { read?: () => Record<MemoryCache, number> } = {};
+  const cacheBytes = new Gauge({
+    name: 'feed_cache_bytes',
+    help: 'Estimated bytes held by each in-process cache (video documents, verified tokens, queue copies), against its share of API_MEMORY_BUDGET_MB',
+    labelNames: ['cache'],
+    registers: [registry],
+    collect() {
+      const sizes = cacheSizes.read?.();
+      if (sizes) for (const cache of MEMORY_CACHES) this.set({ cache }, sizes[cache]);
+    },
+  });
+  const cacheBudgetBytes = new Gauge({ name: 'feed_cache_budget_bytes', help: "Each in-process cache's share of API_MEMORY_BUDGET_MB, in bytes", labelNames: ['cache'], registers: [registry] });
+  for (const cache of MEMORY_CACHES) {
+    cacheBytes.set({ cache }, 0);
+    cacheBudgetBytes.set({ cache }, 0);
+  }
+  const heapLimit = new Gauge({ name: 'feed_heap_limit_bytes', help: "V8's heap size limit in this process (set from API_MEMORY_BUDGET_MB by the image's command)", registers: [registry] });
+  heapLimit.set(getHeapStatistics().heap_size_limit);
   const metrics = {
+    cacheSizes,
+    cacheBytes,
+    cacheBudgetBytes,
+    heapLimit,
+    memoryBudget: new Gauge({ name: 'feed_memory_budget_bytes', help: 'API_MEMORY_BUDGET_MB of this instance, in bytes', registers: [registry] }),
     registry,
     httpDuration: new Histogram({
       name: 'feed_http_request_duration_seconds',

@@ -75,14 +75,14 @@ describe('queue copies (R22)', () => {
     const ring = (await readRingVersion(s.redis, s.keys, V))!;
     const loaded: string[] = [];
     // This instance's draw puts its preload at the start of the spread; another's would wait up to jitterMs.
-    const copies = new QueueCopies(s.redis, s.keys, 3, (version) => void loaded.push(version), 60_000, () => 0);
+    const copies = new QueueCopies(s.redis, s.keys, 3, (version) => void loaded.push(version), Infinity, 60_000, () => 0);
     copies.preload(ring);
     copies.preload(ring);
     await waitUntil('the preloaded copy', async () => loaded.length > 0, 5_000);
     expect(loaded).toEqual([V]);
     expect(copies.idsAt(ring, 0, 3)).toEqual(ids.slice(0, 3));
     // Drawn late in the spread: nothing loads yet, and reads meanwhile take the LRANGE path.
-    const late = new QueueCopies(s.redis, s.keys, 3, (version) => void loaded.push(version), 60_000, () => 0.999);
+    const late = new QueueCopies(s.redis, s.keys, 3, (version) => void loaded.push(version), Infinity, 60_000, () => 0.999);
     late.preload(ring);
     expect(late.idsAt(ring, 0, 3)).toBeUndefined();
     expect(loaded).toEqual([V]);

@@ -1,6 +1,6 @@
 /**
  * The worker's HTTP surface, admin parts behind credentials: the job dashboard (bull-board),
- * where on-call watches builds and triggers a rebuild, and the queue inspector; `/metrics`; `/healthz`.
+ * where on-call watches builds and triggers a rebuild, and the queue inspector; `/metrics`; `/healthz`; `/readyz`.
  */
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler } from 'express';
@@ -14,6 +14,7 @@ import { logger } from '@feed/logger';
 import { auditTrail, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 import { asDashboardRequest, auditedQueue } from './jobs/audited-queue';
 import { inspectorRoutes } from './inspect/inspector-routes';
+import { readiness } from './readiness';
 import type { WorkerMetrics } from './metrics';
 
 export const DASHBOARD_PATH = '/admin/queues';
@@ -67,6 +68,7 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  app.get('/readyz', readiness({ redis, keys, videos }));
   app.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });

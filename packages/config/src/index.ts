@@ -124,6 +124,15 @@ function settingsFor(env: NodeJS.ProcessEnv) {
       'QUEUE_COPIES_MAX',
       Joi.number().integer().min(0).max(10).default(3).description('Published queues an API instance keeps in memory (12 MB per million videos each, R22); 0 = read positions from Redis'),
     ),
+    apiMemoryBudgetMb: setting(
+      'API_MEMORY_BUDGET_MB',
+      Joi.number()
+        .integer()
+        .min(64)
+        .max(65536)
+        .default(256)
+        .description("Memory an API instance is sized for (its container's request; the default fits a 384Mi limit): V8's old space gets half, verified tokens 12.5%, the video cache 10%, queue copies 15%, in bytes"),
+    ),
     viewHistorySize: setting('VIEW_HISTORY_SIZE', Joi.number().integer().min(10).max(5000).default(200).description('Recent views kept per user (skipped by the feed)')),
     viewHistoryTtlDays: setting('VIEW_HISTORY_TTL_DAYS', Joi.number().min(0.0001).max(90).default(7).description('Days the recent-views list lives after the last view')),
     notInterestedMax: setting('NOT_INTERESTED_MAX', Joi.number().integer().min(10).max(10000).default(500).description('"Not interested" marks kept per user; the oldest are dropped first')),
@@ -175,4 +184,15 @@ export function renderConfigTable(): string {
   const cell = (text: string) => text.replace(/\|/g, '\\|');
   const rows = describeConfig().map(({ name, description, default: fallback }) => `| \`${name}\` | ${fallback === undefined ? '—' : `\`${String(fallback)}\``} | ${cell(description)} |`);
   return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
+}
+
+/**
+ * One setting validated alone: for a step that runs before the process does (the image's command
+ * derives V8's heap flag from API_MEMORY_BUDGET_MB) and must not stop on another variable.
+ */
+export function loadSetting<K extends keyof Settings>(key: K, env: NodeJS.ProcessEnv = process.env): Values[K] {
+  const declared = settingsFor(env)[key] as Setting<unknown, Values[K]>;
+  const { value, error } = declared.schema.validate(env[declared.env], { convert: true });
+  if (error) throw new ConfigError(`invalid configuration: ${declared.env}: ${error.message}`);
+  return declared.toValue(value);
 }

@@ -5,8 +5,10 @@
  * the background in chunks, and used only once verified: every chunk full, the total equal to
  * `meta.length`, and the meta's build id unchanged from before the first chunk to after the last
  * (a forced rebuild in place during the load discards it). Until a copy is ready the feed reads
- * the claimed positions from Redis (LRANGE). At most `maxCopies` are kept, least recently used
- * dropped first: today's, yesterday's (R17's fallback) and one being replaced.
+ * the claimed positions from Redis (LRANGE). At most `maxCopies` are kept, together at most
+ * `maxBytes` (their share of API_MEMORY_BUDGET_MB), least recently used dropped first: today's,
+ * yesterday's (R17's fallback) and one being replaced. A queue larger than `maxBytes` alone is
+ * never copied: its positions stay in Redis.
  * Loads are preloads: an instance starts one when its settings refresh first names a version or
  * build id (`preload`), after a random delay of up to `jitterMs`, so at the daily switch the
  * instances' LRANGEs to the master that owns `{V}` are spread in time, not all at the first miss.
@@ -35,12 +37,15 @@ export class QueueCopies {
   private readonly copies = new Map<string, QueueCopy>();
   private readonly loading = new Map<string, Promise<void>>();
   private readonly scheduled = new Map<string, NodeJS.Timeout>();
+  /** Builds too large for `maxBytes` (version/buildId). */
+  private readonly oversized = new Set<string>();
 
   constructor(
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
     private readonly maxCopies: number,
     private readonly onLoaded: (version: string, bytes: number) => void = () => undefined,
+    private readonly maxBytes = Infinity,
     private readonly jitterMs = PRELOAD_JITTER_MS,
     private readonly random: () => number = Math.random,
   ) {}
@@ -94,6 +99,15 @@ export class QueueCopies {
     const held = this.copies.get(ring.version);
     if (held && sameBuild(held, ring)) return Promise.resolve();
     const key = `${ring.version}/${ring.buildId}`;
+    if (ring.length * ID_BYTES > this.maxBytes) {
+      // Said once per build, not on every request that finds no copy.
+      if (!this.oversized.has(key)) {
+        if (this.oversized.size >= 16) this.oversized.clear();
+        this.oversized.add(key);
+        logger.warn('queue larger than the copies\' memory share; reading positions from Redis', { version: ring.version, bytes: ring.length * ID_BYTES, maxBytes: this.maxBytes });
+      }
+      return Promise.resolve();
+    }
     let loading = this.loading.get(key);
     if (!loading) {
       const started = this.load(ring)
@@ -123,7 +137,7 @@ export class QueueCopies {
     if (listed !== ring.length) throw new Error(`queue ${ring.version} holds ${listed} ids, meta.length says ${ring.length}`);
     this.copies.delete(ring.version);
     this.copies.set(ring.version, { buildId: ring.buildId, length: ring.length, ids });
-    while (this.copies.size > this.maxCopies) this.copies.delete(this.copies.keys().next().value!);
+    while (this.copies.size > this.maxCopies || this.bytes() > this.maxBytes) this.copies.delete(this.copies.keys().next().value!);
     this.onLoaded(ring.version, ids.byteLength);
   }
 }

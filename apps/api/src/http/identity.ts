@@ -39,11 +39,25 @@ function secretKey(secret: string): KeyObject {
 
 /**
  * Verified tokens, by their exact text: a client sends the same token on every swipe, and a
- * token string that verified once verifies again until it expires. Bounded; entries never
- * outlive the token's `exp` (or a minute when it has none).
+ * token string that verified once verifies again until it expires. Bounded in bytes (the token
+ * cache's share of API_MEMORY_BUDGET_MB, see `sizeTokenCache`); entries never outlive the
+ * token's `exp` (or a minute when it has none).
  */
 const VERIFIED_TOKEN_TTL_MS = 60_000;
-const verifiedTokens = new LRUCache<string, { identity: Identity; secret: string }>({ max: 50_000, ttl: VERIFIED_TOKEN_TTL_MS });
+/** Heap bytes of an entry beside its strings, measured with `--expose-gc` (609 bytes for a 132-character token). */
+const TOKEN_ENTRY_BYTES = 450;
+type VerifiedToken = { identity: Identity; secret: string };
+const tokenEntryBytes = (entry: VerifiedToken, token: string) => TOKEN_ENTRY_BYTES + token.length + 2 * (entry.identity.userId?.length ?? 0);
+const tokenCache = (maxBytes: number) => new LRUCache<string, VerifiedToken>({ ttl: VERIFIED_TOKEN_TTL_MS, maxSize: maxBytes, sizeCalculation: tokenEntryBytes });
+let verifiedTokens = tokenCache(16 * 1024 * 1024);
+
+/** Gives the process's token cache `maxBytes` (its share of the memory budget); a new size starts it empty. */
+export function sizeTokenCache(maxBytes: number): void {
+  if (verifiedTokens.maxSize !== maxBytes) verifiedTokens = tokenCache(maxBytes);
+}
+
+/** Estimated heap bytes held by verified tokens (`feed_cache_bytes{cache="token"}`). */
+export const tokenCacheBytes = (): number => verifiedTokens.calculatedSize;
 
 function verifyToken(token: string, secret: string): Identity {
   const now = Date.now();
