@@ -40,10 +40,17 @@ export interface Api {
 export function createApp({ config, redis, mongo, metrics = createApiMetrics(), counterHooks }: ApiDeps): Api {
   const keys = createRedisKeys(config.redisKeyPrefix);
   const videos = videoModel(mongo);
-  const catalog = new VideoCatalog(videos, config.videoCacheMs, config.videoCacheMax, (hits, misses) => {
-    if (hits > 0) metrics.videoCache.inc({ result: 'hit' }, hits);
-    if (misses > 0) metrics.videoCache.inc({ result: 'miss' }, misses);
-  });
+  const catalog = new VideoCatalog(
+    videos,
+    config.videoCacheMs,
+    config.videoCacheMax,
+    (hits, misses) => {
+      if (hits > 0) metrics.videoCache.inc({ result: 'hit' }, hits);
+      if (misses > 0) metrics.videoCache.inc({ result: 'miss' }, misses);
+    },
+    (issue) => metrics.skipped.inc({ reason: issue }),
+    config.mongoFallbackMaxTimeMs,
+  );
   const queueCopies = new QueueCopies(redis, keys, config.queueCopiesMax, () => {
     metrics.queueCopyLoads.inc();
     metrics.queueCopyBytes.set(queueCopies.bytes());

@@ -1,7 +1,8 @@
 /** Read-side metrics of SPEC R18, on a registry per app instance (tests build several apps). */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
-export type SkipReason = 'invalid' | 'seen' | 'not_interested' | 'own' | 'duplicate';
+/** Why a ring candidate was skipped; `unreadable_id` and `non_numeric_field` count odd documents read from MongoDB (R1a). */
+export type SkipReason = 'invalid' | 'seen' | 'not_interested' | 'own' | 'duplicate' | 'unreadable_id' | 'non_numeric_field';
 
 export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
@@ -17,7 +18,7 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     pages: new Counter({ name: 'feed_pages_total', help: 'Feed pages served, by strategy (ring, previous-version, legacy-set, mongo-fallback)', labelNames: ['strategy'], registers: [registry] }),
     emptyPages: new Counter({ name: 'feed_empty_pages_total', help: 'Feed pages served with no video', labelNames: ['strategy'], registers: [registry] }),
-    skipped: new Counter({ name: 'feed_skipped_videos_total', help: 'Candidates skipped by the ring read, by reason', labelNames: ['reason'], registers: [registry] }),
+    skipped: new Counter({ name: 'feed_skipped_videos_total', help: 'Candidates skipped by the ring read, by reason; unreadable_id (skipped) and non_numeric_field (a field read as 0) count odd video documents as read from MongoDB on any strategy', labelNames: ['reason'], registers: [registry] }),
     redisFailures: new Counter({ name: 'feed_redis_failures_total', help: 'Redis or Lua failures, by operation (the read path, views, not-interested marks, watch counts)', labelNames: ['operation'], registers: [registry] }),
     claimsGivenBack: new Counter({
       name: 'feed_claims_given_back_total',

@@ -133,6 +133,10 @@ function settingsFor(env: NodeJS.ProcessEnv) {
       Joi.number().integer().min(100).max(3_600_000).default(30_000).description("Delay before a failed build's first retry (doubled for the second); after the last, the controller queues it again"),
     ),
     redisDeadlineMs: setting('REDIS_DEADLINE_MS', Joi.number().integer().min(10).max(5000).default(250).description('Redis budget of one API request (all its Redis calls together); past it the request degrades (R17)')),
+    mongoFallbackMaxTimeMs: setting(
+      'MONGO_FALLBACK_MAX_TIME_MS',
+      Joi.number().integer().min(10).max(10_000).default(1000).description("Bound of the feed's MongoDB fallback: its query's maxTimeMS and the longest a request waits for it (then 503)"),
+    ),
     corsAllowedOrigins: list('CORS_ALLOWED_ORIGINS', originList.default('').description('Comma list of origins an H5 page may call /api/app/* from; empty = no cross-origin access; admin endpoints never')),
   };
 }

@@ -6,3 +6,4 @@ export * from './assemble';
 export * from './version';
 export * from './hash';
 export * from './offset-buckets';
+export * from './document-values';
