@@ -5,7 +5,7 @@ import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
-import { errorHandler, notFoundRoute } from '@feed/http';
+import { errorHandler, methodNotAllowed, notFoundRoute } from '@feed/http';
 import { requestId, requestIdOf } from './http/request-id';
 import { createApiMetrics, type ApiMetrics } from './metrics';
 import { FeedService } from './feed/feed-service';
@@ -94,6 +94,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs }));
   app.use(interactionRoutes(interactions, config.authJwtSecret, feed.readout));
   app.use(adminRoutes({ config, redis, keys, catalog, history, feed }));
+  app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   app.use(errorHandler());
   return { app, feed, metrics };

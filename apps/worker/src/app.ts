@@ -7,7 +7,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
-import { adminUserOf, basicAuth, errorHandler, notFoundRoute, sendError, unavailable } from '@feed/http';
+import { adminUserOf, basicAuth, errorHandler, methodNotAllowed, notFoundRoute, sendError, unavailable } from '@feed/http';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { recordAudit, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
@@ -81,6 +81,7 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
   const admin = [basicAuth(config.adminUser, config.adminPassword, REALM), answerWithin(ADMIN_DEADLINE_MS)];
   app.use(DASHBOARD_PATH, admin, auditDashboardBuilds(redis, keys), board.getRouter());
   app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos }));
+  app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   // Admin pages read Redis and MongoDB: a failing store is a 503, never a hung or generic 500.
   app.use(errorHandler({ unexpected: 'unavailable' }));

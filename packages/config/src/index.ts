@@ -91,6 +91,9 @@ function settingsFor(env: NodeJS.ProcessEnv) {
     logLevel: setting('LOG_LEVEL', Joi.string().valid('error', 'warn', 'info', 'http', 'debug').default('info').description('Lowest log level written')),
     port: setting('PORT', Joi.number().port().default(3000).description('HTTP port of the API')),
     workerPort: setting('WORKER_PORT', Joi.number().port().default(3001).description('HTTP port of the worker (job dashboard, /metrics, health)')),
+    httpHeadersTimeoutMs: setting('HTTP_HEADERS_TIMEOUT_MS', Joi.number().integer().min(100).max(120_000).default(10_000).description('Both deployables: time a client has to send its request headers, then 408 (slow clients)')),
+    httpRequestTimeoutMs: setting('HTTP_REQUEST_TIMEOUT_MS', Joi.number().integer().min(100).max(600_000).default(30_000).description('Both deployables: time a client has to send a whole request, body included, then 408')),
+    httpMaxConnections: setting('HTTP_MAX_CONNECTIONS', Joi.number().integer().min(1).max(1_000_000).default(4096).description('Both deployables: connections an instance holds at once; more are refused')),
     mongoUrl: optional(
       'MONGO_URL',
       required(Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] })).description(
