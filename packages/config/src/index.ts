@@ -2,11 +2,13 @@
  * The service's whole configuration: one joi schema over the environment (SPEC D2, R16).
  * A bad value stops start-up with a message naming the variable.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { CronExpressionParser } from 'cron-parser';
 import Joi from 'joi';
+import { PUBLISHED_SECRET_DIGESTS } from './published-secrets';
 
 /** Parsed by cron-parser, the parser BullMQ's job scheduler itself uses. */
 const cronExpression = Joi.string().custom((value: string, helpers) => {
@@ -30,10 +32,16 @@ export const PRODUCTION_SECRET_MIN_LENGTH = 32;
 /**
  * A secret anyone can read in the repository: the development default of its variable, or a
  * placeholder of the deployment files, which all name themselves as such (infra/k8s/config.yaml,
- * .env.example: `REPLACE_ME_...`). A test reads every secret those files hold and checks it is refused.
+ * .env.example: `REPLACE_ME_...`), or any secret-like string of the tests, fixtures, tools and docs
+ * (published-secrets.ts, derived from the files). A test reads every secret those files hold and checks it is refused.
  */
 export function isPublishedSecret(value: string, devDefault: string): boolean {
-  return value === devDefault || /replace[-_ ]?me|change[-_ ]?me|placeholder|example/i.test(value);
+  return value === devDefault || /replace[-_ ]?me|change[-_ ]?me|placeholder|example/i.test(value) || PUBLISHED_SECRET_DIGESTS.has(secretDigest(value));
+}
+
+/** How the repository's published strings are listed (tools/secrets/published-secrets.ts): the first 64 bits of the SHA-256. */
+export function secretDigest(value: string): string {
+  return createHash('sha256').update(value).digest('hex').slice(0, 16);
 }
 
 /**
@@ -165,6 +173,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration: ${error.details.map((d) => `${String(d.path[0])}: ${d.message}`).join('; ')}`);
   }
   const validated = value as Record<string, unknown>;
+  // One secret for both would let anyone who knows the admin password sign user tokens.
+  if (validated.NODE_ENV === 'production' && validated.AUTH_JWT_SECRET === validated.ADMIN_PASSWORD) {
+    throw new ConfigError('invalid configuration: AUTH_JWT_SECRET: must differ from ADMIN_PASSWORD; ADMIN_PASSWORD: must differ from AUTH_JWT_SECRET');
+  }
   // Each field is its declaration's toValue of the validated variable: the types line up by construction.
   return Object.fromEntries(settings.map(([key, { env: name, toValue }]) => [key, toValue(validated[name])])) as Config;
 }
