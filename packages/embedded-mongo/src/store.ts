@@ -527,7 +527,8 @@ export class Collection {
    */
   private firstSorted(filter: Document, sort: Record<string, 1 | -1>, count: number): Document[] {
     const docs = this.match(filter);
-    if (docs.length <= count) return find(docs, {}).sort(sort).all() as Document[];
+    // A few matches per wanted document: mingo's own sort is as quick.
+    if (docs.length <= SELECTION_MIN_RATIO * count) return find(docs, {}).sort(sort).all() as Document[];
     const keys = Object.entries(sort).map(([key, direction]) => ({ key, direction, get: key.includes('.') ? (doc: Document) => resolve(doc, key) : (doc: Document) => doc[key] }));
     const order = (a: Document, b: Document) => {
       for (const { get, direction } of keys) {
@@ -791,6 +792,9 @@ export class Store {
     return [...this.databases.values()];
   }
 }
+
+/** Below this many matches per wanted document a full sort is used. */
+const SELECTION_MIN_RATIO = 16;
 
 /** $sort's order of two values: mingo's compare, a missing value equal to null (as MongoDB and mingo's grouping have it). */
 function sortCompare(a: unknown, b: unknown): number {

@@ -21,9 +21,9 @@ describe('embedded find with a sort and a limit', () => {
     console.info(`sort-limit property seed: ${SEED}`);
     fc.assert(
       fc.property(
-        fc.array(fc.record({ a: value, b: value, status: fc.constantFrom('approved', 'pending') }), { minLength: 0, maxLength: 60 }),
+        fc.array(fc.record({ a: value, b: value, status: fc.constantFrom('approved', 'pending') }), { minLength: 0, maxLength: 200, size: 'max' }),
         fc.constantFrom<Record<string, 1 | -1>>({ a: -1 }, { a: 1 }, { a: -1, b: 1 }, { b: 1, a: -1 }),
-        fc.integer({ min: 1, max: 10 }),
+        fc.integer({ min: 1, max: 8 }),
         fc.integer({ min: 0, max: 3 }),
         (docs, sort, limit, skip) => {
           const collection = new Store().db('t').ensure('c').collection;
@@ -34,7 +34,7 @@ describe('embedded find with a sort and a limit', () => {
           expect(ids(collection.find(filter, { sort, limit, skip }))).toEqual(ids(full));
         },
       ),
-      { numRuns: 300, seed: SEED },
+      { numRuns: 200, seed: SEED },
     );
   });
 });
