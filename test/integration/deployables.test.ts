@@ -67,7 +67,7 @@ async function requestInFlight(port: number, route: string, headers: Record<stri
 describe('production configuration (D2)', () => {
   it.each(['api', 'worker'])('when the %s starts in production without MONGO_URL, then it exits non-zero naming it and never listens', async (name) => {
     const port = await freePort();
-    const child = startProcess(tsx(`apps/${name}/src/main.ts`), { ...baseEnv(), NODE_ENV: 'production', MONGO_URL: '', AUTH_JWT_SECRET: 'k7#Vq9!zR2mW8pL4xT6nB3yH5cJ1dF0gXa', ADMIN_PASSWORD: 'Zt4!uM8#qW2eR6yN0pK3sV7bC1xL5hJ9Qd', PORT: String(port), WORKER_PORT: String(port) });
+    const child = startProcess(tsx(`apps/${name}/src/main.ts`), { ...baseEnv(), NODE_ENV: 'production', MONGO_URL: '', AUTH_JWT_SECRET: randomBytes(24).toString('base64url'), ADMIN_PASSWORD: randomBytes(24).toString('base64url'), PORT: String(port), WORKER_PORT: String(port) });
     stopAfter(child);
     expect(await exited(child)).not.toBe(0);
     expect(child.output.join('')).toMatch(/MONGO_URL/);

@@ -5,7 +5,7 @@ import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { auditTrail, createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
-import { errorHandler, notFoundRoute } from '@feed/http';
+import { errorHandler, methodNotAllowed, notFoundRoute } from '@feed/http';
 import { requestId, requestIdOf } from './http/request-id';
 import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
 import { FeedService } from './feed/feed-service';
@@ -52,6 +52,8 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
       if (misses > 0) metrics.videoCache.inc({ result: 'miss' }, misses);
     },
     shares.videoCacheBytes,
+    (issue) => metrics.skipped.inc({ reason: issue }),
+    config.mongoFallbackMaxTimeMs,
   );
   const queueCopies = new QueueCopies(
     redis,
@@ -110,6 +112,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs }));
   app.use(interactionRoutes(interactions, config.authJwtSecret, feed.readout));
   app.use(adminRoutes({ config, redis, keys, catalog, history, feed, audit: auditTrail(mongo, config.redisKeyPrefix) }));
+  app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   app.use(errorHandler());
   requestLabels = declareHttpRoutes(metrics.httpDuration, routesOf(app));

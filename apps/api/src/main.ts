@@ -4,6 +4,7 @@ import { stopTelemetry, TELEMETRY_SHUTDOWN_MS } from '@feed/telemetry';
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
+import { createHttpServer } from '@feed/http';
 import { configureLogger, logger } from '@feed/logger';
 import { closeRedis, connectMongo, connectRedis, interactionModels, videoModel } from '@feed/storage';
 import { createApp } from './app';
@@ -23,7 +24,7 @@ export async function startApi(config: Config = loadConfig()): Promise<RunningAp
   // The unique indexes that decide "first success" (R3) must exist before the first request.
   await Promise.all([videoModel(mongo.connection), ...Object.values(interactionModels(mongo.connection))].map((m) => m.init()));
   const { app, feed } = createApp({ config, redis, mongo: mongo.connection, metrics: createApiMetrics({ defaultMetrics: true }) });
-  const server = app.listen(config.port);
+  const server = createHttpServer(app, { headersTimeoutMs: config.httpHeadersTimeoutMs, requestTimeoutMs: config.httpRequestTimeoutMs, maxConnections: config.httpMaxConnections }).listen(config.port);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   logger.info('api listening', { port: config.port });
   server.keepAliveTimeout = 65_000;

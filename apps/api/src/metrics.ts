@@ -12,7 +12,8 @@ import type { StrategyName } from './feed/feed-service';
  */
 export const STRATEGIES = ['ring', 'previous-version', 'legacy-set', 'mongo-fallback'] as const satisfies readonly StrategyName[];
 export const DEGRADATION_KINDS = ['previous-version', 'legacy-set', 'mongo-fallback'] as const;
-export const SKIP_REASONS = ['invalid', 'seen', 'not_interested', 'own', 'duplicate'] as const;
+/** Why a ring candidate was skipped; `unreadable_id` and `non_numeric_field` count odd documents read from MongoDB (R1a). */
+export const SKIP_REASONS = ['invalid', 'seen', 'not_interested', 'own', 'duplicate', 'unreadable_id', 'non_numeric_field'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
 /** The feed's strategies, its settings and user-filter reads, and the other endpoints' Redis calls. */
 export const REDIS_OPERATIONS = [...STRATEGIES, 'settings', 'user-filter', 'watch-count', 'view-history', 'not-interested'] as const;
@@ -74,7 +75,7 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     pages: counter('feed_pages_total', 'Feed pages served, by strategy (ring, previous-version, legacy-set, mongo-fallback)', { strategy: STRATEGIES }),
     emptyPages: counter('feed_empty_pages_total', 'Feed pages served with no video', { strategy: STRATEGIES }),
-    skipped: counter('feed_skipped_videos_total', 'Candidates skipped by the ring read, by reason', { reason: SKIP_REASONS }),
+    skipped: counter('feed_skipped_videos_total', 'Candidates skipped by the ring read, by reason; unreadable_id (skipped) and non_numeric_field (a field read as 0) count odd video documents as read from MongoDB on any strategy', { reason: SKIP_REASONS }),
     redisFailures: counter('feed_redis_failures_total', 'Redis or Lua failures, by operation (the read path, views, not-interested marks, watch counts)', { operation: REDIS_OPERATIONS }),
     claimsGivenBack: counter(
       'feed_claims_given_back_total',

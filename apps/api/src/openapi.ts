@@ -32,6 +32,10 @@ function queryParameters(schema: Joi.ObjectSchema): object[] {
 }
 
 const body = (schema: Joi.Schema, required = true) => ({ required, ...json(toJsonSchema(schema)) });
+/** Node's server answers any route so (SPEC C: slow clients are bounded). */
+const slowClient = { 408: { description: 'The request was not received within HTTP_HEADERS_TIMEOUT_MS (headers) or HTTP_REQUEST_TIMEOUT_MS (whole request); no body' } };
+/** Answered wherever a body is parsed (express.json's 16 KB limit). */
+const tooLarge = { 413: error('Request body larger than 16 KB (payload_too_large)') };
 
 const clientErrors = { 400: error('Malformed input, naming the field'), 401: error('Missing or invalid credentials') };
 const withVideo = { ...clientErrors, 404: error('No such video') };
@@ -42,7 +46,7 @@ const adminSecurity = [{ adminBasic: [] }];
 
 interface Operation {
   operationId: string;
-  tag: 'feed' | 'views' | 'interactions' | 'admin';
+  tag: 'feed' | 'views' | 'interactions' | 'admin' | 'operations';
   summary: string;
   description: string;
   security: object[];
@@ -66,7 +70,7 @@ const feedPage = (operationId: string, summary: string, description: string) =>
 
 /** HEAD of a feed page: headers only; it never claims positions (R11). */
 const headOfPage = (operationId: string) =>
-  operation({ operationId, tag: 'feed', summary: 'Headers of a feed page', description: 'Headers only: no page is built and no position of the ring is claimed.', security: userOrGuest, responses: { 200: { description: 'OK (no body)' }, 401: { description: 'Missing or invalid credentials' } } });
+  operation({ operationId, tag: 'feed', summary: 'Headers of a feed page', description: 'The GET\'s authentication and validation, headers only: no page is built and no position of the ring is claimed.', security: userOrGuest, parameters: queryParameters(pageQuery), responses: { 200: { description: 'OK (no body)' }, 400: { description: 'Malformed page size' }, 401: { description: 'Missing or invalid credentials' } } });
 
 const toggle = (operationId: string, summary: string, description: string) => ({
   post: operation({
@@ -76,13 +80,28 @@ const toggle = (operationId: string, summary: string, description: string) => ({
     description,
     security: userSecurity,
     requestBody: body(vidBody),
-    responses: { 200: ok(ref('Toggle')), ...withVideo, 409: error('The video is not an approved short video') },
+    responses: { 200: ok(ref('Toggle')), ...withVideo, 409: error('The video is not an approved short video'), ...tooLarge },
   }),
 });
 
 const viewAction = (operationId: string, summary: string, description: string) => ({
-  post: operation({ operationId, tag: 'views', summary, description, security: userOrGuest, requestBody: body(vidBody), responses: { 200: ok(ref('Ok')), ...withVideo, ...unavailable } }),
+  post: operation({ operationId, tag: 'views', summary, description, security: userOrGuest, requestBody: body(vidBody), responses: { 200: ok(ref('Ok')), ...withVideo, ...unavailable, ...tooLarge } }),
 });
+
+/** The CORS preflight the client API answers on every /api/app path (CORS_ALLOWED_ORIGINS). */
+function withPreflights<T extends Record<string, object>>(paths: T): T {
+  const preflight = (path: string) =>
+    operation({
+      operationId: `preflight${path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
+      tag: 'operations',
+      summary: 'CORS preflight',
+      description: 'For an origin in CORS_ALLOWED_ORIGINS: the Access-Control-Allow-* headers (methods GET, POST, DELETE; headers Authorization, X-Device-Id, Idempotency-Key, Content-Type; max age 600 s). Other origins get no Access-Control-Allow-Origin.',
+      security: [],
+      parameters: [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
+      responses: { 204: { description: 'No content: the CORS headers only' }, ...slowClient },
+    });
+  return Object.fromEntries(Object.entries(paths).map(([path, methods]) => [path, path.startsWith('/api/app/') ? { ...methods, options: preflight(path) } : methods])) as T;
+}
 
 const rolloutAnswer = ok(ref('RolloutInForce'), 'The rollout in force after the call, and where each value comes from');
 
@@ -100,12 +119,13 @@ export const openApiDocument = {
     { name: 'views', description: 'Views, free watches and "not interested" (R14, R15, V1, V3)' },
     { name: 'interactions', description: 'Likes, collects, comments and shares (R2-R4)' },
     { name: 'admin', description: 'On-call: behind the admin credentials (HTTP Basic, ADMIN_USER / ADMIN_PASSWORD)' },
+    { name: 'operations', description: 'Probes, metrics, this document and the CORS preflight: no credentials' },
   ],
   components: {
     securitySchemes: {
-      bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT (HS256, sub = user id)' },
+      bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT (HS256, sub = user id)', description: 'Authorization: Bearer <JWT>; the scheme name in any case (RFC 7235)' },
       deviceId: { type: 'apiKey', in: 'header', name: 'X-Device-Id' },
-      adminBasic: { type: 'http', scheme: 'basic', description: 'ADMIN_USER and ADMIN_PASSWORD' },
+      adminBasic: { type: 'http', scheme: 'basic', description: 'ADMIN_USER and ADMIN_PASSWORD; the scheme name in any case (RFC 7235)' },
     },
     schemas: {
       Error: {
@@ -169,6 +189,16 @@ export const openApiDocument = {
           candidates: { type: 'array', items: { type: 'object', description: 'position, block, pool, score and verdict of one candidate' } },
         },
       },
+      Readiness: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['status', 'redis', 'mongo'],
+        properties: {
+          status: { type: 'string', enum: ['ready', 'degraded', 'unavailable'], description: 'degraded: Redis is down and the feed serves its MongoDB fallback' },
+          redis: { type: 'string', enum: ['ok', 'down'] },
+          mongo: { type: 'string', enum: ['ok', 'down'] },
+        },
+      },
       RolloutInForce: {
         type: 'object',
         required: ['enabled', 'percent', 'source', 'environment'],
@@ -181,7 +211,40 @@ export const openApiDocument = {
       },
     },
   },
-  paths: {
+  paths: withPreflights({
+    '/healthz': {
+      get: operation({
+        operationId: 'liveness',
+        tag: 'operations',
+        summary: 'Liveness',
+        description: 'The process answers.',
+        security: [],
+        responses: { 200: ok({ type: 'object', additionalProperties: false, required: ['status'], properties: { status: { const: 'ok' } } }), ...slowClient },
+      }),
+    },
+    '/readyz': {
+      get: operation({
+        operationId: 'readiness',
+        tag: 'operations',
+        summary: 'Readiness',
+        description: 'Ready while MongoDB answers; Redis down is degraded, still ready (R17).',
+        security: [],
+        responses: { 200: ok(ref('Readiness')), 503: { description: 'MongoDB does not answer', ...json(ref('Readiness')) }, ...slowClient },
+      }),
+    },
+    '/metrics': {
+      get: operation({
+        operationId: 'metrics',
+        tag: 'operations',
+        summary: 'Prometheus metrics',
+        description: 'The R18 metrics in the Prometheus text format.',
+        security: [],
+        responses: { 200: { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } }, ...slowClient },
+      }),
+    },
+    '/openapi.json': {
+      get: operation({ operationId: 'openApiDocument', tag: 'operations', summary: 'This document', description: 'The OpenAPI 3.1 document of this API.', security: [], responses: { 200: ok({ type: 'object' }), ...slowClient } }),
+    },
     '/api/app/recommend/vid/list': {
       get: feedPage('nextPage', 'Next page of the feed', 'The H5 main call: the next videos of the ring queue for this user or device, skipping seen and rejected ones.'),
       head: headOfPage('nextPageHead'),
@@ -211,6 +274,15 @@ export const openApiDocument = {
         parameters: queryParameters(countQuery),
         responses: { 200: ok(ref('WatchCount')), ...withVideo, ...unavailable },
       }),
+      head: operation({
+        operationId: 'watchCountHead',
+        tag: 'views',
+        summary: 'Headers of the watch count',
+        description: 'The GET\'s authentication, validation and status, no body; never registers a watch or a view.',
+        security: userOrGuest,
+        parameters: queryParameters(countQuery),
+        responses: { 200: { description: 'OK (no body)' }, 400: { description: 'Malformed vid' }, 401: { description: 'Missing or invalid credentials' }, 404: { description: 'No such video' }, 503: { description: 'A store it needs is unreachable' } },
+      }),
     },
     '/api/app/vid/view': viewAction('recordView', 'Record a view', 'The feed skips this video for VIEW_HISTORY_TTL_DAYS.'),
     '/api/app/recommend/vid/not-interested': viewAction('markNotInterested', 'Not interested', 'The feed never shows this video to this user again (until undone).'),
@@ -228,7 +300,7 @@ export const openApiDocument = {
         security: userSecurity,
         parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: toJsonSchema(idempotencyKey) }],
         requestBody: body(commentBody),
-        responses: { 201: ok(ref('Comment'), 'Created'), 200: ok(ref('Comment'), 'Replayed: the comment this key created'), ...withVideo, 409: error('The video is not an approved short video, or the key was used for another video') },
+        responses: { 201: ok(ref('Comment'), 'Created'), 200: ok(ref('Comment'), 'Replayed: the comment this key created'), ...withVideo, 409: error('The video is not an approved short video, or the key was used for another video'), ...tooLarge },
       }),
     },
     '/api/app/vid/comment/{id}': {
@@ -250,7 +322,7 @@ export const openApiDocument = {
         description: 'Counted once per user and video when videoID names an approved short video; guests are never counted.',
         security: userOrGuest,
         requestBody: body(shareBody, false),
-        responses: { 200: ok(ref('Ok')), ...withVideo },
+        responses: { 200: ok(ref('Ok')), ...withVideo, ...tooLarge },
       }),
     },
     '/api/admin/explain': {
@@ -258,10 +330,10 @@ export const openApiDocument = {
         operationId: 'explainNextPage',
         tag: 'admin',
         summary: "Explain a user's next page",
-        description: 'Read-only: the offset and the next candidates with block, pool, score and skip reason.',
+        description: 'Read-only: the offset and the next candidates with block, pool, score and skip reason. Exactly one of `user` and `device` names whom to explain: neither or both is 400.',
         security: adminSecurity,
         parameters: queryParameters(explainQuery),
-        responses: { 200: ok(ref('Explanation')), ...clientErrors, 404: error('No current version, or no queue for it') },
+        responses: { 200: ok(ref('Explanation')), 400: error('Not exactly one of user and device, or a malformed value'), 401: clientErrors[401], 404: error('No current version, or no queue for it') },
       }),
     },
     '/api/admin/rollout': {
@@ -273,7 +345,7 @@ export const openApiDocument = {
         description: 'Every API instance applies the override within CURRENT_CACHE_MS (R16).',
         security: adminSecurity,
         requestBody: body(rolloutBody),
-        responses: { 200: rolloutAnswer, ...clientErrors },
+        responses: { 200: rolloutAnswer, ...clientErrors, ...tooLarge },
       }),
       delete: operation({ operationId: 'clearRollout', tag: 'admin', summary: 'Clear the override', description: 'The environment\'s values rule again.', security: adminSecurity, responses: { 200: rolloutAnswer, 401: error('Missing or invalid admin credentials') } }),
     },
@@ -312,5 +384,5 @@ export const openApiDocument = {
         },
       }),
     },
-  },
+  }),
 };

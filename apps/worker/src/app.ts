@@ -8,7 +8,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
-import { adminUserOf, basicAuth, errorHandler, notFoundRoute, sendError, unavailable } from '@feed/http';
+import { adminUserOf, basicAuth, errorHandler, methodNotAllowed, notFoundRoute, sendError, unavailable } from '@feed/http';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { auditTrail, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
@@ -89,6 +89,7 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
   const asked: RequestHandler = (req, res, next) => asDashboardRequest({ actor: adminUserOf(res), request: `${req.method} ${req.originalUrl.split('?')[0]}` }, next);
   app.use(DASHBOARD_PATH, admin, express.json(), asked, board.getRouter());
   app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos, audit }));
+  app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   // A failing store is a 503 (a hanging one too, answerWithin); anything else is a bug: a 500, logged with its stack.
   app.use(errorHandler());

@@ -4,6 +4,7 @@ import { stopTelemetry, TELEMETRY_SHUTDOWN_MS } from '@feed/telemetry';
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
+import { createHttpServer } from '@feed/http';
 import { configureLogger, logger } from '@feed/logger';
 import { closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readMeta, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
@@ -69,7 +70,7 @@ export async function startWorker(config: Config = loadConfig()): Promise<Runnin
   });
 
   const app = createWorkerApp({ config, queue: jobs.queue, metrics, redis, keys, videos });
-  const server = app.listen(config.workerPort);
+  const server = createHttpServer(app, { headersTimeoutMs: config.httpHeadersTimeoutMs, requestTimeoutMs: config.httpRequestTimeoutMs, maxConnections: config.httpMaxConnections }).listen(config.workerPort);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   logger.info('worker listening', { port: config.workerPort });
   let stopping: Promise<void> | undefined;

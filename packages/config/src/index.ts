@@ -2,11 +2,13 @@
  * The service's whole configuration: one joi schema over the environment (SPEC D2, R16).
  * A bad value stops start-up with a message naming the variable.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { CronExpressionParser } from 'cron-parser';
 import Joi from 'joi';
+import { PUBLISHED_SECRET_DIGESTS } from './published-secrets';
 
 /** Parsed by cron-parser, the parser BullMQ's job scheduler itself uses. */
 const cronExpression = Joi.string().custom((value: string, helpers) => {
@@ -30,10 +32,16 @@ export const PRODUCTION_SECRET_MIN_LENGTH = 32;
 /**
  * A secret anyone can read in the repository: the development default of its variable, or a
  * placeholder of the deployment files, which all name themselves as such (infra/k8s/config.yaml,
- * .env.example: `REPLACE_ME_...`). A test reads every secret those files hold and checks it is refused.
+ * .env.example: `REPLACE_ME_...`), or any secret-like string of the tests, fixtures, tools and docs
+ * (published-secrets.ts, derived from the files). A test reads every secret those files hold and checks it is refused.
  */
 export function isPublishedSecret(value: string, devDefault: string): boolean {
-  return value === devDefault || /replace[-_ ]?me|change[-_ ]?me|placeholder|example/i.test(value);
+  return value === devDefault || /replace[-_ ]?me|change[-_ ]?me|placeholder|example/i.test(value) || PUBLISHED_SECRET_DIGESTS.has(secretDigest(value));
+}
+
+/** How the repository's published strings are listed (tools/secrets/published-secrets.ts): the first 64 bits of the SHA-256. */
+export function secretDigest(value: string): string {
+  return createHash('sha256').update(value).digest('hex').slice(0, 16);
 }
 
 /**
@@ -91,6 +99,9 @@ function settingsFor(env: NodeJS.ProcessEnv) {
     logLevel: setting('LOG_LEVEL', Joi.string().valid('error', 'warn', 'info', 'http', 'debug').default('info').description('Lowest log level written')),
     port: setting('PORT', Joi.number().port().default(3000).description('HTTP port of the API')),
     workerPort: setting('WORKER_PORT', Joi.number().port().default(3001).description('HTTP port of the worker (job dashboard, /metrics, health)')),
+    httpHeadersTimeoutMs: setting('HTTP_HEADERS_TIMEOUT_MS', Joi.number().integer().min(100).max(120_000).default(10_000).description('Both deployables: time a client has to send its request headers, then 408 (slow clients)')),
+    httpRequestTimeoutMs: setting('HTTP_REQUEST_TIMEOUT_MS', Joi.number().integer().min(100).max(600_000).default(30_000).description('Both deployables: time a client has to send a whole request, body included, then 408')),
+    httpMaxConnections: setting('HTTP_MAX_CONNECTIONS', Joi.number().integer().min(1).max(1_000_000).default(4096).description('Both deployables: connections an instance holds at once; more are refused')),
     mongoUrl: optional(
       'MONGO_URL',
       required(Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] })).description(
@@ -142,6 +153,10 @@ function settingsFor(env: NodeJS.ProcessEnv) {
       Joi.number().integer().min(100).max(3_600_000).default(30_000).description("Delay before a failed build's first retry (doubled for the second); after the last, the controller queues it again"),
     ),
     redisDeadlineMs: setting('REDIS_DEADLINE_MS', Joi.number().integer().min(10).max(5000).default(250).description('Redis budget of one API request (all its Redis calls together); past it the request degrades (R17)')),
+    mongoFallbackMaxTimeMs: setting(
+      'MONGO_FALLBACK_MAX_TIME_MS',
+      Joi.number().integer().min(10).max(10_000).default(1000).description("Bound of the feed's MongoDB fallback: its query's maxTimeMS and the longest a request waits for it (then 503)"),
+    ),
     corsAllowedOrigins: list('CORS_ALLOWED_ORIGINS', originList.default('').description('Comma list of origins an H5 page may call /api/app/* from; empty = no cross-origin access; admin endpoints never')),
   };
 }
@@ -167,6 +182,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration: ${error.details.map((d) => `${String(d.path[0])}: ${d.message}`).join('; ')}`);
   }
   const validated = value as Record<string, unknown>;
+  // One secret for both would let anyone who knows the admin password sign user tokens.
+  if (validated.NODE_ENV === 'production' && validated.AUTH_JWT_SECRET === validated.ADMIN_PASSWORD) {
+    throw new ConfigError('invalid configuration: AUTH_JWT_SECRET: must differ from ADMIN_PASSWORD; ADMIN_PASSWORD: must differ from AUTH_JWT_SECRET');
+  }
   // Each field is its declaration's toValue of the validated variable: the types line up by construction.
   return Object.fromEntries(settings.map(([key, { env: name, toValue }]) => [key, toValue(validated[name])])) as Config;
 }

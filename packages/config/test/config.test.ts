@@ -1,7 +1,13 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, describeConfig, loadConfig, loadDotEnv, renderConfigTable } from '@feed/config';
+import { ConfigError, describeConfig, loadConfig, loadDotEnv, renderConfigTable, secretDigest } from '@feed/config';
+import { PUBLISHED_SECRET_DIGESTS } from '../src/published-secrets';
+import { derivePublishedDigests } from '../../../tools/secrets/published-secrets';
+
+/** 32 characters made now: a secret no file of the repository holds (a literal here would be published). */
+const privateSecret = () => randomBytes(24).toString('base64url');
 
 describe('configuration (D2)', () => {
   it('when the environment is empty, then the documented defaults apply', () => {
@@ -46,7 +52,7 @@ describe('configuration (D2)', () => {
     })();
     expect(error).toBeInstanceOf(ConfigError);
     for (const name of ['MONGO_URL', 'AUTH_JWT_SECRET', 'ADMIN_PASSWORD']) expect(error!.message).toContain(name);
-    const production = { NODE_ENV: 'production', MONGO_URL: 'mongodb://db:27017/feed', AUTH_JWT_SECRET: 'k7#Vq9!zR2mW8pL4xT6nB3yH5cJ1dF0gXa', ADMIN_PASSWORD: 'Zt4!uM8#qW2eR6yN0pK3sV7bC1xL5hJ9Qd' };
+    const production = { NODE_ENV: 'production', MONGO_URL: 'mongodb://db:27017/feed', AUTH_JWT_SECRET: privateSecret(), ADMIN_PASSWORD: privateSecret() };
     expect(loadConfig(production).nodeEnv).toBe('production');
     expect(() => loadConfig({ ...production, MONGO_URL: undefined })).toThrow(/MONGO_URL/);
   });
@@ -109,9 +115,26 @@ describe('published secrets (D2)', () => {
     for (const { name, value } of published) expect(() => loadConfig({ ...production, [name]: value })).toThrow(new RegExp(name));
   });
 
+  it('when the repository is scanned, then every secret-like string of its tests, fixtures, tools and docs is in the list production refuses (else run pnpm secrets:derive)', () => {
+    const missing = derivePublishedDigests().filter((digest) => !PUBLISHED_SECRET_DIGESTS.has(digest));
+    expect(missing).toEqual([]);
+  });
+
+  it('when production is given a 32+ character secret printed in a test, then start-up stops naming it', () => {
+    const printedInTests = 'k7#Vq9!zR2mW8pL4xT6nB3yH5cJ1dF0gXa';
+    expect(PUBLISHED_SECRET_DIGESTS.has(secretDigest(printedInTests))).toBe(true);
+    expect(() => loadConfig({ ...production, AUTH_JWT_SECRET: printedInTests })).toThrow(/AUTH_JWT_SECRET[^;]*published in the repository/);
+  });
+
+  it('when production is given the same secret for AUTH_JWT_SECRET and ADMIN_PASSWORD, then start-up stops naming both', () => {
+    const shared = privateSecret();
+    expect(() => loadConfig({ ...production, AUTH_JWT_SECRET: shared, ADMIN_PASSWORD: shared })).toThrow(/AUTH_JWT_SECRET.*ADMIN_PASSWORD/);
+    expect(loadConfig({ ...production, AUTH_JWT_SECRET: privateSecret(), ADMIN_PASSWORD: privateSecret() }).nodeEnv).toBe('production');
+  });
+
   it('when production is given a private secret shorter than 32 characters, then start-up stops naming it; 32 private characters start', () => {
     expect(() => loadConfig({ ...production, ADMIN_PASSWORD: 'k7#Vq9!zR2mW8pL4xT6n' })).toThrow(/ADMIN_PASSWORD/);
-    expect(loadConfig({ ...production, AUTH_JWT_SECRET: 'k7#Vq9!zR2mW8pL4xT6nB3yH5cJ1dF0g' }).authJwtSecret).toHaveLength(32);
+    expect(loadConfig({ ...production, AUTH_JWT_SECRET: privateSecret() }).authJwtSecret).toHaveLength(32);
   });
 });
 

@@ -10,3 +10,4 @@ export * from './two-proportion';
 export * from './release-gate';
 export * from './ramp-judge';
 export * from './ramp';
+export * from './document-values';

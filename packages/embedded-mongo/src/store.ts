@@ -7,6 +7,7 @@
 import { EJSON, ObjectId, calculateObjectSize, type Document } from 'bson';
 import { Aggregator, Query, find, update as applyModifier } from 'mingo';
 import * as updateOperators from 'mingo/operators/update';
+import { compare, resolve } from 'mingo/util';
 import { CommandError, duplicateKeyError } from './errors';
 
 /** An index as createIndexes gave it: every option is kept, so listIndexes reports it back. */
@@ -511,10 +512,46 @@ export class Collection {
   }
 
   find(filter: Document, options: { sort?: Document; projection?: Document; skip?: number; limit?: number }): Document[] {
-    let docs = this.match(filter, options.sort);
+    const wanted = options.limit ? (options.skip ?? 0) + Math.abs(options.limit) : 0;
+    let docs = wanted > 0 && isPlainSort(options.sort) ? this.firstSorted(filter, options.sort, wanted) : this.match(filter, options.sort);
     if (options.skip) docs = docs.slice(options.skip);
     if (options.limit) docs = docs.slice(0, Math.abs(options.limit));
     return options.projection ? this.project(docs, options.projection) : docs;
+  }
+
+  /**
+   * The first `count` matches in `sort` order, as `$sort` orders them (mingo's compare per key,
+   * ties in insertion order), without sorting every match: a sort with a small limit over a large
+   * collection (the feed's MongoDB fallback, which a real server answers from an index) costs
+   * O(n log count) instead of a full sort.
+   */
+  private firstSorted(filter: Document, sort: Record<string, 1 | -1>, count: number): Document[] {
+    const docs = this.match(filter);
+    // A few matches per wanted document: mingo's own sort is as quick.
+    if (docs.length <= SELECTION_MIN_RATIO * count) return find(docs, {}).sort(sort).all() as Document[];
+    const keys = Object.entries(sort).map(([key, direction]) => ({ key, direction, get: key.includes('.') ? (doc: Document) => resolve(doc, key) : (doc: Document) => doc[key] }));
+    const order = (a: Document, b: Document) => {
+      for (const { get, direction } of keys) {
+        const c = sortCompare(get(a), get(b));
+        if (c !== 0) return direction === -1 ? -c : c;
+      }
+      return 0;
+    };
+    const best: Document[] = [];
+    for (const doc of docs) {
+      if (best.length === count && order(doc, best[count - 1]) >= 0) continue;
+      // After the equal ones already kept: ties stay in insertion order, as $sort leaves them.
+      let low = 0;
+      let high = best.length;
+      while (low < high) {
+        const mid = (low + high) >> 1;
+        if (order(doc, best[mid]) < 0) high = mid;
+        else low = mid + 1;
+      }
+      best.splice(low, 0, doc);
+      if (best.length > count) best.pop();
+    }
+    return best;
   }
 
   /** `docs` with `projection` applied (new documents; unchanged when the projection is empty). */
@@ -754,4 +791,20 @@ export class Store {
   list(): Database[] {
     return [...this.databases.values()];
   }
+}
+
+/** Below this many matches per wanted document a full sort is used. */
+const SELECTION_MIN_RATIO = 16;
+
+/** $sort's order of two values: mingo's compare, a missing value equal to null (as MongoDB and mingo's grouping have it). */
+function sortCompare(a: unknown, b: unknown): number {
+  // The common cases without mingo's type dispatch: two dates, two numbers.
+  if (a instanceof Date && b instanceof Date) return Math.sign(a.getTime() - b.getTime());
+  if (typeof a === 'number' && typeof b === 'number' && !Number.isNaN(a) && !Number.isNaN(b)) return Math.sign(a - b);
+  return compare(a ?? null, b ?? null);
+}
+
+/** A sort of plain fields, each 1 or -1 (no `$natural`, no `$meta`). */
+function isPlainSort(sort: Document | undefined): sort is Record<string, 1 | -1> {
+  return sort !== undefined && Object.keys(sort).length > 0 && Object.entries(sort).every(([key, direction]) => !key.startsWith('$') && (direction === 1 || direction === -1));
 }

@@ -15,7 +15,8 @@ function safeEqual(a: string, b: string): boolean {
  */
 export function basicAuth(user: string, password: string, realm: string): RequestHandler {
   return (req, res, next) => {
-    const match = /^Basic ([A-Za-z0-9+/=]+)$/.exec(req.header('authorization') ?? '');
+    // Auth schemes are case-insensitive (RFC 7235 section 2.1).
+    const match = /^Basic +([A-Za-z0-9+/=]+)$/i.exec(req.header('authorization') ?? '');
     const [givenUser, ...rest] = match ? Buffer.from(match[1], 'base64').toString('utf8').split(':') : [];
     if (match && safeEqual(givenUser ?? '', user) && safeEqual(rest.join(':'), password)) {
       res.locals.adminUser = givenUser;

@@ -59,7 +59,7 @@ export async function explainNextPage(deps: ExplainDeps, identity: Identity, ver
   const scores = await readRecordedScores(redis, keys, version, ring.length, offset, scanned.length);
   const generatedAt = meta ? Date.parse(meta.generatedAt) : null;
   const candidates = scanned.map(({ position, vid, video, verdict }, i): ExplainedCandidate => {
-    const reviewAt = video?.reviewAt ? new Date(video.reviewAt).getTime() : null;
+    const reviewAt = video?.reviewAt ?? null;
     return {
       position,
       vid,

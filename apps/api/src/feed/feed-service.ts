@@ -14,7 +14,7 @@
 import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
 import { claimPositions, Deadline, DeadlineSpentError, RedisCallError, unclaimPositions, type Claim, type Redis, type RedisKeys, type RingVersion, type Variant } from '@feed/storage';
-import { AppError } from '@feed/http';
+import { AppError, unavailable } from '@feed/http';
 import { annotateRequestSpan, inSpan } from '@feed/telemetry';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
@@ -148,7 +148,8 @@ export class FeedService {
         failures.push(`${name}: ${err instanceof Error ? err.message : String(err)}`);
       }
     }
-    throw new Error(`no feed strategy worked: ${failures.join('; ')}`);
+    // Every store failed (not one document: the reader skips those): unavailable, not a bug.
+    throw unavailable(`no feed strategy worked: ${failures.join('; ')}`);
   }
 
   /** Fresh settings, or the last known ones when Redis does not answer within the deadline. */

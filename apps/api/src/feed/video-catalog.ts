@@ -3,11 +3,14 @@
  * (VIDEO_CACHE_MS) is the longest a taken-down video can still be served by one instance.
  */
 import { LRUCache } from 'lru-cache';
-import { Types } from 'mongoose';
-import { ELIGIBLE_FILTER, isEligible, shuffleInPlace } from '@feed/domain';
-import { unavailable } from '@feed/http';
+import { ELIGIBLE_FILTER, isEligible, isoDate, shuffleInPlace } from '@feed/domain';
+import { AppError, unavailable } from '@feed/http';
+import { logger } from '@feed/logger';
 import { inSpan } from '@feed/telemetry';
-import type { VideoDoc, VideoModel } from '@feed/storage';
+import { withDeadline, type VideoModel } from '@feed/storage';
+import { objectIdOf, parseVideoId, readVideoDocument, type CatalogVideo, type DocumentIssue } from './video-document';
+
+export type { CatalogVideo } from './video-document';
 
 /** The fields the feed needs: R1's re-check, the item shape, the author for the own-video skip. */
 const PUBLIC_PROJECTION = {
@@ -15,8 +18,6 @@ const PUBLIC_PROJECTION = {
   vip: 1, coin: 1, isAd: 1, special: 1, likeCount: 1, collectCount: 1, commentCount: 1, shareCount: 1,
   fakeLikeCount: 1, fakeCommentCount: 1, fakeShareCount: 1,
 } as const;
-
-export type CatalogVideo = Pick<VideoDoc, '_id' | keyof typeof PUBLIC_PROJECTION>;
 
 /** One item of `vInfos`: display counts as the client shows them (real + fake), never recommend*. */
 export interface VideoInfo {
@@ -46,25 +47,24 @@ const videoStoreDown = (err: Error): never => {
   throw unavailable(`video store unavailable: ${err.message}`);
 };
 
-const n = (value: number | null | undefined) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
-
+/** The item of a document as video-document.ts read it: display counts are real + fake. */
 export function toVideoInfo(video: CatalogVideo): VideoInfo {
   return {
     vid: video._id.toHexString(),
-    title: video.title ?? '',
-    coverUrl: video.coverUrl ?? '',
-    playUrl: video.playUrl ?? '',
-    durationSec: n(video.durationSec),
-    authorId: video.authorId ?? '',
-    vip: Boolean(video.vip),
-    coin: Boolean(video.coin),
-    isAd: Boolean(video.isAd),
-    special: Boolean(video.special),
-    likeCount: Math.max(0, n(video.likeCount)) + n(video.fakeLikeCount),
-    collectCount: Math.max(0, n(video.collectCount)),
-    commentCount: Math.max(0, n(video.commentCount)) + n(video.fakeCommentCount),
-    shareCount: Math.max(0, n(video.shareCount)) + n(video.fakeShareCount),
-    reviewAt: video.reviewAt ? new Date(video.reviewAt).toISOString() : null,
+    title: video.title,
+    coverUrl: video.coverUrl,
+    playUrl: video.playUrl,
+    durationSec: video.durationSec,
+    authorId: video.authorId,
+    vip: video.vip,
+    coin: video.coin,
+    isAd: video.isAd,
+    special: video.special,
+    likeCount: Math.max(0, video.likeCount) + video.fakeLikeCount,
+    collectCount: Math.max(0, video.collectCount),
+    commentCount: Math.max(0, video.commentCount) + video.fakeCommentCount,
+    shareCount: Math.max(0, video.shareCount) + video.fakeShareCount,
+    reviewAt: isoDate(video.reviewAt),
   };
 }
 
@@ -85,6 +85,9 @@ export function videoEntryBytes(entry: { video: CatalogVideo | null }): number {
   return VIDEO_ENTRY_BYTES + 2 * (stringBytes(video.title) + stringBytes(video.coverUrl) + stringBytes(video.playUrl) + stringBytes(video.authorId));
 }
 
+/** Odd documents logged one by one per catalog; the rest are only counted. */
+const ISSUES_LOGGED = 100;
+
 export class VideoCatalog {
   /**
    * Documents by id (null: no such video), each for VIDEO_CACHE_MS, at most VIDEO_CACHE_MAX and
@@ -96,8 +99,9 @@ export class VideoCatalog {
   /** Each item's JSON, serialised once: a page is then joined, not stringified field by field. */
   private readonly infoJson = new WeakMap<VideoInfo, string>();
   /** The MongoDB fallback's pool of recent videos, shared by concurrent requests while fresh. */
-  private recent?: { limit: number; expiresAt: number; docs: Promise<Array<{ _id: Types.ObjectId; authorId?: string }>> };
+  private recent?: { limit: number; expiresAt: number; docs: Promise<Array<{ vid: string; authorId: string }>> };
   private adPool?: { ids: string[]; expiresAt: number };
+  private issuesLogged = 0;
 
   constructor(
     private readonly model: VideoModel,
@@ -106,6 +110,10 @@ export class VideoCatalog {
     /** Counts each id looked up in the cache: a hit or a miss (`feed_video_cache_requests_total`). */
     private readonly onLookup: (hits: number, misses: number) => void = () => undefined,
     maxBytes = 32 * 1024 * 1024,
+    /** Counts each odd document read from MongoDB (`feed_skipped_videos_total{reason}`, R1a). */
+    private readonly onDocumentIssue: (issue: DocumentIssue) => void = () => undefined,
+    /** The MongoDB fallback's bound: its query's maxTimeMS, and the longest a request waits for it. */
+    private readonly fallbackMaxTimeMs = 1000,
   ) {
     this.cache = ttlMs > 0 && maxEntries > 0 && maxBytes > 0 ? new LRUCache({ max: maxEntries, ttl: ttlMs, maxSize: maxBytes, sizeCalculation: videoEntryBytes }) : undefined;
   }
@@ -127,14 +135,23 @@ export class VideoCatalog {
     }
     if (this.cache) this.onLookup(ids.length - misses.length, misses.length);
     if (misses.length > 0) {
-      const docs = await inSpan('video lookup', { 'feed.videos': misses.length }, () =>
-        this.model
-          .find({ _id: { $in: misses.map((id) => new Types.ObjectId(id)) } })
-          .select(PUBLIC_PROJECTION)
-          .lean<CatalogVideo[]>()
-          .catch(videoStoreDown),
-      );
-      const byId = new Map(docs.map((d) => [d._id.toHexString(), d]));
+      // An id that is no ObjectId (a legacy set holds what others wrote) names no video.
+      const objectIds = misses.flatMap((id) => parseVideoId(id) ?? []);
+      const docs =
+        objectIds.length === 0
+          ? []
+          : await inSpan('video lookup', { 'feed.videos': misses.length }, () =>
+              this.model
+                .find({ _id: { $in: objectIds } })
+                .select(PUBLIC_PROJECTION)
+                .lean<Array<Record<string, unknown>>>()
+                .catch(videoStoreDown),
+            );
+      const byId = new Map<string, CatalogVideo>();
+      for (const doc of docs) {
+        const video = this.read(doc);
+        if (video) byId.set(video._id.toHexString(), video);
+      }
       for (const id of misses) {
         const video = byId.get(id) ?? null;
         this.cache?.set(id, { video });
@@ -142,6 +159,18 @@ export class VideoCatalog {
       }
     }
     return found;
+  }
+
+  /** A document through the one reader: counted (and the first ones logged with their `_id`) when odd. */
+  private read(document: Record<string, unknown>): CatalogVideo | null {
+    const { video, issue } = readVideoDocument(document);
+    if (issue) {
+      this.onDocumentIssue(issue);
+      if (this.issuesLogged++ < ISSUES_LOGGED) {
+        logger.warn(issue === 'unreadable_id' ? 'video document skipped: no ObjectId _id' : 'video field read as 0', { issue, _id: describeId(document._id) });
+      }
+    }
+    return video;
   }
 
   infoOf(video: CatalogVideo): VideoInfo {
@@ -171,7 +200,12 @@ export class VideoCatalog {
     });
   }
 
-  /** Ids of the `limit` most recently approved servable videos, without `exceptAuthorId`'s own (the MongoDB fallback). */
+  /**
+   * Ids of the `limit` most recently approved servable videos, without `exceptAuthorId`'s own (the
+   * MongoDB fallback). Bounded: the query is R1's filter sorted by the `{status, newsType,
+   * reviewAt}` index with a limit and `maxTimeMS`, and a request waits for it at most as long; a
+   * slower answer still fills the pool for the requests after it.
+   */
   async recentServableIds(limit: number, exceptAuthorId?: string): Promise<string[]> {
     // During a Redis outage every request lands here: one query per cache period, not one each.
     const now = Date.now();
@@ -180,14 +214,30 @@ export class VideoCatalog {
         .find(ELIGIBLE_FILTER)
         .sort({ reviewAt: -1 })
         .limit(limit)
-        .select({ _id: 1, authorId: 1 })
-        .lean<Array<{ _id: Types.ObjectId; authorId?: string }>>()
-        .catch(videoStoreDown);
-      this.recent = { limit, expiresAt: now + this.ttlMs, docs: query };
-      query.catch(() => (this.recent = undefined));
+        .maxTimeMS(this.fallbackMaxTimeMs)
+        .select(PUBLIC_PROJECTION)
+        .lean<Array<Record<string, unknown>>>()
+        .catch(videoStoreDown)
+        .then((docs) =>
+          docs.flatMap((doc) => {
+            const video = this.read(doc);
+            if (!video) return [];
+            const vid = video._id.toHexString();
+            // The page re-reads these documents by id: from the cache, not a second query.
+            if (!this.cache?.has(vid)) this.cache?.set(vid, { video });
+            return [{ vid, authorId: video.authorId }];
+          }),
+        );
+      const recent = { limit, expiresAt: now + this.ttlMs, docs: query };
+      this.recent = recent;
+      query.catch(() => {
+        if (this.recent === recent) this.recent = undefined;
+      });
     }
-    const recent = await this.recent.docs;
-    return recent.filter((v) => exceptAuthorId === undefined || v.authorId !== exceptAuthorId).map((v) => v._id.toHexString());
+    const pool = await withDeadline(this.recent.docs, this.fallbackMaxTimeMs, 'MongoDB fallback').catch((err: unknown) => {
+      throw err instanceof AppError ? err : unavailable(`MongoDB fallback: ${err instanceof Error ? err.message : String(err)}`);
+    });
+    return pool.filter((v) => exceptAuthorId === undefined || v.authorId !== exceptAuthorId).map((v) => v.vid);
   }
 
   /** Up to `pageSize` servable ads (R1 re-checked), picked at random from the most recent ones. */
@@ -199,14 +249,24 @@ export class VideoCatalog {
         .sort({ reviewAt: -1 })
         .limit(AD_POOL_SIZE)
         .select({ _id: 1 })
-        .lean<Array<{ _id: Types.ObjectId }>>()
+        .lean<Array<{ _id: unknown }>>()
         .catch(videoStoreDown);
-      this.adPool = { ids: ads.map((ad) => ad._id.toHexString()), expiresAt: now + AD_POOL_TTL_MS };
+      // An odd `_id` is counted when the page reads the document; here it is only left out.
+      this.adPool = { ids: ads.flatMap((ad) => objectIdOf(ad._id)?.toHexString() ?? []), expiresAt: now + AD_POOL_TTL_MS };
     }
     return this.servable(shuffleInPlace([...this.adPool.ids], Math.random).slice(0, pageSize));
   }
 
   async get(id: string): Promise<CatalogVideo | undefined> {
     return (await this.load([id])).get(id);
+  }
+}
+
+/** A document's `_id` for a log line, whatever its type. */
+function describeId(id: unknown): string {
+  try {
+    return JSON.stringify(id) ?? String(id);
+  } catch {
+    return String(id);
   }
 }

@@ -81,7 +81,8 @@ function verifyToken(token: string, secret: string): Identity {
 function userFromToken(req: Request, secret: string): Identity | undefined {
   const header = req.header('authorization');
   if (header === undefined) return undefined;
-  const match = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(header);
+  // Auth schemes are case-insensitive (RFC 7235 section 2.1).
+  const match = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i.exec(header);
   if (!match) throw unauthorized('Authorization must be "Bearer <token>"');
   return verifyToken(match[1], secret);
 }

@@ -77,8 +77,13 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
     const { pageSize } = validateQuery(pageQuery, req);
     res.type('application/json').send(serializePage(await feed.nextPage(identity, pageSize, requestIdOf(res)), catalog));
   };
-  // HEAD never claims (R11: positions are consumed only when served): headers, no page.
-  const headOfPage: RequestHandler = (_req, res) => void res.type('application/json').status(200).end();
+  // HEAD is GET without a body (SPEC C): the same authentication and validation, but it never
+  // claims (R11: positions are consumed only when served).
+  const headOfPage: RequestHandler = (req, res) => {
+    identify(req, jwtSecret);
+    validateQuery(pageQuery, req);
+    res.type('application/json').status(200).end();
+  };
   router.head('/api/app/recommend/vid/list', headOfPage);
   router.get('/api/app/recommend/vid/list', servePage);
   // The older client's endpoint: the same ring service, no response cache (R13).
@@ -89,6 +94,15 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
     identify(req, jwtSecret);
     const { pageSize } = validateQuery(adQuery, req);
     res.json({ vInfos: await catalog.randomAds(pageSize) });
+  });
+
+  // HEAD must not register the watch that GET with `vid` registers (SPEC C: no side effect).
+  router.head('/api/app/vid/user/count', async (req, res) => {
+    const identity = identify(req, jwtSecret);
+    const { vid } = validateQuery(countQuery, req);
+    if (vid === undefined) await inRedis(watches.count(identity.key), 'watch-count');
+    else await existingVideo(vid);
+    res.type('application/json').status(200).end();
   });
 
   router.get('/api/app/vid/user/count', async (req, res) => {

@@ -8,7 +8,11 @@ import type { InteractionService } from '../interactions/interaction-service';
 
 export const MAX_COMMENT_LENGTH = 500;
 
-export const commentBody = Joi.object<{ vid: string; content: string }>({ vid: objectId.required(), content: Joi.string().trim().min(1).max(MAX_COMMENT_LENGTH).required() });
+// Checked as sent, then trimmed (the route): the limits the document states are the ones the server applies.
+export const commentBody = Joi.object<{ vid: string; content: string }>({
+  vid: objectId.required(),
+  content: Joi.string().min(1).max(MAX_COMMENT_LENGTH).pattern(/\S/, 'not blank').required().description(`1-${MAX_COMMENT_LENGTH} characters as sent, not only whitespace; stored trimmed`),
+});
 export const shareBody = Joi.object<{ videoID?: string }>({ videoID: objectId.description('Without it nothing is counted (old clients)') }).unknown(true);
 export const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, 'Idempotency-Key (8-128 characters of A-Z, a-z, 0-9, _ . : -)');
 
@@ -33,7 +37,7 @@ export function interactionRoutes(service: InteractionService, jwtSecret: string
     const { vid, content } = validateBody(commentBody, req);
     const header = req.header('idempotency-key');
     const key = header === undefined ? undefined : validate(idempotencyKey.label('Idempotency-Key'), header);
-    const result = await service.comment(vid, userId, content, key);
+    const result = await service.comment(vid, userId, content.trim(), key);
     if (result.created) await readout.record(userIdentity(userId), 'comment');
     res.status(result.created ? 201 : 200).json(result);
   });

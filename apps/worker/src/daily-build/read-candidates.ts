@@ -5,7 +5,7 @@
  * no document object is made per video. Deserialised documents cost ~10 KB of garbage a video,
  * enough of it promoted that the old heap grew by ~130 MB before its first collection.
  */
-import { ELIGIBLE_FILTER, recommendScore, type RecommendCounters } from '@feed/domain';
+import { ELIGIBLE_FILTER, finiteOrNull, numericValue, recommendScore, type RecommendCounters } from '@feed/domain';
 import { CandidateColumns, ID_BYTES } from './candidate-columns';
 import { mongo } from 'mongoose';
 import type { Logger } from '@feed/logger';
@@ -120,8 +120,9 @@ function fieldAt(bytes: Uint8Array, start: number, end: number): number {
   return -1;
 }
 
+/** A Decimal128 by value, as the read path reads it (R1a's one rule in @feed/domain); NaN when it has none. */
 function decimal128At(bytes: Uint8Array, at: number): number {
-  return Number(new mongo.Decimal128(bytes.subarray(at, at + 16)).toString());
+  return numericValue(new mongo.Decimal128(bytes.subarray(at, at + 16))) ?? NaN;
 }
 
 /** Index of the byte after the C string starting at `at`. */
@@ -222,7 +223,7 @@ function readRawCandidate(candidates: CandidateColumns, bytes: Uint8Array): Docu
     if (field === undefined || field === '_id') continue;
     // Dates are numbers for reviewAt and recommendScoreAt only; NaN and infinities are not values.
     const isDate = type === BSON_DATE;
-    const value = number !== null && Number.isFinite(number) && (!isDate || field === 'reviewAt' || field === 'recommendScoreAt') ? number : null;
+    const value = number !== null && finiteOrNull(number) !== null && (!isDate || field === 'reviewAt' || field === 'recommendScoreAt') ? number : null;
     if (value === null && field !== 'recommendScore' && field !== 'recommendScoreAt') corrected = true;
     if (field === 'reviewAt') reviewAt = value ?? 0;
     else if (field === 'recommendScoreAt') scoreAtSet = value !== null;

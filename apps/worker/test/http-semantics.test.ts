@@ -1,0 +1,56 @@
+/**
+ * SPEC C's HTTP semantics over the worker's route table (its own routes and the inspector's;
+ * the dashboard's are bull-board's): HEAD answers as GET would with no body and no side effect,
+ * an unsupported method on a known path is 405 with `Allow`.
+ */
+import request from 'supertest';
+import type { Express } from 'express';
+import { createLogger } from '@feed/logger';
+import { videoModel } from '@feed/storage';
+import { createWorkerApp } from '../src/app';
+import { startBuildQueue } from '../src/jobs/build-queue';
+import { bullConnectionFactory } from '../src/jobs/bull-connection';
+import { createWorkerMetrics } from '../src/metrics';
+import { useTestServices } from '../../../test/support/services';
+import { concreteRoutes, mongoState, PROBE_METHODS, redisState, send } from '../../../test/support/http-semantics';
+
+const s = useTestServices('worker-http');
+const logger = createLogger({ silent: true });
+const ADMIN = { Authorization: `Basic ${Buffer.from('oncall:inspect-pass').toString('base64')}` };
+let app: Express;
+
+beforeEach(async () => {
+  const videos = videoModel(s.mongo);
+  const deps = { redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 };
+  const jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: s.config.buildRetryDelayMs, logger, metrics: createWorkerMetrics(), deps, process: false });
+  s.disposeAfter(() => jobs.close());
+  app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos });
+});
+
+/** The worker's routes with a literal path (bull-board's own are left to it). */
+const literalRoutes = () => concreteRoutes(app, 'x').filter((r) => !r.pattern.includes(':'));
+
+describe('the worker\'s HTTP semantics (SPEC C)', () => {
+  it('when HEAD is sent on every GET route, with or without credentials, then the status is the GET\'s, no body, and nothing changes', async () => {
+    const gets = literalRoutes().filter((r) => r.methods.includes('GET'));
+    expect(gets.map((r) => r.path)).toEqual(expect.arrayContaining(['/healthz', '/metrics', '/admin/inspector/api/summary']));
+    for (const { path } of gets) {
+      for (const headers of [{}, ADMIN]) {
+        const before = { redis: await redisState(s.redis, s.prefix), mongo: await mongoState(s.mongo) };
+        const head = await request(app).head(path).set(headers);
+        expect({ path, changed: { redis: await redisState(s.redis, s.prefix), mongo: await mongoState(s.mongo) } }).toEqual({ path, changed: before });
+        expect({ path, body: head.text ?? '' }).toEqual({ path, body: '' });
+        expect({ path, status: head.status }).toEqual({ path, status: (await request(app).get(path).set(headers)).status });
+      }
+    }
+  });
+
+  it('when a known path gets a method it does not take, then 405 with Allow', async () => {
+    for (const { path, methods } of literalRoutes()) {
+      for (const method of PROBE_METHODS.filter((m) => !methods.includes(m))) {
+        const res = await send(app, method, path).set(ADMIN);
+        expect({ path, method, status: res.status, allow: res.headers.allow }).toEqual({ path, method, status: 405, allow: methods.join(', ') });
+      }
+    }
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * HTTP semantics both deployables share (SPEC C): 405 with `Allow` for a known path and a method
+ * it does not answer, the route table that decides it (tests walk the same table), and a server
+ * that bounds slow clients (headers, whole request, connections).
+ */
+import { createServer, type Server } from 'node:http';
+import type { Express, RequestHandler } from 'express';
+import { AppError } from './errors';
+
+/** One route of an app: its full path pattern and the methods it answers (HEAD wherever GET is). */
+export interface RouteEntry {
+  path: string;
+  methods: string[];
+}
+
+interface Layer {
+  route?: { path: string | string[]; methods: Record<string, boolean> };
+  handle: { stack?: unknown[] };
+  match(path: string): { path: string } | false;
+  rawPath?: unknown;
+}
+
+/** A layer of Express 5's router (the `router` package); its published types lack `match` and `methods`. */
+function isLayer(value: unknown): value is Layer {
+  return typeof value === 'object' && value !== null && typeof (value as { match?: unknown }).match === 'function';
+}
+
+function stackOf(app: Express): Layer[] {
+  const stack: unknown[] = app.router.stack;
+  return stack.filter(isLayer);
+}
+
+/** Methods as `Allow` names them: upper case, HEAD beside GET (Express answers HEAD with the GET route). */
+function allowed(methods: Iterable<string>): string[] {
+  const names = new Set([...methods].filter((m) => m !== '_all').map((m) => m.toUpperCase()));
+  if (names.has('GET')) names.add('HEAD');
+  return [...names].sort();
+}
+
+/**
+ * The methods `app` answers for `path` (routes of nested routers included): empty for an unknown
+ * path, null when a route takes every method (`all`).
+ */
+export function allowedMethods(app: Express, path: string): string[] | null {
+  const methods = new Set<string>();
+  const walk = (stack: Layer[], rest: string) => {
+    for (const layer of stack) {
+      let matched: { path: string } | false;
+      try {
+        matched = layer.match(rest);
+      } catch {
+        continue;
+      }
+      if (!matched) continue;
+      if (layer.route) Object.keys(layer.route.methods).forEach((m) => methods.add(m));
+      else if (layer.handle.stack) walk(layer.handle.stack.filter(isLayer), rest.slice(matched.path.length) || '/');
+    }
+  };
+  walk(stackOf(app), path);
+  return methods.has('_all') ? null : allowed(methods);
+}
+
+/** Every route with a literal path (the parameterised ones under a mounted router are left to it). */
+export function routeTable(app: Express): RouteEntry[] {
+  const routes = new Map<string, Set<string>>();
+  const walk = (stack: Layer[], prefix: string) => {
+    for (const layer of stack) {
+      if (layer.route) {
+        for (const path of [layer.route.path].flat()) {
+          const full = prefix + path;
+          const methods = routes.get(full) ?? new Set<string>();
+          Object.keys(layer.route.methods).forEach((m) => methods.add(m));
+          routes.set(full, methods);
+        }
+      } else if (layer.handle.stack && (typeof layer.rawPath === 'string' || layer.rawPath === undefined)) {
+        const mount = typeof layer.rawPath === 'string' && layer.rawPath !== '/' ? layer.rawPath : '';
+        walk(layer.handle.stack.filter(isLayer), prefix + mount);
+      }
+    }
+  };
+  walk(stackOf(app), '');
+  return [...routes].map(([path, methods]) => ({ path, methods: allowed(methods) }));
+}
+
+/**
+ * 405 with `Allow` when the path is known but not for this method (RFC 9110 section 15.5.6);
+ * mounted before the 404 of unknown paths; OPTIONS gets the `Allow` with 204.
+ */
+export function methodNotAllowed(app: Express): RequestHandler {
+  return (req, res, next) => {
+    const methods = allowedMethods(app, req.path);
+    if (methods === null || methods.length === 0 || methods.includes(req.method)) {
+      next();
+      return;
+    }
+    res.setHeader('Allow', methods.join(', '));
+    // OPTIONS asks which methods there are (CORS preflights are answered before this).
+    if (req.method === 'OPTIONS') {
+      res.status(204).end();
+      return;
+    }
+    next(new AppError(405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}; allowed: ${methods.join(', ')}`));
+  };
+}
+
+/** The bounds on slow clients (SPEC C), from the configuration. */
+export interface ServerLimits {
+  /** Time to receive a request's headers, then 408. */
+  headersTimeoutMs: number;
+  /** Time to receive a whole request, body included, then 408. */
+  requestTimeoutMs: number;
+  /** Connections held at once; more are refused, so a few trickling clients cannot hold the instance. */
+  maxConnections: number;
+}
+
+/**
+ * An HTTP server for `app` with the limits in force. Node checks the two timeouts every
+ * `connectionsCheckingInterval` (30 s by default, so a trickled request got its 408 up to 30 s
+ * late): here at a tenth of the shorter bound.
+ */
+export function createHttpServer(app: Express, limits: ServerLimits): Server {
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 10))),
+    },
+    app,
+  );
+  server.maxConnections = limits.maxConnections;
+  return server;
+}
