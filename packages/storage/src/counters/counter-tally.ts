@@ -89,20 +89,21 @@ async function readTally(videos: VideoModel, videoId: Types.ObjectId, kind: Coun
   return { seq: state?.seq ?? 0, batch: state?.batch ?? [] };
 }
 
-/** Steps 2 and 5: the batch's records learn that tally `seq` counted them (idempotent, fenced by tallyAt). */
+/**
+ * Steps 2 and 5: the batch's records learn that tally `seq` counted them. One pipeline update
+ * per record sets `counted`, `shown`, `tallyAt` and `dirty` together, `dirty` from the record's
+ * `active` at that very moment: a toggle either precedes it (then `active !== to` keeps the
+ * record dirty) or follows it (and sets `dirty` itself). Fenced by `tallyAt < seq`, so a record
+ * takes each tally's finalize once, however many tallies finalize the same batch.
+ */
 async function finalize(records: Model<CountedRecord>, { seq, batch }: TallyState): Promise<void> {
   const updates = [true, false].flatMap((to) => {
     const ids = batch.filter((entry) => entry.to === to).map((entry) => entry.r);
     if (ids.length === 0) return [];
-    const reflected = { counted: true, shown: to, tallyAt: seq };
-    const fenced = { _id: { $in: ids }, tallyAt: { $lt: seq } };
-    // A record toggled since it was counted stays dirty: the next tally counts the change.
-    return [
-      { updateMany: { filter: { ...fenced, active: to }, update: { $set: { ...reflected, dirty: false } } } },
-      { updateMany: { filter: { ...fenced, active: !to }, update: { $set: { ...reflected, dirty: true } } } },
-    ];
+    const reflected = { counted: { $literal: true }, shown: { $literal: to }, tallyAt: { $literal: seq }, dirty: { $ne: ['$active', to] } };
+    return [{ updateMany: { filter: { _id: { $in: ids }, tallyAt: { $lt: seq } }, update: [{ $set: reflected }] } }];
   });
-  // One `update` command for all of them.
+  // One `update` command for both groups.
   if (updates.length > 0) await records.bulkWrite(updates, { ordered: false });
 }
 
