@@ -44,10 +44,10 @@ export class InteractionService {
   }
 
   /** Brings the video's counters up to its records when this record is not counted yet. */
-  private async follow(kind: CounterKind, record: { _id: Types.ObjectId; videoId: Types.ObjectId; dirty: boolean } | null): Promise<void> {
+  private async follow(kind: CounterKind, record: { _id: Types.ObjectId; videoId: Types.ObjectId; dirty: boolean; active: boolean } | null): Promise<void> {
     if (!record?.dirty) return;
     await this.hooks.afterRecord?.();
-    await tallyCounters(this.videos, this.records, kind, record.videoId, { hooks: this.hooks, record: record._id });
+    await tallyCounters(this.videos, this.records, kind, record.videoId, { hooks: this.hooks, record: record._id, active: record.active });
   }
 
   /**
