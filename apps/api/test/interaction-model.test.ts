@@ -11,7 +11,7 @@
  * each user's record may be in at the end.
  *
  * `CI` set: a fixed seed. Otherwise a random one, printed. `MODEL_RUNS` sets the number of runs
- * (the reliability run uses a longer one), `MODEL_SEED` replays a seed.
+ * (the reliability run uses a longer one), `MODEL_SEED` (and `MODEL_PATH`) replay a failure.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import fc from 'fast-check';
@@ -290,5 +290,5 @@ const numRuns = Number(process.env.MODEL_RUNS ?? 25);
 
 it('when users like, unlike, collect, comment, delete and share concurrently with crashes, then after the repair every counter matches the model', async () => {
   console.log(`interaction model: seed ${seed}, ${numRuns} runs (MODEL_SEED=${seed} replays)`);
-  await fc.assert(fc.asyncProperty(program, runProgram), { seed, numRuns, endOnFailure: false });
-}, 600_000);
+  await fc.assert(fc.asyncProperty(program, runProgram), { seed, numRuns, path: process.env.MODEL_PATH, endOnFailure: false });
+}, Math.max(600_000, numRuns * 5_000));

@@ -166,6 +166,8 @@ export async function tallyCounters(
       .find({ videoId, dirty: true })
       .select({ active: 1, counted: 1, shown: 1 })
       .limit(TALLY_BATCH)
+      // One reply for the whole batch: no getMore under contention.
+      .batchSize(TALLY_BATCH)
       .lean<CountedRecord[]>();
     if (dirty.length === 0) return outcome;
     // A concurrent tally counted this request's record (its batch was finalized above): done.
