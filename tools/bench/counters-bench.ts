@@ -5,18 +5,23 @@
  * then C at once on ONE video (the contended case of a viral video: `--concurrency 200`). Prints
  * per phase the commands per like (and by command name, with the server time they took), p50/p99,
  * likes/s and the answers that were not a success (a 2xx over HTTP: every one must be), then both
- * counters of the contended video against the likes sent. Uses MONGO_URL when set.
+ * counters of the contended video against the likes sent. `--double-taps U` then runs U users
+ * toggling like on one video (like and unlike at once, then like twice at once, three times over;
+ * then every other user's last action an unlike) and the repair job: prints the answers not 2xx
+ * and both counters against the users who ever liked and those whose last action was a like
+ * (`--likes 0` skips the like phases). Uses MONGO_URL when set.
  */
 import mongoose, { Types } from 'mongoose';
 import { InteractionService } from '@feed/api';
 import { AppError } from '@feed/http';
-import { interactionModels, videoModel } from '@feed/storage';
+import { interactionModels, repairPendingCounters, videoModel, type InteractionModels, type VideoModel } from '@feed/storage';
 import { percentile } from '../support/percentile';
 import { argValue, benchMongo } from './support';
 
 export async function runCountersBench(): Promise<void> {
   const likes = Number(argValue('likes', '2000'));
   const concurrency = Number(argValue('concurrency', '40'));
+  const doubleTaps = Number(argValue('double-taps', '0'));
   const mongo = await benchMongo();
   const conn = await mongoose.createConnection(mongo.uri, { monitorCommands: true }).asPromise();
   try {
@@ -70,15 +75,56 @@ export async function runCountersBench(): Promise<void> {
       console.log(`  by command: ${names.map(([name, { n, ms }]) => `${name} ${(n / likes).toFixed(2)}/like ${(ms / n).toFixed(1)} ms`).join(', ')}`);
       return { perLike, failed };
     };
-    const serial = await run('one at a time, 100 videos', (i) => ids[1 + (i % 100)], 1);
-    const contended = await run(`${concurrency} at once, one video`, () => ids[0], concurrency);
-    const counted = await videos.findById(ids[0]).select({ likeCount: 1, recommendLikeCount: 1 }).lean();
-    const exact = counted?.likeCount === likes && counted?.recommendLikeCount === likes;
-    console.log(`one video: likeCount=${counted?.likeCount} recommendLikeCount=${counted?.recommendLikeCount} (want ${likes}: ${exact ? 'exact' : 'WRONG'})`);
-    console.log(`commands_per_like=${serial.perLike.toFixed(2)} commands_per_like_contended=${contended.perLike.toFixed(2)} not_2xx=${serial.failed + contended.failed}`);
-    if (!exact || serial.failed + contended.failed > 0) throw new Error('counters not exact or answers not 2xx (above)');
+    if (likes > 0) {
+      const serial = await run('one at a time, 100 videos', (i) => ids[1 + (i % 100)], 1);
+      const contended = await run(`${concurrency} at once, one video`, () => ids[0], concurrency);
+      const counted = await videos.findById(ids[0]).select({ likeCount: 1, recommendLikeCount: 1 }).lean();
+      const exact = counted?.likeCount === likes && counted?.recommendLikeCount === likes;
+      console.log(`one video: likeCount=${counted?.likeCount} recommendLikeCount=${counted?.recommendLikeCount} (want ${likes}: ${exact ? 'exact' : 'WRONG'})`);
+      console.log(`commands_per_like=${serial.perLike.toFixed(2)} commands_per_like_contended=${contended.perLike.toFixed(2)} not_2xx=${serial.failed + contended.failed}`);
+      if (!exact || serial.failed + contended.failed > 0) throw new Error('counters not exact or answers not 2xx (above)');
+    }
+    if (doubleTaps > 0) await runDoubleTaps(service, videos, records, doubleTaps);
   } finally {
     await conn.close();
     mongo.stop();
   }
+}
+
+/** The double-tap scenario of issue 33 on a video of its own, then the repair job. */
+async function runDoubleTaps(service: InteractionService, videos: VideoModel, records: InteractionModels, users: number): Promise<void> {
+  const videoId = new Types.ObjectId();
+  await videos.insertMany([{ _id: videoId, status: 'approved', newsType: 'short', title: 'double taps' }]);
+  const vid = videoId.toHexString();
+  const failures: string[] = [];
+  let requests = 0;
+  const send = async (action: 'like' | 'unlike', user: string) => {
+    requests++;
+    try {
+      await service[action](vid, user);
+    } catch (err) {
+      if (!(err instanceof AppError) || err.status >= 500) failures.push(err instanceof Error ? err.message.slice(0, 120) : String(err));
+    }
+  };
+  const names = Array.from({ length: users }, (_, i) => `double-tap-${i}`);
+  const started = performance.now();
+  for (let round = 0; round < 3; round++) {
+    await Promise.all(
+      names.map(async (user) => {
+        await Promise.all([send('like', user), send('unlike', user)]);
+        await Promise.all([send('like', user), send('like', user)]);
+      }),
+    );
+  }
+  await Promise.all(names.map((user, i) => (i % 2 === 0 ? send('like', user) : send('like', user).then(() => send('unlike', user)))));
+  const seconds = (performance.now() - started) / 1000;
+  await repairPendingCounters(videos, records, { minAgeMs: 0 });
+  const counted = await videos.findById(videoId).select({ likeCount: 1, recommendLikeCount: 1 }).lean();
+  const lastLiked = Math.ceil(users / 2);
+  const exact = counted?.recommendLikeCount === users && counted?.likeCount === lastLiked;
+  console.log(
+    `double taps: ${users} users, ${requests} requests in ${seconds.toFixed(1)} s, ${failures.length} answers 5xx; recommendLikeCount=${counted?.recommendLikeCount} (want ${users}) likeCount=${counted?.likeCount} (want ${lastLiked}): ${exact ? 'exact' : 'WRONG'}`,
+  );
+  for (const failure of new Set(failures)) console.log(`  5xx: ${failure}`);
+  if (!exact || failures.length > 0) throw new Error('double taps: counters not exact or answers 5xx (above)');
 }
