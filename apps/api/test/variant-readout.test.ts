@@ -7,6 +7,7 @@ import request from 'supertest';
 import { readVariantStats, videoModel, type VariantTally } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import type { Api } from '../src/app';
+import { guestIdentity } from '../src/http/identity';
 import { useTestServices } from '../../../test/support/services';
 import { testApi } from '../../../test/support/api';
 import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
@@ -67,6 +68,49 @@ describe('V2 vs legacy readout (D7)', () => {
     await api.feed.readout.flush();
     const tally: VariantTally = await readVariantStats(s.redis, s.keys, new Date());
     expect(tally).toEqual(expected);
+  });
+
+  it('when a user toggles a like and a collect, double-taps, retries a share and a comment, and a guest retries a share, then each counts once (first success)', async () => {
+    const { app } = api;
+    const engagement = async () => {
+      const sum: Record<string, number> = {};
+      for (const action of ['like', 'collect', 'comment', 'share']) {
+        for (const variant of ['ring', 'legacy']) sum[`${variant}/${action}`] = await counter('feed_variant_engagement_total', { variant, action });
+      }
+      return sum;
+    };
+    const before = await engagement();
+    const user = RING_USERS[1];
+    const send = (path: string, body: object) => request(app).post(path).set(bearer(user)).send(body).expect(200);
+    for (const path of ['like', 'unlike', 'like', 'unlike', 'like']) await send(`/api/app/vid/${path}`, { vid: ids[8] });
+    // Double taps: like and unlike at once, then like twice at once.
+    await Promise.all([send('/api/app/vid/unlike', { vid: ids[8] }), send('/api/app/vid/like', { vid: ids[8] })]);
+    await Promise.all([send('/api/app/vid/like', { vid: ids[8] }), send('/api/app/vid/like', { vid: ids[8] })]);
+    for (const path of ['collect', 'uncollect', 'collect']) await send(`/api/app/vid/${path}`, { vid: ids[8] });
+    for (let i = 0; i < 3; i++) await send('/api/app/share/output', { videoID: ids[8] });
+    for (let i = 0; i < 3; i++) await request(app).post('/api/app/vid/comment').set(bearer(user)).set('Idempotency-Key', 'readout-key-1').send({ vid: ids[8], content: 'again' });
+    const guest = { 'X-Device-Id': 'readout-guest-1' };
+    for (let i = 0; i < 3; i++) await request(app).post('/api/app/share/output').set(guest).send({ videoID: ids[9] }).expect(200);
+    await request(app).post('/api/app/share/output').set(guest).send({ videoID: ids[10] }).expect(200);
+    // An old client's share names no video: no engagement.
+    await request(app).post('/api/app/share/output').set(guest).send({}).expect(200);
+
+    const after = await engagement();
+    const delta = (key: string) => after[key] - before[key];
+    // The user's one share, and the guest's one per video for the guest's own variant.
+    const guestVariant = await api.feed.variantOf(guestIdentity('readout-guest-1'));
+    const shares = { ring: 1, legacy: 0 };
+    shares[guestVariant] += 2;
+    expect(Object.fromEntries(Object.keys(after).map((key) => [key, delta(key)]))).toEqual({
+      'ring/like': 1,
+      'ring/collect': 1,
+      'ring/comment': 1,
+      'ring/share': shares.ring,
+      'legacy/like': 0,
+      'legacy/collect': 0,
+      'legacy/comment': 0,
+      'legacy/share': shares.legacy,
+    });
   });
 
   it('when the rollout changes, then an action counts for the variant that serves the user at that moment', async () => {

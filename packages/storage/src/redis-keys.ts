@@ -26,6 +26,8 @@ export function createRedisKeys(prefix = '') {
     repairStopped: `${p}repair-stopped`,
     /** HASH `variant:event` -> count for one UTC hour (YYYYMMDDHH): the V2 vs legacy readout (D7). */
     variantStats: (hour: string) => `${p}variant-stats:${hour}`,
+    /** STRING with expiry: a guest's share of a video was counted by the readout (D7: once per guest and video). */
+    guestShareCounted: (user: string, vid: string) => `${p}guest-share:{${user}}:${vid}`,
     /** STRING: the last version built in shadow mode (R20); its keys are shadowQueue/shadowMeta. */
     shadow: `${p}shadow`,
     /** LIST of 24-hex video ids in queue order. */

@@ -4,6 +4,11 @@
  * strategy actually served: a degraded ring user stays `ring`), in Prometheus counters and in
  * Redis's hourly tally. Redis gets one batch per instance every few seconds, not a write per
  * event; a crash loses at most that batch, which a rate over a day does not notice.
+ *
+ * An action counts once per first success, as R3 counts it: the callers record a like or collect
+ * only when the service made the user's record (a toggled like is one like), a comment only when
+ * its Idempotency-Key is new, a user's share only when it made the share record; a guest has no
+ * record, so a guest's share counts once per guest and video by a marker in Redis.
  */
 import { logger } from '@feed/logger';
 import { addVariantStats, variantField, type Redis, type RedisKeys, type Variant, type VariantEvent } from '@feed/storage';
@@ -11,6 +16,8 @@ import type { Identity } from '../http/identity';
 import type { ApiMetrics } from '../metrics';
 
 const FLUSH_EVERY_MS = 5_000;
+/** How long a guest's counted share is remembered: longer than any rollout step is judged over. */
+const GUEST_SHARE_TTL_S = 30 * 24 * 3600;
 
 export class VariantReadout {
   private pending = new Map<string, number>();
@@ -28,6 +35,23 @@ export class VariantReadout {
 
   async record(identity: Identity, event: VariantEvent): Promise<void> {
     this.count(await this.variantOf(identity), event);
+  }
+
+  /**
+   * A valid share: counted when it is the identity's first of the video (`first` from the
+   * service for a user; the Redis marker for a guest). Without Redis a guest's share goes
+   * uncounted rather than failing the share.
+   */
+  async recordShare(identity: Identity, vid: string, first: boolean): Promise<void> {
+    if (identity.userId === undefined) {
+      try {
+        first = (await this.redis.set(this.keys.guestShareCounted(identity.key, vid), '1', { NX: true, EX: GUEST_SHARE_TTL_S })) === 'OK';
+      } catch (err) {
+        logger.warn('guest share not counted by the readout: Redis unavailable', { err: err instanceof Error ? err.message : String(err) });
+        return;
+      }
+    }
+    if (first) await this.record(identity, 'share');
   }
 
   count(variant: Variant, event: VariantEvent): void {

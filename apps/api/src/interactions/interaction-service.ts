@@ -4,7 +4,7 @@
  * (`@feed/storage` counter-tally.ts), which also completes what a crashed earlier attempt left.
  */
 import { randomUUID } from 'node:crypto';
-import { Types, type Model } from 'mongoose';
+import { Types, type Model, type mongo } from 'mongoose';
 import { isEligible } from '@feed/domain';
 import { freshRecordFields, tallyCounters, type CounterHooks, type CounterKind, type InteractionModels, type ToggleRecord, type VideoModel } from '@feed/storage';
 import { AppError, notFound } from '@feed/http';
@@ -16,6 +16,8 @@ export interface ToggleOutcome {
   active: boolean;
   /** Whether this call changed it (false for a repeated like or a double unlike). */
   changed: boolean;
+  /** Whether this call was the user's first success on the video (D7 counts only that one). */
+  first: boolean;
 }
 
 type ToggleKind = Extract<CounterKind, 'likes' | 'collects'>;
@@ -42,44 +44,60 @@ export class InteractionService {
   }
 
   /** Brings the video's counters up to its records when this record is not counted yet. */
-  private async follow(kind: CounterKind, record: { _id: Types.ObjectId; videoId: Types.ObjectId; dirty: boolean } | null): Promise<void> {
+  private async follow(kind: CounterKind, record: { _id: Types.ObjectId; videoId: Types.ObjectId; dirty: boolean; active: boolean } | null): Promise<void> {
     if (!record?.dirty) return;
     await this.hooks.afterRecord?.();
-    await tallyCounters(this.videos, this.records, kind, record.videoId, { hooks: this.hooks, record: record._id });
+    await tallyCounters(this.videos, this.records, kind, record.videoId, { hooks: this.hooks, record: record._id, active: record.active });
   }
 
-  /** Like or collect: the user's record becomes active (created on the first success). */
+  /**
+   * Like or collect: the user's record becomes active (created on the first success). Two
+   * single-document writes, each safe under any interleaving of the user's other requests: an
+   * upsert whose filter is exactly the unique key (MongoDB retries such an upsert itself when
+   * two of them race for the insert), which creates an active record and changes nothing in an
+   * existing one, then, for an existing inactive record, a compare-and-set of `active`.
+   */
   private async activate(kind: ToggleKind, vid: string, userId: string): Promise<ToggleOutcome> {
     const videoId = await this.requireServable(vid);
     const model = this.records[kind] as Model<ToggleRecord>;
     const now = new Date();
-    const { dirty: _dirty, changedAt: _changedAt, ...onInsert } = freshRecordFields(now);
-    // Matches only an inactive record; an active one makes the upsert hit the unique index.
-    const turnOn = () =>
-      model
-        .findOneAndUpdate(
-          { userId, videoId, active: { $ne: true } },
-          { $set: { active: true, dirty: true, changedAt: now }, $setOnInsert: onInsert },
-          { upsert: true, returnDocument: 'after' },
-        )
-        .lean();
-    let record: ToggleRecord | null;
-    let changed = true;
-    try {
-      record = await turnOn();
-    } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
-      // Already active, or a concurrent first like won the insert: this call changes nothing,
-      // but completes the count if an earlier attempt crashed before it.
-      record = await model.findOne({ userId, videoId }).lean();
-      changed = false;
-      if (!record?.active) {
-        record = await turnOn();
-        changed = true;
-      }
+    const upserted = await this.upsertRecord(model, userId, videoId, now);
+    if (upserted.inserted) {
+      await this.follow(kind, upserted.record);
+      return { active: true, changed: true, first: true };
     }
+    let record: ToggleRecord | null = upserted.record;
+    let changed = false;
+    if (!record.active) {
+      const turnedOn = await model
+        .findOneAndUpdate({ _id: record._id, active: { $ne: true } }, { $set: { active: true, dirty: true, changedAt: now } }, { returnDocument: 'after' })
+        .lean();
+      // No match: a concurrent request of the same user turned it on first.
+      changed = Boolean(turnedOn);
+      record = turnedOn ?? (await model.findById(record._id).lean());
+    }
+    // Unchanged, it still completes the count when an earlier attempt crashed before it.
     await this.follow(kind, record);
-    return { active: true, changed };
+    return { active: true, changed, first: false };
+  }
+
+  /** The record of `userId` and `videoId`, inserted active when there is none. */
+  private async upsertRecord(model: Model<ToggleRecord>, userId: string, videoId: Types.ObjectId, now: Date): Promise<{ record: ToggleRecord; inserted: boolean }> {
+    // An existing record is left as it is: `$setOnInsert` only.
+    const upsert = () =>
+      model
+        .findOneAndUpdate({ userId, videoId }, { $setOnInsert: { ...freshRecordFields(now), active: true } }, { upsert: true, returnDocument: 'after', includeResultMetadata: true })
+        .lean<mongo.ModifyResult<ToggleRecord>>();
+    let result;
+    try {
+      result = await upsert();
+    } catch (err) {
+      // A server that does not retry the raced insert itself: the record exists now, read it.
+      if (!isDuplicateKey(err)) throw err;
+      result = await upsert();
+    }
+    if (!result.value) throw new Error(`the upsert of a ${model.collection.name} record returned no document`);
+    return { record: result.value, inserted: result.lastErrorObject?.updatedExisting === false };
   }
 
   /** Unlike or uncollect: the display counter follows; recommend* never goes down. */
@@ -92,7 +110,7 @@ export class InteractionService {
       .findOneAndUpdate({ userId, videoId, active: true }, { $set: { active: false, dirty: true, changedAt: new Date() } }, { returnDocument: 'after' })
       .lean();
     await this.follow(kind, turnedOff ?? (await model.findOne({ userId, videoId }).lean()));
-    return { active: false, changed: Boolean(turnedOff) };
+    return { active: false, changed: Boolean(turnedOff), first: false };
   }
 
   like = (vid: string, userId: string) => this.activate('likes', vid, userId);
@@ -140,15 +158,19 @@ export class InteractionService {
    * A share (R4). Without a video id nothing is counted (old clients); an unknown video is 404
    * for guests and users alike. The first share of a user and an approved short video counts
    * once; `counted` says whether this call's share is that first one (a retry of a share whose
-   * answer was lost reports it again until it is counted).
+   * answer was lost reports it again until it is counted); `first` says whether this call made
+   * the user's share record (D7 counts that one only); `valid` whether the share names an
+   * approved short video (a guest's valid share is engagement, though no counter moves).
    */
-  async share(vid: string | undefined, userId: string | undefined): Promise<{ counted: boolean }> {
-    if (vid === undefined) return { counted: false };
+  async share(vid: string | undefined, userId: string | undefined): Promise<{ counted: boolean; first: boolean; valid: boolean }> {
+    if (vid === undefined) return { counted: false, first: false, valid: false };
     const video = await this.existing(vid);
-    if (!isEligible(video) || userId === undefined) return { counted: false };
+    if (!isEligible(video)) return { counted: false, first: false, valid: false };
+    if (userId === undefined) return { counted: false, first: false, valid: true };
     const { shares } = this.records;
     let record;
     let counted = true;
+    let first = true;
     try {
       record = (await shares.create({ userId, videoId: video._id, active: true, ...freshRecordFields() })).toObject();
     } catch (err) {
@@ -156,8 +178,9 @@ export class InteractionService {
       record = await shares.findOne({ userId, videoId: video._id }).lean();
       if (!record) throw err;
       counted = !record.counted && record.dirty;
+      first = false;
     }
     await this.follow('shares', record);
-    return { counted };
+    return { counted, first, valid: true };
   }
 }

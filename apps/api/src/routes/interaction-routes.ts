@@ -4,7 +4,7 @@ import Joi from 'joi';
 import { identify, requireUser, userIdentity } from '../http/identity';
 import type { VariantReadout } from '../feed/variant-readout';
 import { objectId, validate, validateBody, vidBody } from '../http/validate';
-import type { InteractionService } from '../interactions/interaction-service';
+import type { InteractionService, ToggleOutcome } from '../interactions/interaction-service';
 
 export const MAX_COMMENT_LENGTH = 500;
 
@@ -16,16 +16,16 @@ export const commentBody = Joi.object<{ vid: string; content: string }>({
 export const shareBody = Joi.object<{ videoID?: string }>({ videoID: objectId.description('Without it nothing is counted (old clients)') }).unknown(true);
 export const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, 'Idempotency-Key (8-128 characters of A-Z, a-z, 0-9, _ . : -)');
 
-/** `readout` counts each like, collect, comment and share that took effect for the user's variant (D7). */
+/** `readout` counts each first like, collect, comment and share for the user's variant (D7: a toggled like is one like). */
 export function interactionRoutes(service: InteractionService, jwtSecret: string, readout: VariantReadout): Router {
   const router = Router();
-  const toggle = (path: string, action: (vid: string, userId: string) => Promise<{ active: boolean; changed: boolean }>, engagement?: 'like' | 'collect') =>
+  const toggle = (path: string, action: (vid: string, userId: string) => Promise<ToggleOutcome>, engagement?: 'like' | 'collect') =>
     router.post(path, async (req, res) => {
       const { userId } = requireUser(req, jwtSecret);
       const { vid } = validateBody(vidBody, req);
-      const result = await action(vid, userId);
-      if (engagement && result.changed) await readout.record(userIdentity(userId), engagement);
-      res.json(result);
+      const { active, changed, first } = await action(vid, userId);
+      if (engagement && first) await readout.record(userIdentity(userId), engagement);
+      res.json({ active, changed });
     });
   toggle('/api/app/vid/like', service.like, 'like');
   toggle('/api/app/vid/unlike', service.unlike);
@@ -51,9 +51,9 @@ export function interactionRoutes(service: InteractionService, jwtSecret: string
   router.post('/api/app/share/output', async (req, res) => {
     const identity = identify(req, jwtSecret);
     const { videoID } = validateBody(shareBody, req);
-    const { counted } = await service.share(videoID, identity.userId);
+    const { counted, first, valid } = await service.share(videoID, identity.userId);
     // A guest's share moves no counter (R4) but is engagement of the guest's variant all the same.
-    if (videoID !== undefined) await readout.record(identity, 'share');
+    if (valid && videoID !== undefined) await readout.recordShare(identity, videoID, first);
     res.json({ ok: true, counted });
   });
   return router;

@@ -26,8 +26,30 @@
  * stale state loses the compare-and-set and starts again. Nothing depends on a window of recent
  * operations or on timing: a crash leaves either dirty records (counted by the next tally of that
  * video, by a retry, or by the repair job) or an unfinalized batch (finalized by the next tally).
- * Under contention one tally counts the dirty records of many requests at once, and a request's
- * tally stops as soon as its own record is counted (by it or by another): `pnpm bench counters`.
+ *
+ * Why it holds under concurrent toggles (one user's like, unlike and like again at once, on
+ * several devices, while other users' tallies run on the same video). MongoDB is atomic per
+ * document only, so each step is argued per record:
+ *   - A toggle changes `active` and sets `dirty` in one single-document update, and the record
+ *     write of a like is an upsert on exactly the unique key plus a compare-and-set of `active`
+ *     (interaction-service.ts): any interleaving of a user's requests leaves one record whose
+ *     `active` is the last write's, every request answered.
+ *   - Step 3 may read a record that is toggled right after: the tally counts the state it read
+ *     (`to`) and the finalize records that state as `shown`. The toggle set `dirty`, so the
+ *     record is counted again from `shown`, whatever the order of the toggle and the finalize.
+ *   - The finalize of a record is one update that sets `counted`, `shown = to`, `tallyAt = seq`
+ *     and `dirty = (active !== to)` from the `active` it finds at that instant. A toggle before
+ *     it keeps `dirty` true; a toggle after it sets `dirty` itself. No toggle can slip between
+ *     "counted" and "dirty" (as it could between two statements split on `active`: a record
+ *     counted as active, unliked before the first statement and liked again before the second,
+ *     matched neither, kept `counted: false`, and a tally finalizing with it counted it again).
+ *   - `tallyAt < seq` makes each tally's finalize of a record happen once: several tallies
+ *     finalizing the same batch, late or early, apply it once, with the `active` of that moment.
+ *   - Step 4's compare-and-set on `seq` orders the tallies of a video: of those that read the same
+ *     state, one moves the counters; the others read again, finalize its batch, and so see
+ *     `counted` and `shown` as it left them and count only what changed since.
+ *   - A request whose record the video's batch already counts in the state the request wrote is
+ *     done (step 1): the counters show its action, and a later toggle is its own request's count.
  */
 import type { Model, Types } from 'mongoose';
 import type { VideoModel } from '../models/video';
@@ -89,20 +111,21 @@ async function readTally(videos: VideoModel, videoId: Types.ObjectId, kind: Coun
   return { seq: state?.seq ?? 0, batch: state?.batch ?? [] };
 }
 
-/** Steps 2 and 5: the batch's records learn that tally `seq` counted them (idempotent, fenced by tallyAt). */
+/**
+ * Steps 2 and 5: the batch's records learn that tally `seq` counted them. One pipeline update
+ * per record sets `counted`, `shown`, `tallyAt` and `dirty` together, `dirty` from the record's
+ * `active` at that very moment: a toggle either precedes it (then `active !== to` keeps the
+ * record dirty) or follows it (and sets `dirty` itself). Fenced by `tallyAt < seq`, so a record
+ * takes each tally's finalize once, however many tallies finalize the same batch.
+ */
 async function finalize(records: Model<CountedRecord>, { seq, batch }: TallyState): Promise<void> {
   const updates = [true, false].flatMap((to) => {
     const ids = batch.filter((entry) => entry.to === to).map((entry) => entry.r);
     if (ids.length === 0) return [];
-    const reflected = { counted: true, shown: to, tallyAt: seq };
-    const fenced = { _id: { $in: ids }, tallyAt: { $lt: seq } };
-    // A record toggled since it was counted stays dirty: the next tally counts the change.
-    return [
-      { updateMany: { filter: { ...fenced, active: to }, update: { $set: { ...reflected, dirty: false } } } },
-      { updateMany: { filter: { ...fenced, active: !to }, update: { $set: { ...reflected, dirty: true } } } },
-    ];
+    const reflected = { counted: { $literal: true }, shown: { $literal: to }, tallyAt: { $literal: seq }, dirty: { $ne: ['$active', to] } };
+    return [{ updateMany: { filter: { _id: { $in: ids }, tallyAt: { $lt: seq } }, update: [{ $set: reflected }] } }];
   });
-  // One `update` command for all of them.
+  // One `update` command for both groups.
   if (updates.length > 0) await records.bulkWrite(updates, { ordered: false });
 }
 
@@ -113,6 +136,8 @@ export interface TallyOptions {
    * call or by a concurrent one, instead of draining every dirty record of a busy video.
    */
   record?: Types.ObjectId;
+  /** The `active` this request wrote to `record`: a batch that counted it so is this request's count. */
+  active?: boolean;
 }
 
 /**
@@ -124,7 +149,7 @@ export async function tallyCounters(
   models: InteractionModels,
   kind: CounterKind,
   videoId: Types.ObjectId,
-  { hooks = {}, record }: TallyOptions = {},
+  { hooks = {}, record, active }: TallyOptions = {},
 ): Promise<TallyOutcome> {
   const records = models[kind] as Model<CountedRecord>;
   const { recommend: recommendField, display: displayField } = COUNTER_KINDS[kind];
@@ -132,11 +157,17 @@ export async function tallyCounters(
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const state = await readTally(videos, videoId, kind);
     if (!state) return outcome;
+    // The video already counts this request's record as it wrote it (typically: a concurrent
+    // tally won the compare-and-set with it). That tally finalizes its batch right after (step
+    // 5); a crash there leaves the records dirty for the next tally or the repair job.
+    if (record && state.batch.some((entry) => entry.r.equals(record) && entry.to === active)) return outcome;
     await finalize(records, state);
     const dirty = await records
       .find({ videoId, dirty: true })
       .select({ active: 1, counted: 1, shown: 1 })
       .limit(TALLY_BATCH)
+      // One reply for the whole batch: no getMore under contention.
+      .batchSize(TALLY_BATCH)
       .lean<CountedRecord[]>();
     if (dirty.length === 0) return outcome;
     // A concurrent tally counted this request's record (its batch was finalized above): done.
