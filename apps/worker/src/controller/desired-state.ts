@@ -42,7 +42,8 @@ export const LEASE_MS = 30_000;
 /** A check abandoned past this still leaves LEASE_MS - CHECK_DEADLINE_MS of our lease: it stops before anyone else may hold it. */
 export const CHECK_DEADLINE_MS = 20_000;
 /** Repair builds of one reason, version and state a business day that may complete without fixing it. */
-export const MAX_REPAIR_ATTEMPTS = 3;
+// Five: FeedRepairsNotHolding pages at the fourth repair of one state in 30 min, before the controller gives up on it.
+export const MAX_REPAIR_ATTEMPTS = 5;
 
 export { REPAIR_REASONS, type RepairReason };
 
