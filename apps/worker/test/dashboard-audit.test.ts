@@ -45,7 +45,7 @@ async function startAdmin(config: Config, redis: Redis) {
 }
 
 const trail = () => auditTrail(s.mongo, s.config.redisKeyPrefix);
-const dashboard = (method: 'post' | 'put', url: string) => request(server)[method](url).auth('oncall', 'inspect-pass');
+const dashboard = (method: 'post' | 'put' | 'patch', url: string) => request(server)[method](url).auth('oncall', 'inspect-pass');
 
 /** A job of the build queue that failed (its one attempt threw), as a failed build on the dashboard's Failed tab. */
 async function failedJob(id: string): Promise<Job> {
@@ -112,6 +112,21 @@ describe('the dashboard on the audit trail (D6)', () => {
       ['oncall', 'promote', 'delayed-2'],
       ['oncall', 'promote', 'the scheduler run'],
     ]);
+  });
+
+  it('when a delayed build is rescheduled to run now (its delay edited), then one entry names the admin and the job', async () => {
+    await jobs.queue.add('daily-build', {}, { jobId: 'delayed-3', delay: 3_600_000 });
+    const added = await entriesOf(async () => dashboard('patch', `${QUEUE_API}/delayed-3/delay`).send({ runAt: Date.now() }).expect(200));
+    // Due now: the next worker to look takes it (none processes here).
+    expect((await jobs.queue.getJob('delayed-3'))?.delay).toBe(0);
+    expect(added).toEqual([expect.objectContaining({ actor: 'oncall', via: 'dashboard', before: expect.objectContaining({ state: 'delayed' }), after: expect.objectContaining({ how: 'reschedule', jobId: 'delayed-3' }) })]);
+  });
+
+  it("when a pending build's data is replaced (a scheduled build turned into a forced one), then one entry names the admin with the data before and after", async () => {
+    await jobs.queue.add('daily-build', { force: false }, { jobId: 'delayed-4', delay: 3_600_000 });
+    const added = await entriesOf(async () => dashboard('patch', `${QUEUE_API}/delayed-4/update-data`).send({ jobData: { force: true } }).expect(200));
+    expect((await jobs.queue.getJob('delayed-4'))?.data).toEqual({ force: true });
+    expect(added).toEqual([expect.objectContaining({ actor: 'oncall', via: 'dashboard', before: expect.objectContaining({ data: { force: false } }), after: expect.objectContaining({ how: 'update-data', jobId: 'delayed-4', data: { force: true } }) })]);
   });
 
   it("when the daily scheduler's run-now starts a build, then one entry names the admin and the job; the scheduler's own jobs are not on the trail", async () => {

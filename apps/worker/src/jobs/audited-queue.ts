@@ -1,6 +1,6 @@
 /**
  * The build queue as the job dashboard (bull-board) is given it (SPEC D6): every job the
- * dashboard adds, retries or promotes is recorded in the audit trail with the dashboard's
+ * dashboard adds, retries, promotes, reschedules or whose data it replaces is recorded in the audit trail with the dashboard's
  * authenticated user. The job is the unit, not the URL: "Add job", the per-job and bulk Retry
  * and Promote buttons and a scheduler's "run now" all reach the queue through here, whatever path,
  * case or trailing slash routed the request. The scheduler and the controller use the queue
@@ -24,7 +24,7 @@ export function asDashboardRequest<T>(request: DashboardRequest, fn: () => T): T
   return dashboardRequests.run(request, fn);
 }
 
-type How = 'add' | 'retry' | 'promote';
+type How = 'add' | 'retry' | 'promote' | 'reschedule' | 'update-data';
 
 export interface AuditedQueueDeps {
   trail: AuditTrail;
@@ -46,7 +46,8 @@ export function auditedQueue(queue: Queue, { trail, redis, keys }: AuditedQueueD
   };
   const audited = <A extends unknown[], R>(how: How, job: Job, run: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
-      const before = { current: await currentVersion(), state: await job.getState().catch(() => 'unknown') };
+      // Replaced data is what the entry is about: the data it replaced goes with it.
+      const before = { current: await currentVersion(), state: await job.getState().catch(() => 'unknown'), ...(how === 'update-data' ? { data: job.data as unknown } : {}) };
       const result = await run(...args);
       await audit(how, job, before);
       return result;
@@ -55,6 +56,10 @@ export function auditedQueue(queue: Queue, { trail, redis, keys }: AuditedQueueD
     if (!job) return job;
     job.retry = audited('retry', job, job.retry.bind(job));
     job.promote = audited('promote', job, job.promote.bind(job));
+    // A delayed build's delay edited to now runs it now, as Promote does; edited data turns a
+    // scheduled build into another one (a forced build): both are builds asked for by hand.
+    job.changeDelay = audited('reschedule', job, job.changeDelay.bind(job));
+    job.updateData = audited('update-data', job, job.updateData.bind(job));
     return job;
   };
   const overrides: Partial<Record<keyof Queue, unknown>> = {
