@@ -13,6 +13,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Worker, type Job } from 'bullmq';
 import request from 'supertest';
+import mongoose, { type Connection } from 'mongoose';
+import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { createLogger } from '@feed/logger';
 import { auditTrail, connectRedis, createRedisKeys, videoModel, type AuditRecord, type Redis } from '@feed/storage';
 import type { Config } from '@feed/config';
@@ -30,9 +32,9 @@ let server: Server;
 let jobs: Awaited<ReturnType<typeof startBuildQueue>>;
 
 /** The worker's queue (not processing) and its admin app over `config`'s Redis and prefix. */
-async function startAdmin(config: Config, redis: Redis) {
+async function startAdmin(config: Config, redis: Redis, mongo: Connection = s.mongo) {
   const keys = createRedisKeys(config.redisKeyPrefix);
-  const videos = videoModel(s.mongo);
+  const videos = videoModel(mongo);
   jobs = await startBuildQueue({ connection: bullConnectionFactory(config), prefix: keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: config.buildRetryDelayMs, logger, metrics: createWorkerMetrics(), deps: { redis, keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 }, process: false });
   const app = createWorkerApp({ config: { ...config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), redis, keys, videos });
   server = app.listen(0, '127.0.0.1');
@@ -45,7 +47,7 @@ async function startAdmin(config: Config, redis: Redis) {
 }
 
 const trail = () => auditTrail(s.mongo, s.config.redisKeyPrefix);
-const dashboard = (method: 'post' | 'put', url: string) => request(server)[method](url).auth('oncall', 'inspect-pass');
+const dashboard = (method: 'post' | 'put' | 'patch', url: string) => request(server)[method](url).auth('oncall', 'inspect-pass');
 
 /** A job of the build queue that failed (its one attempt threw), as a failed build on the dashboard's Failed tab. */
 async function failedJob(id: string): Promise<Job> {
@@ -114,6 +116,21 @@ describe('the dashboard on the audit trail (D6)', () => {
     ]);
   });
 
+  it('when a delayed build is rescheduled to run now (its delay edited), then one entry names the admin and the job', async () => {
+    await jobs.queue.add('daily-build', {}, { jobId: 'delayed-3', delay: 3_600_000 });
+    const added = await entriesOf(async () => dashboard('patch', `${QUEUE_API}/delayed-3/delay`).send({ runAt: Date.now() }).expect(200));
+    // Due now: the next worker to look takes it (none processes here).
+    expect((await jobs.queue.getJob('delayed-3'))?.delay).toBe(0);
+    expect(added).toEqual([expect.objectContaining({ actor: 'oncall', via: 'dashboard', before: expect.objectContaining({ state: 'delayed' }), after: expect.objectContaining({ how: 'reschedule', jobId: 'delayed-3' }) })]);
+  });
+
+  it("when a pending build's data is replaced (a scheduled build turned into a forced one), then one entry names the admin with the data before and after", async () => {
+    await jobs.queue.add('daily-build', { force: false }, { jobId: 'delayed-4', delay: 3_600_000 });
+    const added = await entriesOf(async () => dashboard('patch', `${QUEUE_API}/delayed-4/update-data`).send({ jobData: { force: true } }).expect(200));
+    expect((await jobs.queue.getJob('delayed-4'))?.data).toEqual({ force: true });
+    expect(added).toEqual([expect.objectContaining({ actor: 'oncall', via: 'dashboard', before: expect.objectContaining({ data: { force: false } }), after: expect.objectContaining({ how: 'update-data', jobId: 'delayed-4', data: { force: true } }) })]);
+  });
+
   it("when the daily scheduler's run-now starts a build, then one entry names the admin and the job; the scheduler's own jobs are not on the trail", async () => {
     const added = await entriesOf(async () => dashboard('put', `${QUEUE_API}/job-schedulers/${SCHEDULER_ID}/run`).expect(200));
     expect(added).toEqual([expect.objectContaining({ actor: 'oncall', via: 'dashboard', after: expect.objectContaining({ how: 'add', name: 'daily-build', request: `PUT ${QUEUE_API}/job-schedulers/${SCHEDULER_ID}/run` }) })]);
@@ -127,6 +144,28 @@ describe('the dashboard on the audit trail (D6)', () => {
     expect(added).toEqual([]);
     expect(await jobs.queue.getJobs(['waiting'])).toEqual([]);
   });
+});
+
+describe('MongoDB down while the dashboard starts a build (D6)', () => {
+  it('when the trail cannot be written, then the click tells the truth: no build is queued without its entry', async () => {
+    // A MongoDB of this test's own, stopped after the app connected (the driver then waits out its server selection).
+    const mongo = await startEmbeddedMongo();
+    const connection = await mongoose.createConnection(`${mongo.uri}/audit_down`, { serverSelectionTimeoutMS: 30_000 }).asPromise();
+    try {
+      await startAdmin(s.config, s.redis, connection);
+      await mongo.stop();
+      const click = await dashboard('post', `${QUEUE_API}/add`).send({ name: 'manual-rebuild', data: { force: true }, options: {} });
+      expect(click.status).toBe(503);
+      expect((await jobs.queue.getJobs(['waiting', 'delayed', 'active'])).map((job) => job.name)).not.toContain('manual-rebuild');
+      // Retry likewise: a failed build stays failed rather than running off the trail.
+      const job = await failedJob('failed-down');
+      expect((await dashboard('put', `${QUEUE_API}/${job.id}/retry`)).status).toBe(503);
+      expect(await job.getState()).toBe('failed');
+    } finally {
+      await connection.close(true);
+      await mongo.stop();
+    }
+  }, 60_000);
 });
 
 describe('a durable trail (D6)', () => {

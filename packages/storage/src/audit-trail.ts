@@ -46,6 +46,11 @@ interface StoredEntry {
 }
 
 export interface AuditTrail {
+  /**
+   * Throws when the trail cannot be written now (MongoDB down). Asked before a change is made, so
+   * that a change is refused rather than made without its entry (or answered as failed once made).
+   */
+  ready(): Promise<void>;
   record(entry: AuditEntry): Promise<void>;
   /** The newest `count` entries, newest first. */
   read(count?: number): Promise<AuditRecord[]>;
@@ -79,6 +84,11 @@ export function auditTrail(connection: Connection, scope: string): AuditTrail {
     }));
   const collection = () => connection.collection<StoredEntry>(AUDIT_COLLECTION);
   return {
+    async ready() {
+      await ensure();
+      // ensure() is done once per process: this round trip is what tells MongoDB answers now.
+      await collection().findOne({ scope }, { projection: { _id: 1 } });
+    },
     async record(entry) {
       await ensure();
       await collection().insertOne({

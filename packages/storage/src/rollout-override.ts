@@ -3,6 +3,7 @@
  * `percent`; on-call overrides either at run time in one Redis hash, and every API instance
  * applies it within CURRENT_CACHE_MS. Clearing the hash returns to the environment's values.
  */
+import { logger } from '@feed/logger';
 import type { AuditEntry, AuditTrail } from './audit-trail';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
@@ -64,6 +65,13 @@ export async function changeRollout(
   if (change === 'clear') await clearRolloutOverride(redis, keys);
   else await writeRolloutOverride(redis, keys, change);
   const after = resolveRollout(environment, await readRolloutOverride(redis, keys));
-  await trail.record({ action: change === 'clear' ? 'rollout-clear' : 'rollout-set', ...who, before, after });
+  const entry: AuditEntry = { action: change === 'clear' ? 'rollout-clear' : 'rollout-set', ...who, before, after };
+  try {
+    await trail.record(entry);
+  } catch (err) {
+    // The change is in force already, and the kill switch must work while MongoDB is down: answering
+    // it as failed would mislead on-call. The entry the trail could not take goes to the log instead.
+    logger.error('audit trail unwritable', { ...entry, err });
+  }
   return after;
 }

@@ -26,10 +26,16 @@ export const TELEMETRY_SHUTDOWN_MS = 1_500;
 /** What a query string's values become in a span: the keys stay, so the request's shape is still visible. */
 export const REDACTED = 'REDACTED';
 
-/** `a=1&token=s` -> `a=REDACTED&token=REDACTED` (D5: nothing a client sends in a URL is recorded verbatim). */
+/** What a key looks like; anything else where a key goes may be the secret itself (`?<token>`). */
+const KEY_LIKE = /^[A-Za-z_][A-Za-z0-9_.[\]-]{0,39}$/;
+
+/**
+ * `a=1&token=s` -> `a=REDACTED&token=REDACTED` (D5: nothing a client sends in a URL is recorded
+ * verbatim). A part with no value (a bare token, or one padded with `=`) or unlike a key is `REDACTED` whole.
+ */
 export function redactQuery(query: string): string {
-  const params = new URLSearchParams(query);
-  return [...new Set(params.keys())].map((key) => `${encodeURIComponent(key)}=${REDACTED}`).join('&');
+  const parts = [...new URLSearchParams(query)].map(([key, value]) => (!/^=*$/.test(value) && KEY_LIKE.test(key) ? `${encodeURIComponent(key)}=${REDACTED}` : REDACTED));
+  return [...new Set(parts)].join('&');
 }
 /** The HTTP server span of the active request (the http instrumentation keeps it in the context). */
 let requestSpan: () => Span | undefined = () => undefined;

@@ -1,6 +1,6 @@
 /**
  * The build queue as the job dashboard (bull-board) is given it (SPEC D6): every job the
- * dashboard adds, retries or promotes is recorded in the audit trail with the dashboard's
+ * dashboard adds, retries, promotes, reschedules or whose data it replaces is recorded in the audit trail with the dashboard's
  * authenticated user. The job is the unit, not the URL: "Add job", the per-job and bulk Retry
  * and Promote buttons and a scheduler's "run now" all reach the queue through here, whatever path,
  * case or trailing slash routed the request. The scheduler and the controller use the queue
@@ -24,7 +24,7 @@ export function asDashboardRequest<T>(request: DashboardRequest, fn: () => T): T
   return dashboardRequests.run(request, fn);
 }
 
-type How = 'add' | 'retry' | 'promote';
+type How = 'add' | 'retry' | 'promote' | 'reschedule' | 'update-data';
 
 export interface AuditedQueueDeps {
   trail: AuditTrail;
@@ -35,18 +35,22 @@ export interface AuditedQueueDeps {
 /** `queue` for the dashboard: the same queue, with the calls that start a job recorded once they succeeded. */
 export function auditedQueue(queue: Queue, { trail, redis, keys }: AuditedQueueDeps): Queue {
   const currentVersion = () => redis.get(keys.current).catch(() => null);
+  // Before the queue is touched: with MongoDB down the click fails (503) and no build runs off the trail.
+  const trailReady = () => trail.ready();
   const audit = async (how: How, job: Pick<Job, 'id' | 'name' | 'data'>, before: Record<string, unknown>) => {
     const asked = dashboardRequests.getStore() ?? { actor: 'unknown', request: 'outside a dashboard request' };
     try {
       await trail.record({ action: 'build-requested', actor: asked.actor, via: 'dashboard', before, after: { request: asked.request, how, jobId: job.id, name: job.name, data: job.data as unknown } });
     } catch (err) {
-      // The job exists already: losing its trail entry is on-call's to know, not a reason to fail the click.
+      // The job exists already (MongoDB went away after trailReady): on-call's to know, not a reason to fail the click.
       logger.error('audit trail unwritable', { how, jobId: job.id, actor: asked.actor, err });
     }
   };
   const audited = <A extends unknown[], R>(how: How, job: Job, run: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
-      const before = { current: await currentVersion(), state: await job.getState().catch(() => 'unknown') };
+      await trailReady();
+      // Replaced data is what the entry is about: the data it replaced goes with it.
+      const before = { current: await currentVersion(), state: await job.getState().catch(() => 'unknown'), ...(how === 'update-data' ? { data: job.data as unknown } : {}) };
       const result = await run(...args);
       await audit(how, job, before);
       return result;
@@ -55,16 +59,22 @@ export function auditedQueue(queue: Queue, { trail, redis, keys }: AuditedQueueD
     if (!job) return job;
     job.retry = audited('retry', job, job.retry.bind(job));
     job.promote = audited('promote', job, job.promote.bind(job));
+    // A delayed build's delay edited to now runs it now, as Promote does; edited data turns a
+    // scheduled build into another one (a forced build): both are builds asked for by hand.
+    job.changeDelay = audited('reschedule', job, job.changeDelay.bind(job));
+    job.updateData = audited('update-data', job, job.updateData.bind(job));
     return job;
   };
   const overrides: Partial<Record<keyof Queue, unknown>> = {
     add: async (...args: Parameters<Queue['add']>) => {
+      await trailReady();
       const before = { current: await currentVersion() };
       const job = await queue.add(...args);
       await audit('add', job, before);
       return job;
     },
     addBulk: async (...args: Parameters<Queue['addBulk']>) => {
+      await trailReady();
       const before = { current: await currentVersion() };
       const jobs = await queue.addBulk(...args);
       for (const job of jobs) await audit('add', job, before);
@@ -73,6 +83,7 @@ export function auditedQueue(queue: Queue, { trail, redis, keys }: AuditedQueueD
     getJob: async (...args: Parameters<Queue['getJob']>) => watched(await queue.getJob(...args)),
     getJobs: async (...args: Parameters<Queue['getJobs']>) => (await queue.getJobs(...args)).map((job) => watched(job)),
     promoteJobs: async (...args: Parameters<Queue['promoteJobs']>) => {
+      await trailReady();
       const before = { current: await currentVersion(), state: 'delayed' };
       const delayed = await queue.getJobs(['delayed']);
       await queue.promoteJobs(...args);
