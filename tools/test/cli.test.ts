@@ -54,7 +54,8 @@ describe('pnpm cli', () => {
   }, 30_000);
 
   it('when on-call turns the rollout off, then rollout --history shows who, when, before and after', async () => {
-    const { env } = await withoutMongo();
+    // The trail lives in MongoDB (D6): a change and the history need it.
+    const env = { ...(await withoutMongo()).env, MONGO_URL: s.config.mongoUrl! };
     const off = await cli(env, 'rollout', '--enabled', 'false');
     expect(off.code).toBe(0);
     expect(off.output).toMatch(/enabled false \(override\)/);
@@ -74,7 +75,7 @@ describe('pnpm cli', () => {
     const withMongo = { ...env, MONGO_URL: s.config.mongoUrl! };
     expect((await cli(withMongo, 'seed', '--videos', '30', '--fresh', '5')).code).toBe(0);
     expect((await cli(withMongo, 'build')).code).toBe(0);
-    const history = await cli(env, 'rollout', '--history');
+    const history = await cli(withMongo, 'rollout', '--history');
     expect(history.output).toMatch(/\(cli\)\s+build-requested\s+before \{"current":null,"asked":\{"at":null,"force":false,"shadow":false,"switch":false\}\}\s+after \{"current":"\d{8}","version":"\d{8}","status":"built"\}/);
   }, 60_000);
 
