@@ -33,6 +33,12 @@ if state then
       holes[#holes + 1] = { tonumber(s), tonumber(e) }
     end
   end
+  -- A cursor that is no whole, non-negative count (written by hand, corrupted) starts again at 0:
+  -- a negative start would be a negative ring position to the caller.
+  if total < 0 or total ~= math.floor(total) then
+    total = 0
+    holes = {}
+  end
 end
 
 local start, count

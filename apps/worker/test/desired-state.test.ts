@@ -82,6 +82,29 @@ describe('the desired-state controller (R21)', () => {
     expect(await (await repairJob('20260724'))!.getState()).toBe('waiting');
   });
 
+  it('when repair builds read the whole catalog and then fail every time (an empty eligible queue), then after the bounded attempts the controller stops queueing them', async () => {
+    await deps.ensureBuildScheduler();
+    await deps.ensureCounterRepairScheduler();
+    // A worker whose builds get past the catalog read, then fail for good: a state no retry fixes.
+    const worker = new Worker(
+      'short-recommend-build',
+      async (job) => {
+        await job.updateProgress({ phase: 'verify', percent: 70 });
+        throw new Error('no eligible videos: refusing to publish an empty queue');
+      },
+      // BullMQ's own retries of each job at once (the worker's backoff is not under test here).
+      { connection: connections.next(), prefix: s.keys.bullPrefix, settings: { backoffStrategy: () => 0 } },
+    );
+    s.disposeAfter(() => worker.close());
+    for (let attempt = 1; attempt <= MAX_REPAIR_ATTEMPTS; attempt++) {
+      expect({ attempt, reasons: await reasons() }).toEqual({ attempt, reasons: ['no-version'] });
+      await waitUntil(`repair build ${attempt} to fail`, async () => (await (await repairJob('20260724'))?.getState()) === 'failed', 20_000);
+    }
+    expect(await reasons()).toEqual([]);
+    expect(await (await repairJob('20260724'))?.getState()).toBe('failed');
+    expect(await s.redis.hGetAll(s.keys.repairStopped)).toMatchObject({ reason: 'no-version', version: '20260724' });
+  });
+
   it('when the current version is complete, then nothing is repaired; when its queue vanishes, then a forced rebuild of it is queued', async () => {
     await deps.ensureBuildScheduler();
     await deps.ensureCounterRepairScheduler();

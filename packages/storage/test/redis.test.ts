@@ -111,6 +111,16 @@ describe('Redis client and Lua loader', () => {
     expect(await claimPositions(redis, keys, ring, 'u:late', 5)).toEqual({ offset: 17, count: 5, at: 47 });
   });
 
+  it("when a user's stored cursor is not a whole number of positions (written by hand, corrupted), then the claim starts again at ring position 0, never at a negative one", async () => {
+    const { redis, keys } = s;
+    const ring = ringOf('20260724');
+    const slot = offsetSlot(keys, ring, 'u:odd');
+    for (const stored of ['-3', '-3,1:2', '5.5', 'abc']) {
+      await redis.hSet(slot.key, slot.field, stored);
+      expect({ stored, claim: await claimPositions(redis, keys, ring, 'u:odd', 5) }).toEqual({ stored, claim: { offset: 0, count: 5, at: 0 } });
+    }
+  });
+
   it('when queue positions are read across the tail, then they wrap to the head', async () => {
     const { redis, keys } = s;
     await redis.rPush(keys.queue('20260724'), Array.from({ length: 30 }, (_, i) => `id-${i}`));

@@ -18,7 +18,8 @@
  * `feed_repair_stopped{reason}` = 1, the alert FeedRepairStopped, the inspector's error line)
  * and resumes when the state changes (another current version, the state repaired by hand) or
  * on-call deletes the day's attempts (`recommend:short:repair-attempts:<day>`). A repair build
- * that failed (MongoDB down) is not an attempt: it is queued again at the next check.
+ * that failed before it read the catalog (MongoDB down) is not an attempt: it is queued again at
+ * the next check; one that failed after the read is (it would fail the same way for ever).
  * Each repair is logged, counted in `feed_repairs_total{reason}` and kept as the last
  * repair for the inspector. The lease lives in Redis, not in BullMQ: after Redis lost its data
  * the controller itself still runs (a BullMQ scheduler would be gone with the data). A check
@@ -26,7 +27,7 @@
  * aborted), so it never overlaps the next holder's checks.
  */
 import { randomUUID } from 'node:crypto';
-import type { Queue } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import { versionFor } from '@feed/domain';
 import type { Logger } from '@feed/logger';
@@ -107,6 +108,16 @@ function repairJobData(target: string, today: string, force: boolean): BuildJobD
 type QueueOutcome = 'queued' | 'busy' | 'stopped';
 
 /**
+ * Whether a failed repair build got past the catalog read (its last progress phase): a full build
+ * that then failed (an empty eligible queue, duplicate ids) fails again however often it is
+ * queued, so it is an attempt; one that failed at the lock or the read (MongoDB down) is not.
+ */
+function readTheCatalog(job: Job | undefined): boolean {
+  const phase = (job?.progress as { phase?: unknown } | undefined)?.phase;
+  return typeof phase === 'string' && phase !== 'lock' && phase !== 'read';
+}
+
+/**
  * Queues the repair build of `problem.target`, unless one is waiting or running, or repairs of
  * that state stopped converging (MAX_REPAIR_ATTEMPTS builds that completed without fixing it).
  */
@@ -125,7 +136,7 @@ async function queueRepairBuild(deps: ControllerDeps, problem: VersionProblem, t
   if (Number((await redis.hGet(attempts, field)) ?? 0) >= MAX_REPAIR_ATTEMPTS) return 'stopped';
   deps.signal?.throwIfAborted();
   if (existing) await existing.remove();
-  if (state !== 'failed') {
+  if (state !== 'failed' || readTheCatalog(existing)) {
     await redis.hIncrBy(attempts, field, 1);
     await redis.expire(attempts, 2 * 86_400);
   }
