@@ -104,4 +104,22 @@ describe('slow clients (SPEC C)', () => {
     next.socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
     await waitFor(() => next.received().startsWith('HTTP/1.1 200'), 10_000, 'an answer once below the limit');
   });
+
+  it('when idle keep-alive connections hold the limit, then they yield: a refused client is served on its retry', async () => {
+    await serve({ ...LIMITS, maxConnections: 3 });
+    // As the API's main.ts has it (longer than a load balancer's idle timeout), so no idle one lapses here.
+    server.keepAliveTimeout = 65_000;
+    // Each answered once and then idle (keep-alive): they do nothing but hold a slot.
+    const idle = [await connect(), await connect(), await connect()];
+    for (const { socket, received } of idle) {
+      socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      await waitFor(() => received().startsWith('HTTP/1.1 200'), 10_000, 'an answer on an idle connection');
+    }
+    const refused = await connect();
+    await waitFor(refused.closed, 10_000, 'the connection past the limit closed');
+    await waitFor(() => idle.every((c) => c.closed()), 10_000, 'the idle connections closed to make room');
+    const retry = await connect();
+    retry.socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    await waitFor(() => retry.received().startsWith('HTTP/1.1 200'), 10_000, 'an answer on the retry');
+  });
 });

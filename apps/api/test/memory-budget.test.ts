@@ -6,6 +6,7 @@
 import { getHeapStatistics } from 'node:v8';
 import fc from 'fast-check';
 import request from 'supertest';
+import { loadConfig } from '@feed/config';
 import { readRingVersion, videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { VideoCatalog, videoEntryBytes, type CatalogVideo } from '../src/feed/video-catalog';
@@ -34,7 +35,7 @@ describe('memory shares', () => {
   it('when any budget is split, then queue copies and the old space fit in it and the in-heap caches leave half the old space to requests', () => {
     console.log(`memory shares: fast-check seed ${seed}`);
     fc.assert(
-      fc.property(fc.integer({ min: 64, max: 65536 }), (budgetMb) => {
+      fc.property(fc.integer({ min: 128, max: 65536 }), (budgetMb) => {
         const shares = memoryShares(budgetMb);
         expect(shares.budgetBytes).toBe(budgetMb * MB);
         expect(shares.oldSpaceMb * MB + shares.queueCopyBytes).toBeLessThanOrEqual(shares.budgetBytes);
@@ -50,6 +51,15 @@ describe('memory shares', () => {
     expect(heapFlag({ API_MEMORY_BUDGET_MB: '1024' })).toBe('--max-old-space-size=512');
     // Nothing: the API then starts without it and stops naming the variable.
     for (const bad of ['lots', '12', '0x100', '-5']) expect(heapFlag({ API_MEMORY_BUDGET_MB: bad })).toBe('');
+  });
+
+  it('when the budget is too small for the API\'s own heap besides its caches, then it is refused rather than a crash at start', () => {
+    // Measured on the compiled API (node dist/main.js): ~27 MB of old space in use before any cache
+    // fills. 64 gave a 32 MB old space, and the API died of "heap out of memory" before listening.
+    expect(heapFlag({ API_MEMORY_BUDGET_MB: '64' })).toBe('');
+    expect(() => loadConfig({ API_MEMORY_BUDGET_MB: '64' })).toThrow(/API_MEMORY_BUDGET_MB/);
+    const smallest = memoryShares(128);
+    expect(smallest.oldSpaceMb * MB - smallest.videoCacheBytes - smallest.tokenCacheBytes).toBeGreaterThan(27 * MB);
   });
 });
 

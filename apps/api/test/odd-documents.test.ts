@@ -205,4 +205,10 @@ describe('readVideoDocument (R1a)', () => {
     expect(read).toMatchObject({ video: { reviewAt: 1e300 }, issue: null });
     expect(toVideoInfo(read.video!).reviewAt).toBeNull();
   });
+
+  it('when a real and a fake counter are each finite but their sum is not, then the item still shows a number (JSON has no Infinity: it would be null)', () => {
+    const read = readVideoDocument({ _id: new Types.ObjectId(), status: 'approved', likeCount: Number.MAX_VALUE, fakeLikeCount: new Double(Number.MAX_VALUE) });
+    const item = JSON.parse(JSON.stringify(toVideoInfo(read.video!))) as { likeCount: unknown };
+    expect(item.likeCount).toBe(Number.MAX_VALUE);
+  });
 });

@@ -87,7 +87,9 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
   const admin = [basicAuth(config.adminUser, config.adminPassword, REALM), answerWithin(ADMIN_DEADLINE_MS)];
   // The body is parsed before the request's context is entered: body-parser's stream callbacks would leave it.
   const asked: RequestHandler = (req, res, next) => asDashboardRequest({ actor: adminUserOf(res), request: `${req.method} ${req.originalUrl.split('?')[0]}` }, next);
-  app.use(DASHBOARD_PATH, admin, express.json(), asked, board.getRouter());
+  // bull-board's routes live in an app of its own, which the app-level 405 below cannot see into.
+  const boardApp: Express = board.getRouter();
+  app.use(DASHBOARD_PATH, admin, express.json(), asked, boardApp, methodNotAllowed(boardApp));
   app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos, audit }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);

@@ -53,4 +53,16 @@ describe('the worker\'s HTTP semantics (SPEC C)', () => {
       }
     }
   });
+
+  it('when a dashboard path gets a method bull-board does not take, then 405 with Allow (not 404), and its own methods still answer', async () => {
+    const propfind = await send(app, 'PROPFIND', '/admin/queues/api/queues').set(ADMIN);
+    expect({ status: propfind.status, allow: propfind.headers.allow }).toEqual({ status: 405, allow: 'GET, HEAD' });
+    // PUT only: neither GET nor HEAD runs the action.
+    for (const method of ['GET', 'HEAD'] as const) {
+      const res = await send(app, method, '/admin/queues/api/queues/pause').set(ADMIN);
+      expect({ method, status: res.status, allow: res.headers.allow }).toEqual({ method, status: 405, allow: 'PUT' });
+    }
+    expect((await request(app).get('/admin/queues/api/queues').set(ADMIN)).status).toBe(200);
+    expect((await request(app).options('/admin/queues/api/queues')).status).toBe(401);
+  });
 });

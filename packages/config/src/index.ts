@@ -139,7 +139,8 @@ function settingsFor(env: NodeJS.ProcessEnv) {
       'API_MEMORY_BUDGET_MB',
       Joi.number()
         .integer()
-        .min(64)
+        // Below 128 the old space (half) cannot hold the API's own ~27 MB beside the caches' shares: 64 died at start.
+        .min(128)
         .max(65536)
         .default(256)
         .description("Memory an API instance is sized for (its container's request; the default fits a 384Mi limit): V8's old space gets half, verified tokens 12.5%, the video cache 10%, queue copies 15%, in bytes"),

@@ -109,7 +109,7 @@ export interface ServerLimits {
   headersTimeoutMs: number;
   /** Time to receive a whole request, body included, then 408. */
   requestTimeoutMs: number;
-  /** Connections held at once; more are refused, so a few trickling clients cannot hold the instance. */
+  /** Connections held at once; more are refused (and idle keep-alive ones closed), so a few trickling clients cannot hold the instance. */
   maxConnections: number;
 }
 
@@ -128,5 +128,8 @@ export function createHttpServer(app: Express, limits: ServerLimits): Server {
     app,
   );
   server.maxConnections = limits.maxConnections;
+  // Idle keep-alive connections (65 s in main.ts) would otherwise hold every slot at the cost of one
+  // request each: at the limit they yield, as nginx's do, so the refused client's retry is served.
+  server.on('drop', () => server.closeIdleConnections());
   return server;
 }

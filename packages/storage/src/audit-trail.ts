@@ -66,7 +66,7 @@ const parseJson = (text: string | undefined): unknown => {
 
 /**
  * The trail of the deployment whose Redis keys start with `scope` (REDIS_KEY_PREFIX), in the
- * database of `connection`. The collection is created capped at the first write or read.
+ * database of `connection`. The collection is created capped at the first write.
  */
 export function auditTrail(connection: Connection, scope: string): AuditTrail {
   let ready: Promise<void> | undefined;
@@ -102,7 +102,7 @@ export function auditTrail(connection: Connection, scope: string): AuditTrail {
       });
     },
     async read(count = 50) {
-      await ensure();
+      // No ensure(): a read (a GET, or a HEAD, of the audit) creates nothing; a missing collection reads as empty.
       const entries = await collection().find({ scope }).sort({ at: -1, _id: -1 }).limit(count).toArray();
       return entries.map((entry) => ({
         id: entry._id.toHexString(),

@@ -47,6 +47,9 @@ const videoStoreDown = (err: Error): never => {
   throw unavailable(`video store unavailable: ${err.message}`);
 };
 
+/** Real + fake: two finite counters can sum to Infinity, which JSON writes as null (not a number). */
+const shown = (real: number, fake: number) => Math.min(Number.MAX_VALUE, Math.max(0, real) + fake);
+
 /** The item of a document as video-document.ts read it: display counts are real + fake. */
 export function toVideoInfo(video: CatalogVideo): VideoInfo {
   return {
@@ -60,10 +63,10 @@ export function toVideoInfo(video: CatalogVideo): VideoInfo {
     coin: video.coin,
     isAd: video.isAd,
     special: video.special,
-    likeCount: Math.max(0, video.likeCount) + video.fakeLikeCount,
+    likeCount: shown(video.likeCount, video.fakeLikeCount),
     collectCount: Math.max(0, video.collectCount),
-    commentCount: Math.max(0, video.commentCount) + video.fakeCommentCount,
-    shareCount: Math.max(0, video.shareCount) + video.fakeShareCount,
+    commentCount: shown(video.commentCount, video.fakeCommentCount),
+    shareCount: shown(video.shareCount, video.fakeShareCount),
     reviewAt: isoDate(video.reviewAt),
   };
 }
