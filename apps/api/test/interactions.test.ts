@@ -227,6 +227,43 @@ describe('the repair job (R3)', () => {
   });
 });
 
+describe('records written by the previous code (no tally fields)', () => {
+  // The previous round's records: `counted` and `active`, no `dirty`, `shown` or `tallyAt`.
+  const oldRecord = (userId: string, videoId: string, active: boolean) => ({ _id: new mongoose.Types.ObjectId(), userId, videoId: new mongoose.Types.ObjectId(videoId), active, counted: true, opId: new mongoose.Types.ObjectId(), createdAt: new Date() });
+
+  it('when an old counted like is unliked and others like the video afterwards, then likeCount loses that like once, not once per later tally', async () => {
+    const vid = await newVideo();
+    await records.likes.collection.insertOne(oldRecord('old-1', vid, true));
+    await videos.updateOne({ _id: vid }, { $set: { likeCount: 1, recommendLikeCount: 1 } });
+    await post('/api/app/vid/unlike', 'old-1', { vid }).expect(200, { active: false, changed: true });
+    for (const user of ['new-1', 'new-2', 'new-3']) await post('/api/app/vid/like', user, { vid }).expect(200);
+    await repairPendingCounters(videos, records, { minAgeMs: 0 });
+    expect(await counters(vid)).toMatchObject({ likeCount: 3, recommendLikeCount: 4 });
+    expect(await records.likes.countDocuments({ dirty: true })).toBe(0);
+  });
+
+  it('when an old counted like is unliked and liked again before a tally, then likeCount is unchanged', async () => {
+    const vid = await newVideo();
+    await records.likes.collection.insertOne(oldRecord('old-2', vid, true));
+    await videos.updateOne({ _id: vid }, { $set: { likeCount: 1, recommendLikeCount: 1 } });
+    await request(crashing({ afterRecord: crash })).post('/api/app/vid/unlike').set(bearer('old-2')).send({ vid }).expect(500);
+    await post('/api/app/vid/like', 'old-2', { vid }).expect(200);
+    await repairPendingCounters(videos, records, { minAgeMs: 0 });
+    expect(await counters(vid)).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+  });
+
+  it('when an old published comment (no active field) is deleted and others comment afterwards, then commentCount loses it once', async () => {
+    const vid = await newVideo();
+    const { active: _active, ...comment } = { ...oldRecord('old-3', vid, true), content: 'old', status: 'published', idempotencyKey: 'old-key-3' };
+    await records.comments.collection.insertOne(comment);
+    await videos.updateOne({ _id: vid }, { $set: { commentCount: 1, recommendCommentCount: 1 } });
+    await request(app).delete(`/api/app/vid/comment/${comment._id.toHexString()}`).set(bearer('old-3')).expect(200, { deleted: true });
+    for (const user of ['new-4', 'new-5']) await post('/api/app/vid/comment', user, { vid, content: 'hi' }).expect(201);
+    await repairPendingCounters(videos, records, { minAgeMs: 0 });
+    expect(await counters(vid)).toMatchObject({ commentCount: 2, recommendCommentCount: 3 });
+  });
+});
+
 describe('MongoDB down', () => {
   it('when MongoDB stops answering, then like and the ad route answer 503 unavailable, never a generic 500', async () => {
     // A MongoDB of this test's own, stopped after the app connected: the driver's server

@@ -11,6 +11,13 @@ import { AppError, notFound } from '@feed/http';
 
 const isDuplicateKey = (err: unknown) => (err as { code?: number }).code === 11000;
 
+/**
+ * First stage of every toggle's update: a record written by the previous code has no `shown`;
+ * the display counter included it exactly when it was active (a comment: published), so that is
+ * what it shows until a tally counts it, set before `active` changes, in the same update.
+ */
+const keepShown = { $set: { shown: { $ifNull: ['$shown', { $ifNull: ['$active', { $eq: ['$status', 'published'] }] }] } } };
+
 export interface ToggleOutcome {
   /** The state after the call. */
   active: boolean;
@@ -70,7 +77,7 @@ export class InteractionService {
     let changed = false;
     if (!record.active) {
       const turnedOn = await model
-        .findOneAndUpdate({ _id: record._id, active: { $ne: true } }, { $set: { active: true, dirty: true, changedAt: now } }, { returnDocument: 'after' })
+        .findOneAndUpdate({ _id: record._id, active: { $ne: true } }, [keepShown, { $set: { active: true, dirty: true, changedAt: now } }], { returnDocument: 'after', updatePipeline: true })
         .lean();
       // No match: a concurrent request of the same user turned it on first.
       changed = Boolean(turnedOn);
@@ -107,7 +114,7 @@ export class InteractionService {
     if (!exists) throw notFound(`video ${vid} does not exist`);
     const model = this.records[kind] as Model<ToggleRecord>;
     const turnedOff = await model
-      .findOneAndUpdate({ userId, videoId, active: true }, { $set: { active: false, dirty: true, changedAt: new Date() } }, { returnDocument: 'after' })
+      .findOneAndUpdate({ userId, videoId, active: true }, [keepShown, { $set: { active: false, dirty: true, changedAt: new Date() } }], { returnDocument: 'after', updatePipeline: true })
       .lean();
     await this.follow(kind, turnedOff ?? (await model.findOne({ userId, videoId }).lean()));
     return { active: false, changed: Boolean(turnedOff), first: false };
@@ -145,7 +152,11 @@ export class InteractionService {
   async deleteComment(commentId: string, userId: string): Promise<{ deleted: boolean }> {
     const { comments } = this.records;
     const deleted = await comments
-      .findOneAndUpdate({ _id: commentId, userId, status: 'published' }, { $set: { status: 'deleted', active: false, dirty: true, changedAt: new Date() } }, { returnDocument: 'after' })
+      .findOneAndUpdate(
+        { _id: commentId, userId, status: 'published' },
+        [keepShown, { $set: { status: 'deleted', active: false, dirty: true, changedAt: new Date() } }],
+        { returnDocument: 'after', updatePipeline: true },
+      )
       .lean();
     // Someone else's comment is reported as missing: ids are not a way to probe other users.
     const record = deleted ?? (await comments.findOne({ _id: commentId, userId }).lean());

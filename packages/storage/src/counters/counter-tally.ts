@@ -123,7 +123,8 @@ async function finalize(records: Model<CountedRecord>, { seq, batch }: TallyStat
     const ids = batch.filter((entry) => entry.to === to).map((entry) => entry.r);
     if (ids.length === 0) return [];
     const reflected = { counted: { $literal: true }, shown: { $literal: to }, tallyAt: { $literal: seq }, dirty: { $ne: ['$active', to] } };
-    return [{ updateMany: { filter: { _id: { $in: ids }, tallyAt: { $lt: seq } }, update: [{ $set: reflected }] } }];
+    // `$not: {$gte}` also matches a record without `tallyAt` (written by the previous code), which `$lt` does not.
+    return [{ updateMany: { filter: { _id: { $in: ids }, tallyAt: { $not: { $gte: seq } } }, update: [{ $set: reflected }] } }];
   });
   // One `update` command for both groups.
   if (updates.length > 0) await records.bulkWrite(updates, { ordered: false });
