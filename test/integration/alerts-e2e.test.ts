@@ -39,9 +39,13 @@ function startTraffic(base: string, loops = 2): { stop(): Promise<void> } {
   let stopped = false;
   const loop = async (n: number) => {
     for (let i = 0; !stopped; i++) {
+      // Paced, not as fast as the machine allows: the 5 min rates then mean the same on a fast
+      // machine and a busy one (unpaced traffic before a fault hid its errors for minutes).
+      const pace = new Promise((resolve) => setTimeout(resolve, 200));
       await fetch(`${base}/api/app/recommend/vid/list`, { headers: bearer(`alerts-user-${n}-${i % 50}`), signal: AbortSignal.timeout(5_000) })
         .then((res) => res.arrayBuffer())
         .catch(() => undefined);
+      await pace;
     }
   };
   const loops_ = Array.from({ length: loops }, (_, n) => loop(n));
