@@ -101,6 +101,6 @@ export function badInputCases(ctx: { api: string; validVideo: string; secret: st
     add({ name: `POST ${path} as guest`, method: 'POST', url: `${api}${path}`, headers: { 'X-Device-Id': 'guest-device-01', 'Content-Type': 'application/json' }, body: JSON.stringify({ vid: ctx.validVideo, content: 'hi' }), expect: [401] });
   }
   add({ name: 'unknown route', method: 'GET', url: `${api}/api/app/does-not-exist`, headers: user, expect: [404] });
-  add({ name: 'wrong method', method: 'DELETE', url: `${api}/api/app/recommend/vid/list`, headers: user, expect: [404] });
+  add({ name: 'wrong method', method: 'DELETE', url: `${api}/api/app/recommend/vid/list`, headers: user, expect: [405] });
   return cases;
 }
