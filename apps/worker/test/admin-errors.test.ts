@@ -12,6 +12,7 @@ import { startBuildQueue } from '../src/jobs/build-queue';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { createWorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
+import { waitUntil } from '../../../tools/support/processes';
 
 const s = useTestServices('admin_errors');
 let server: Server;
@@ -65,6 +66,8 @@ describe('bugs on the admin pages (D5)', () => {
     const res = await request(server).get(path).auth('oncall', 'inspect-pass').set('X-Request-Id', 'bug-hunt-1');
     expect(res.status).toBe(500);
     expect(JSON.stringify(res.body)).not.toContain('injected');
+    // winston writes the line on a later tick than the answer can reach the client.
+    await waitUntil('the request failed line', async () => lines.some((l) => l.message === 'request failed'), 5_000);
     const line = lines.find((l) => l.message === 'request failed');
     expect(line).toMatchObject({ level: 'error', requestId: 'bug-hunt-1', status: 500, err: { name: 'TypeError', message: expect.stringContaining(message) } });
     expect((line!.err as { stack: string }).stack).toMatch(/TypeError: injected .*\n\s+at /);
