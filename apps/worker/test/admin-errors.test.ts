@@ -5,7 +5,7 @@
  */
 import type { Server } from 'node:http';
 import request from 'supertest';
-import { configureLogger, createLogger } from '@feed/logger';
+import { configureLogger, createLogger, logger } from '@feed/logger';
 import { videoModel } from '@feed/storage';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
 import { startBuildQueue } from '../src/jobs/build-queue';
@@ -43,6 +43,12 @@ beforeEach(async () => {
     lines.push(JSON.parse(text) as Record<string, unknown>);
     return true;
   };
+  // Also straight from the logger's stream, whatever its console transport writes to in a Jest worker.
+  const fromLogger = (info: Record<symbol, unknown>) => {
+    const text = info[Symbol.for('message')];
+    if (typeof text === 'string') capture(text);
+  };
+  logger.on('data', fromLogger);
   const write = process.stdout.write.bind(process.stdout);
   const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => capture(chunk) || write(chunk, ...(rest as [])));
   const log = console.log.bind(console);
@@ -50,6 +56,7 @@ beforeEach(async () => {
     if (!capture(args[0])) log(...args);
   });
   s.disposeAfter(async () => {
+    logger.off('data', fromLogger);
     spy.mockRestore();
     logSpy.mockRestore();
     configureLogger({ logLevel: 'info', nodeEnv: 'test' });
