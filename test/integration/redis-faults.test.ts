@@ -173,13 +173,16 @@ describe('concurrent pages of one user during a stall (R11)', () => {
 });
 
 describe('a claim answered after the deadline (R11)', () => {
+  // Wide enough that an undelayed page (settings cached, filter, claim, read) fits it on a busy CI
+  // machine: at 100 ms the page after the give-back fell back once and the test read a fallback.
+  const LATE_DEADLINE_MS = 400;
   it('when Redis makes the claim in time but its answer reaches the API after the deadline, then the API serves a fallback page and gives the claim back', async () => {
     const { port, client } = await ownRedis();
     const proxy = await delayingProxy({ host: '127.0.0.1', port });
     const prefix = `late:${randomBytes(3).toString('hex')}:`;
     const keys = createRedisKeys(prefix);
     await publishQueue(client, keys, VERSION, ids);
-    const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_KEY_PREFIX: prefix, REDIS_DEADLINE_MS: '100', CURRENT_CACHE_MS: '5000' });
+    const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_KEY_PREFIX: prefix, REDIS_DEADLINE_MS: String(LATE_DEADLINE_MS), CURRENT_CACHE_MS: '5000' });
     const redis = await connectRedis(config, { failFast: true });
     const api = createApp({ config, redis, mongo });
     const server = api.app.listen(0, '127.0.0.1');
@@ -187,7 +190,7 @@ describe('a claim answered after the deadline (R11)', () => {
     const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
     try {
       expect((await feed(base, 'warm-up')).body.queueVersion).toBe(VERSION); // `current` cached
-      proxy.replyDelayMs = 400;
+      proxy.replyDelayMs = 3 * LATE_DEADLINE_MS;
       const late = await feed(base, 'late-user');
       expect(late.body.queueVersion).toBe('fallback');
       await waitUntil('the late claim given back', async () => /feed_claims_given_back_total\{result="given-back"\} 1/.test(await api.metrics.registry.metrics()), 5_000);
