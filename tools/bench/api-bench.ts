@@ -3,7 +3,7 @@
  * req/s and p50/p99 of an Express hello-world route, the legacy random feed and the ring feed,
  * served by one process with the same data and Redis, with many distinct users (plus hello-world
  * sending a feed-sized body); then the ring on a 3-master Redis Cluster (R22). Last line:
- * `cluster: hottest_master=<pct> offsets_b_per_user=<b> ring/hello=<x> ring/hello-page=<y>`
+ * `cluster: hottest_master=<pct> switch_hottest_master=<pct> offsets_b_per_user=<b> ring/hello=<x> ring/hello-page=<y>`
  * (the ratios from the one-Redis run).
  */
 import { randomBytes } from 'node:crypto';
@@ -12,7 +12,9 @@ import jwt from 'jsonwebtoken';
 import mongoose from 'mongoose';
 import { createClient } from 'redis';
 import { loadConfig } from '@feed/config';
-import { connectRedis, createRedisKeys, videoModel } from '@feed/storage';
+import { connectRedis, createRedisKeys, videoModel, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { createLogger } from '@feed/logger';
+import { runDailyBuild } from '@feed/worker';
 import { seedVideos } from '@feed/demo-data';
 import { startProcess, tsx, waitUntil, type Managed } from '../support/processes';
 import { startLocalCluster } from '../../test/support/redis-cluster';
@@ -93,11 +95,72 @@ export async function runApiBench(): Promise<void> {
     server = undefined;
     if (process.argv.includes('--no-cluster')) return;
     const cluster = await clusterRun(mongoUri, Number(argValue('cluster-users', '4000')));
-    console.log(`cluster: hottest_master=${cluster.hottestPct.toFixed(0)}% offsets_b_per_user=${cluster.offsetBytesPerUser.toFixed(1)} ring/hello=${(ring.rps / hello.rps).toFixed(2)} ring/hello-page=${(ring.rps / helloPage.rps).toFixed(2)}`);
+    console.log(`cluster: hottest_master=${cluster.hottestPct.toFixed(0)}% switch_hottest_master=${cluster.switchHottestPct.toFixed(0)}% offsets_b_per_user=${cluster.offsetBytesPerUser.toFixed(1)} ring/hello=${(ring.rps / hello.rps).toFixed(2)} ring/hello-page=${(ring.rps / helloPage.rps).toFixed(2)}`);
   } finally {
     await server?.stop();
     await close();
   }
+}
+
+/** API processes on the cluster at the switch moment: the queue copy is loaded once per instance. */
+const SWITCH_INSTANCES = 3;
+/** Seconds of reads measured after the switch: CURRENT_CACHE_MS (2 s) plus the preload jitter (5 s) plus slack. */
+const SWITCH_WINDOW_S = 10;
+/** Commands of the daily build, not of the read path: left out of the switch window's figures. */
+const BUILD_COMMANDS = new Set(['rpush', 'del', 'unlink', 'rename', 'hset', 'set', 'expire', 'sadd', 'pexpire', 'eval', 'script']);
+
+async function startBenchServer(env: Record<string, string>): Promise<Managed> {
+  const server = startProcess(tsx('tools/bench/api-server.ts'), env);
+  await waitUntil('bench server on the cluster', async () => /listening \d+/.test(server.output.join('')), 30_000);
+  return server;
+}
+
+const baseOf = async (server: Managed) => `http://127.0.0.1:${/listening (\d+)/.exec(server.output.join(''))![1]}`;
+
+const clusterPage = (base: string, user: string) =>
+  fetch(`${base}/api/app/recommend/vid/list`, { headers: { authorization: `Bearer ${jwt.sign({ sub: user }, SECRET, { algorithm: 'HS256' })}` } }).then((r) => r.arrayBuffer());
+
+/** Per read command (`cmdstat_<name>`): calls and usec, from INFO commandstats. */
+function readCommandStats(info: string): Map<string, { calls: number; usec: number }> {
+  const stats = new Map<string, { calls: number; usec: number }>();
+  for (const m of info.matchAll(/cmdstat_([a-z|]+):calls=(\d+),usec=(\d+),/g)) if (!BUILD_COMMANDS.has(m[1])) stats.set(m[1], { calls: Number(m[2]), usec: Number(m[3]) });
+  return stats;
+}
+
+/**
+ * R22 at the daily switch (issue 32, item 5): SWITCH_INSTANCES API processes serve steady reads
+ * while the next day's version is built and switched; from the switch on, every master's read
+ * commands (the build's own writes left out) are summed over SWITCH_WINDOW_S, and the LRANGE
+ * calls (the queue copies' loads, which all go to the master owning `{V}`) are counted with the
+ * second they ran in. Returns the busiest master's share of the read CPU in that window.
+ */
+async function switchMoment(redis: Redis, keys: RedisKeys, videos: VideoModel, masters: Array<ReturnType<typeof createClient>>, bases: string[]): Promise<number> {
+  let stop = false;
+  let pages = 0;
+  const readers = Array.from({ length: 30 }, async (_, i) => {
+    for (let n = 0; !stop; n++) {
+      await clusterPage(bases[i % bases.length], `switch-user-${i}-${n % 200}`);
+      pages++;
+    }
+  });
+  const tomorrow = new Date(Date.now() + 24 * 3600_000);
+  await runDailyBuild({ redis, keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 1, lockTtlMs: 60_000 }, { at: tomorrow, switch: true });
+  await Promise.all(masters.map((m) => m.configResetStat()));
+  const lrangeBySecond: number[][] = masters.map(() => []);
+  for (let second = 0; second < SWITCH_WINDOW_S; second++) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const stats = await Promise.all(masters.map(async (m) => readCommandStats(await m.info('commandstats'))));
+    stats.forEach((s, i) => lrangeBySecond[i].push(s.get('lrange')?.calls ?? 0));
+  }
+  stop = true;
+  await Promise.all(readers);
+  const stats = await Promise.all(masters.map(async (m) => readCommandStats(await m.info('commandstats'))));
+  const usec = stats.map((s) => [...s.values()].reduce((sum, c) => sum + c.usec, 0));
+  const total = usec.reduce((a, b) => a + b, 0);
+  console.log(`switch: ${bases.length} API instances, ${pages} pages in the ${SWITCH_WINDOW_S} s after the switch; read CPU per master ${usec.map((x) => `${((100 * x) / total).toFixed(0)}%`).join(' ')} (${(total / 1000).toFixed(0)} ms)`);
+  // Cumulative LRANGE calls per master at the end of each second: when the copies loaded, and where.
+  masters.forEach((_, i) => console.log(`switch: master ${i + 1} LRANGE calls by second ${lrangeBySecond[i].join(' ')} (${((stats[i].get('lrange')?.usec ?? 0) / 1000).toFixed(1)} ms of its CPU)`));
+  return (100 * Math.max(...usec)) / total;
 }
 
 /** Sum of the `usec` of every command in INFO commandstats: the Redis CPU a master spent. */
@@ -109,17 +172,19 @@ const commandUsec = (info: string) => [...info.matchAll(/usec=(\d+),/g)].reduce(
  * path's Redis CPU (commandstats usec) on the busiest master, and the Redis memory of the
  * offsets per user (MEMORY USAGE of every offset bucket).
  */
-async function clusterRun(mongoUri: string, users: number): Promise<{ hottestPct: number; offsetBytesPerUser: number }> {
+async function clusterRun(mongoUri: string, users: number): Promise<{ hottestPct: number; offsetBytesPerUser: number; switchHottestPct: number }> {
   const cluster = await startLocalCluster(7300 + (process.pid % 50) * 3);
   const redis = await connectRedis(loadConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: cluster.nodes.join(',') }));
   const prefix = `bench:${randomBytes(3).toString('hex')}:`;
   const connection = await mongoose.createConnection(mongoUri).asPromise();
   const masters = cluster.nodes.map((node) => createClient({ url: `redis://${node}` }));
+  const keys = createRedisKeys(prefix);
   let server: Managed | undefined;
+  const extra: Managed[] = [];
   try {
     await Promise.all(masters.map((m) => m.connect()));
-    await buildBenchVersion(redis, createRedisKeys(prefix), videoModel(connection));
-    server = startProcess(tsx('tools/bench/api-server.ts'), {
+    await buildBenchVersion(redis, keys, videoModel(connection));
+    const apiEnv = {
       NODE_ENV: 'production',
       LOG_LEVEL: 'error',
       MONGO_URL: mongoUri,
@@ -127,11 +192,10 @@ async function clusterRun(mongoUri: string, users: number): Promise<{ hottestPct
       REDIS_KEY_PREFIX: prefix,
       AUTH_JWT_SECRET: SECRET,
       ADMIN_PASSWORD: randomBytes(24).toString('hex'),
-    });
-    const output = () => server!.output.join('');
-    await waitUntil('bench server on the cluster', async () => /listening \d+/.test(output()), 30_000);
-    const base = `http://127.0.0.1:${/listening (\d+)/.exec(output())![1]}`;
-    const page = (user: number) => fetch(`${base}/api/app/recommend/vid/list`, { headers: { authorization: `Bearer ${jwt.sign({ sub: `cluster-user-${user}` }, SECRET, { algorithm: 'HS256' })}` } }).then((r) => r.arrayBuffer());
+    };
+    server = await startBenchServer(apiEnv);
+    const base = await baseOf(server);
+    const page = (user: number) => clusterPage(base, `cluster-user-${user}`);
     // One warm-up page (script cache, the queue copy) by a user of its own, then the measured reads.
     await page(-1);
     await waitUntil('the queue copy loaded', async () => /feed_queue_copy_loads_total [1-9]/.test(await (await fetch(`${base}/metrics`)).text()), 30_000);
@@ -151,8 +215,12 @@ async function clusterRun(mongoUri: string, users: number): Promise<{ hottestPct
     }
     const total = usec.reduce((a, b) => a + b, 0);
     console.log(`cluster: ${users} users x 3 pages on ${cluster.nodes.length} masters; Redis CPU per master ${usec.map((x) => `${((100 * x) / total).toFixed(0)}%`).join(' ')} (${(total / 1000).toFixed(0)} ms in all)`);
-    return { hottestPct: (100 * Math.max(...usec)) / total, offsetBytesPerUser: offsets / users };
+    const instances = [server, ...(await Promise.all(Array.from({ length: SWITCH_INSTANCES - 1 }, () => startBenchServer(apiEnv))))];
+    extra.push(...instances.slice(1));
+    const switched = await switchMoment(redis, keys, videoModel(connection), masters, await Promise.all(instances.map(baseOf)));
+    return { hottestPct: (100 * Math.max(...usec)) / total, offsetBytesPerUser: offsets / users, switchHottestPct: switched };
   } finally {
+    await Promise.all(extra.map((s) => s.stop()));
     await server?.stop();
     await Promise.all(masters.map((m) => m.quit().catch(() => undefined)));
     await redis.close();
