@@ -13,14 +13,16 @@
   ARGV[2] start: the claim's first absolute position (ring-claim's reply)
   ARGV[3] count: positions it claimed
 
-  Reply: 1 when given back (cursor moved back or hole kept), 0 when nothing was (the user's
-  offset is gone: the version's offsets expired or were lost).
+  Reply: how many positions are left consumed unserved. 0 when the claim was given back in full
+  (cursor moved back or hole kept); the claim's count when nothing was (the user's offset is
+  gone: the version's offsets expired or were lost); the oldest hole's size when keeping this one
+  pushed that hole out of the bound.
 ]]
 local MAX_HOLES = 16
 local start = tonumber(ARGV[2])
 local stop = start + tonumber(ARGV[3])
 local state = redis.call('HGET', KEYS[1], ARGV[1])
-if not state then return 0 end
+if not state then return stop - start end
 local comma = string.find(state, ',', 1, true)
 local total = tonumber(comma and string.sub(state, 1, comma - 1) or state) or 0
 local holes = {}
@@ -29,7 +31,8 @@ if comma then
     holes[#holes + 1] = { tonumber(s), tonumber(e) }
   end
 end
-if stop > total then return 0 end
+if stop > total then return stop - start end
+local dropped = 0
 
 if stop == total then
   total = start
@@ -62,7 +65,10 @@ else
   end
   holes = merged
   -- Bounded (a user with more than MAX_HOLES pages given back out of order): the oldest hole's positions stay consumed.
-  if #holes > MAX_HOLES then table.remove(holes, 1) end
+  if #holes > MAX_HOLES then
+    dropped = holes[1][2] - holes[1][1]
+    table.remove(holes, 1)
+  end
 end
 
 local encoded = string.format('%d', total)
@@ -70,4 +76,4 @@ for _, hole in ipairs(holes) do
   encoded = encoded .. string.format(',%d:%d', hole[1], hole[2])
 end
 redis.call('HSET', KEYS[1], ARGV[1], encoded)
-return 1
+return dropped

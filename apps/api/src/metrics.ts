@@ -79,7 +79,7 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     redisFailures: counter('feed_redis_failures_total', 'Redis or Lua failures, by operation (the read path, views, not-interested marks, watch counts)', { operation: REDIS_OPERATIONS }),
     claimsGivenBack: counter(
       'feed_claims_given_back_total',
-      'Ring claims whose answer came after the request had served another page: given back exactly (result=given-back) or, when the offset was gone (expired, lost), not (result=lost)',
+      'Ring claims whose answer came after the request had served another page: given back exactly (result=given-back) or with positions left consumed unserved (result=lost: the offset was gone, or an older hole fell out of the 16 a cursor keeps)',
       { result: CLAIM_RESULTS },
     ),
     lateClaims: new Counter({ name: 'feed_late_claims_total', help: 'Ring claims Redis ran but answered after the request had given up on them (a stall, a busy API): given back, not counted as Redis failures', registers: [registry] }),

@@ -105,12 +105,14 @@ export async function claimPositions(redis: Redis, keys: RedisKeys, ring: RingVe
 
 /**
  * Gives back `claim` of `userKey`, which was never served: exactly its own positions, whatever
- * other claims ran since (ring-unclaim.lua); false when the user's offset is gone (expired, lost).
+ * other claims ran since (ring-unclaim.lua). Answers how many positions stay consumed unserved:
+ * 0 when all were given back; the claim's count when the user's offset is gone (expired, lost);
+ * an older hole's size when this user has more give-backs out of order than the cursor keeps.
  */
-export async function unclaimPositions(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, claim: Claim): Promise<boolean> {
-  if (claim.count === 0) return false;
+export async function unclaimPositions(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, claim: Claim): Promise<number> {
+  if (claim.count === 0) return 0;
   const { key, field } = offsetSlot(keys, ring, userKey);
-  return (await runScript<number>(redis, 'ring-unclaim', [key], [field, String(claim.at), String(claim.count)])) === 1;
+  return Number(await runScript<number>(redis, 'ring-unclaim', [key], [field, String(claim.at), String(claim.count)]));
 }
 
 /** The user's next position in `ring`, read without claiming anything. */

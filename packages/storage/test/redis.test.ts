@@ -91,12 +91,12 @@ describe('Redis client and Lua loader', () => {
     const claims = [];
     for (let i = 0; i < 3; i++) claims.push(await claimPositions(redis, keys, ring, 'u:late', 5));
     expect(claims.map((c) => c.at)).toEqual([0, 5, 10]);
-    for (const claim of claims) expect(await unclaimPositions(redis, keys, ring, 'u:late', claim)).toBe(true);
+    for (const claim of claims) expect(await unclaimPositions(redis, keys, ring, 'u:late', claim)).toBe(0);
     expect(await stored()).toBe('0');
     // A claim given back after a later one was served: its positions come first in the next claim.
     const lost = await claimPositions(redis, keys, ring, 'u:late', 5);
     const served = await claimPositions(redis, keys, ring, 'u:late', 5);
-    expect(await unclaimPositions(redis, keys, ring, 'u:late', lost)).toBe(true);
+    expect(await unclaimPositions(redis, keys, ring, 'u:late', lost)).toBe(0);
     expect(await stored()).toBe('10,0:5');
     expect(await claimPositions(redis, keys, ring, 'u:late', 7)).toEqual({ offset: 0, count: 5, at: 0 });
     const late = await claimPositions(redis, keys, ring, 'u:late', 7);
@@ -105,10 +105,26 @@ describe('Redis client and Lua loader', () => {
     // Given back after the cursor came round past it: positions are absolute, so it gives back
     // its own ones only and rewinds none of the later, served claims (no ABA on a short ring).
     for (let i = 0; i < 3; i++) await claimPositions(redis, keys, ring, 'u:late', 10);
-    expect(await unclaimPositions(redis, keys, ring, 'u:late', late)).toBe(true);
+    expect(await unclaimPositions(redis, keys, ring, 'u:late', late)).toBe(0);
     expect(await stored()).toBe('47,10:17');
     expect(await claimPositions(redis, keys, ring, 'u:late', 10)).toEqual({ offset: 10, count: 7, at: 10 });
     expect(await claimPositions(redis, keys, ring, 'u:late', 5)).toEqual({ offset: 17, count: 5, at: 47 });
+  });
+
+  it('when a user gives back more claims out of order than the cursor keeps holes for, then the oldest hole is reported as positions left unserved, not as given back (R11)', async () => {
+    const { redis, keys } = s;
+    const ring = ringOf('20260724');
+    // 17 claims of 1 given back oldest first, each with a served claim after it: 17 separate holes.
+    const claims = [];
+    for (let i = 0; i < 17; i++) {
+      claims.push(await claimPositions(redis, keys, ring, 'u:holes', 1));
+      await claimPositions(redis, keys, ring, 'u:holes', 1);
+    }
+    const unserved = [];
+    for (const claim of claims) unserved.push(await unclaimPositions(redis, keys, ring, 'u:holes', claim));
+    expect(unserved).toEqual([...Array(16).fill(0), 1]);
+    // A give-back of an offset that is gone leaves every position of the claim unserved.
+    expect(await unclaimPositions(redis, keys, ring, 'u:nobody', { offset: 0, count: 5, at: 0 })).toBe(5);
   });
 
   it("when a user's stored cursor is not a whole number of positions (written by hand, corrupted), then the claim starts again at ring position 0, never at a negative one", async () => {

@@ -199,8 +199,8 @@ export class FeedService {
     if (claim.count === 0) return;
     // Counted apart from Redis failures: the claim ran, its answer came after the request's deadline.
     this.metrics.lateClaims.inc();
-    const givenBack = await unclaimPositions(this.redis, this.keys, ring, userKey, claim).catch(() => false);
-    this.metrics.claimsGivenBack.inc({ result: givenBack ? 'given-back' : 'lost' });
+    const unserved = await unclaimPositions(this.redis, this.keys, ring, userKey, claim).catch(() => claim.count);
+    this.metrics.claimsGivenBack.inc({ result: unserved === 0 ? 'given-back' : 'lost' });
   }
 
   /**
