@@ -114,7 +114,9 @@ function shuffled<T>(items: T[], order: Scenario['order']): T[] {
 function expectWellFormed(res: request.Response) {
   for (const item of res.body.vInfos as Array<Record<string, unknown>>) {
     expect(item.vid).toMatch(/^[0-9a-f]{24}$/);
-    for (const field of ['likeCount', 'collectCount', 'commentCount', 'shareCount', 'durationSec']) expect(Number.isFinite(item[field])).toBe(true);
+    for (const field of ['likeCount', 'collectCount', 'commentCount', 'shareCount', 'durationSec']) expect({ field, finite: Number.isFinite(item[field]) }).toEqual({ field, finite: true });
+    // A negative fake* adjustment may lower what is shown, never below nothing.
+    for (const field of ['likeCount', 'commentCount', 'shareCount']) expect({ field, negative: (item[field] as number) < 0 }).toEqual({ field, negative: false });
     for (const field of ['vip', 'coin', 'isAd', 'special']) expect(typeof item[field]).toBe('boolean');
     expect(item.reviewAt === null || (typeof item.reviewAt === 'string' && !Number.isNaN(Date.parse(item.reviewAt)))).toBe(true);
   }

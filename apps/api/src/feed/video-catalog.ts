@@ -47,8 +47,12 @@ const videoStoreDown = (err: Error): never => {
   throw unavailable(`video store unavailable: ${err.message}`);
 };
 
-/** Real + fake: two finite counters can sum to Infinity, which JSON writes as null (not a number). */
-const shown = (real: number, fake: number) => Math.min(Number.MAX_VALUE, Math.max(0, real) + fake);
+/**
+ * Real + fake, within [0, MAX_VALUE]: two finite counters can sum to Infinity, which JSON writes
+ * as null (not a number), and a negative fake adjustment larger than the real count would show a
+ * negative one.
+ */
+const shown = (real: number, fake: number) => Math.min(Number.MAX_VALUE, Math.max(0, Math.max(0, real) + fake));
 
 /** The item of a document as video-document.ts read it: display counts are real + fake. */
 export function toVideoInfo(video: CatalogVideo): VideoInfo {
