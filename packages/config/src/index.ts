@@ -183,13 +183,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration: ${error.details.map((d) => `${String(d.path[0])}: ${d.message}`).join('; ')}`);
   }
   const validated = value as Record<string, unknown>;
-  // One secret for both would let anyone who knows the admin password sign user tokens.
-  if (validated.NODE_ENV === 'production' && validated.AUTH_JWT_SECRET === validated.ADMIN_PASSWORD) {
-    throw new ConfigError('invalid configuration: AUTH_JWT_SECRET: must differ from ADMIN_PASSWORD; ADMIN_PASSWORD: must differ from AUTH_JWT_SECRET');
+  // One secret for both, or one inside the other (the password plus a space), would let anyone
+  // who knows the admin password sign user tokens.
+  if (validated.NODE_ENV === 'production' && oneHoldsTheOther(String(validated.AUTH_JWT_SECRET).trim(), String(validated.ADMIN_PASSWORD).trim())) {
+    throw new ConfigError('invalid configuration: AUTH_JWT_SECRET: must differ from ADMIN_PASSWORD and not contain it; ADMIN_PASSWORD: must differ from AUTH_JWT_SECRET and not contain it');
   }
   // Each field is its declaration's toValue of the validated variable: the types line up by construction.
   return Object.fromEntries(settings.map(([key, { env: name, toValue }]) => [key, toValue(validated[name])])) as Config;
 }
+
+const oneHoldsTheOther = (a: string, b: string) => a.includes(b) || b.includes(a);
 
 /** Every variable with its default and description, from the declarations (README table, .env.example). */
 export function describeConfig(): Array<{ name: string; description: string; default?: unknown }> {

@@ -126,9 +126,11 @@ describe('published secrets (D2)', () => {
     expect(() => loadConfig({ ...production, AUTH_JWT_SECRET: printedInTests })).toThrow(/AUTH_JWT_SECRET[^;]*published in the repository/);
   });
 
-  it('when production is given the same secret for AUTH_JWT_SECRET and ADMIN_PASSWORD, then start-up stops naming both', () => {
+  it('when production is given the same secret for AUTH_JWT_SECRET and ADMIN_PASSWORD, or one inside the other, then start-up stops naming both', () => {
     const shared = privateSecret();
     expect(() => loadConfig({ ...production, AUTH_JWT_SECRET: shared, ADMIN_PASSWORD: shared })).toThrow(/AUTH_JWT_SECRET.*ADMIN_PASSWORD/);
+    expect(() => loadConfig({ ...production, AUTH_JWT_SECRET: `${shared} `, ADMIN_PASSWORD: shared })).toThrow(/AUTH_JWT_SECRET.*ADMIN_PASSWORD/);
+    expect(() => loadConfig({ ...production, AUTH_JWT_SECRET: shared, ADMIN_PASSWORD: `${shared}!` })).toThrow(/AUTH_JWT_SECRET.*ADMIN_PASSWORD/);
     expect(loadConfig({ ...production, AUTH_JWT_SECRET: privateSecret(), ADMIN_PASSWORD: privateSecret() }).nodeEnv).toBe('production');
   });
 
