@@ -89,7 +89,11 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
   const asked: RequestHandler = (req, res, next) => asDashboardRequest({ actor: adminUserOf(res), request: `${req.method} ${req.originalUrl.split('?')[0]}` }, next);
   // bull-board's routes live in an app of its own, which the app-level 405 below cannot see into.
   const boardApp: Express = board.getRouter();
-  app.use(DASHBOARD_PATH, admin, express.json(), asked, boardApp, methodNotAllowed(boardApp));
+  boardApp.disable('x-powered-by');
+  const boardMethods = methodNotAllowed(boardApp);
+  // OPTIONS is answered from bull-board's route table before its app sees it (Express would send a 200 with the list as body).
+  const boardOptions: RequestHandler = (req, res, next) => (req.method === 'OPTIONS' ? boardMethods(req, res, next) : next());
+  app.use(DASHBOARD_PATH, admin, express.json(), asked, boardOptions, boardApp, boardMethods);
   app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos, audit }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);

@@ -64,5 +64,15 @@ describe('the worker\'s HTTP semantics (SPEC C)', () => {
     }
     expect((await request(app).get('/admin/queues/api/queues').set(ADMIN)).status).toBe(200);
     expect((await request(app).options('/admin/queues/api/queues')).status).toBe(401);
+    // OPTIONS with credentials: the Allow of the path with 204, as on the worker's own routes (not Express's 200 with a body).
+    const options = await request(app).options('/admin/queues/api/queues').set(ADMIN);
+    expect({ status: options.status, allow: options.headers.allow, body: options.text ?? '' }).toEqual({ status: 204, allow: 'GET, HEAD', body: '' });
+  });
+
+  it('when any path answers, dashboard included, then no X-Powered-By names the framework', async () => {
+    for (const path of ['/healthz', '/admin/queues', '/admin/queues/api/queues', '/admin/inspector/api/summary', '/no-such-path']) {
+      const res = await request(app).get(path).set(ADMIN);
+      expect({ path, poweredBy: res.headers['x-powered-by'] }).toEqual({ path, poweredBy: undefined });
+    }
   });
 });
