@@ -22,7 +22,7 @@ export const INSPECTOR_PATH = '/admin/inspector';
 const REALM = 'feed-worker';
 
 export interface WorkerAppDeps {
-  config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'businessTimeZone' | 'redisKeyPrefix'>;
+  config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'businessTimeZone' | 'redisKeyPrefix' | 'shortRecommendKeyTTLHours' | 'buildLockTtlMs'>;
   queue: Queue;
   metrics: WorkerMetrics;
   redis: Redis;
@@ -90,7 +90,7 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
   // bull-board's routes live in an app of its own, which the app-level 405 below cannot see into.
   const boardApp: Express = board.getRouter();
   app.use(DASHBOARD_PATH, admin, express.json(), asked, boardApp, methodNotAllowed(boardApp));
-  app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos, audit }));
+  app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos, audit, logger }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   // A failing store is a 503 (a hanging one too, answerWithin); anything else is a bug: a 500, logged with its stack.
