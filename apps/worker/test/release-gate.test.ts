@@ -210,7 +210,7 @@ describe("on-call's promote through the worker (R23, D6)", () => {
 
     await request(app).post(`${INSPECTOR_PATH}/api/held/${V2}/promote`).expect(401);
     const unknown = await request(app).post(`${INSPECTOR_PATH}/api/held/20260726/promote`).auth('oncall', 'gate-pass').expect(404);
-    expect(unknown.body.error.message).toMatch(`the held version is ${V2}`);
+    expect(unknown.body.error).toMatchObject({ code: 'not_held', message: expect.stringContaining(`the held version is ${V2}`) });
     await request(app).post(`${INSPECTOR_PATH}/api/held/2026-07/promote`).auth('oncall', 'gate-pass').expect(400);
     expect(await s.redis.get(s.keys.current)).toBe(V1);
 
