@@ -19,6 +19,7 @@ import { COUNTER_REPAIR_QUEUE, COUNTER_REPAIR_SCHEDULER_ID } from '../src/jobs/c
 import { checkDesiredState, type ControllerDeps } from '../src/controller/desired-state';
 import { createWorkerMetrics, type WorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
+import { browserIt, launchBrowser } from '../../../test/support/browser';
 
 const TZ = 'Asia/Shanghai';
 const DAY1 = new Date('2026-07-24T05:00:00+08:00');
@@ -199,6 +200,28 @@ describe("on-call's promote through the worker (R23, D6)", () => {
     expect(await s.redis.get(s.keys.current)).toBe(V2);
     expect((await trail.read(1))[0]).toMatchObject({ action: 'build-promoted', via: 'dashboard', actor: `dashboard job ${promote.id}` });
   });
+
+  browserIt('when the inspector page is opened with a held version, then it shows each compared figure beside current and the promote command', async () => {
+    await heldDayTwo();
+    const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'gate-pass' }, queue: jobs.queue, metrics, redis: s.redis, keys: s.keys, videos });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const browser = await launchBrowser();
+    try {
+      const context = await browser.newContext({ httpCredentials: { username: 'oncall', password: 'gate-pass' } });
+      const page = await context.newPage();
+      await page.goto(`http://127.0.0.1:${(server.address() as { port: number }).port}${INSPECTOR_PATH}/`);
+      await page.waitForSelector('body[data-ready="true"]', { timeout: 15_000 });
+      const rows = await page.locator('#held-figures tr').allTextContents();
+      expect(rows[0]).toBe(`figureheld ${V2}current ${V1}change`);
+      expect(rows[1]).toBe('length40200-80.0%holds');
+      expect(rows[2]).toBe('candidateCount40200-80.0%holds');
+      expect(await page.textContent('#held')).toContain(`pnpm cli build --promote ${V2}`);
+    } finally {
+      await browser.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 60_000);
 
   it('when on-call promotes on the admin endpoint, then the inspector showed the held version beside current, and current switches; an unknown or malformed version is a clear 4xx', async () => {
     await heldDayTwo();
