@@ -112,6 +112,16 @@ describe('the gated daily switch (R23)', () => {
     await expect(promoteHeldVersion(promoteDeps(), V2, { actor: 'oncall@host', via: 'cli' })).rejects.toMatchObject({ status: 404 });
   });
 
+  it('when the catalogue is restored and the next day builds, then that day switches and the stale held record is gone (nothing old to promote)', async () => {
+    await heldDayTwo();
+    await seedVideos(videos, { videos: 160, fresh: 0, now: DAY1, seed: 4 });
+    now = new Date('2026-07-26T05:00:00+08:00');
+    expect((await runDailyBuild(deps)).status).toBe('built');
+    expect(await s.redis.get(s.keys.current)).toBe('20260726');
+    expect(await readHeldVersion(s.redis, s.keys)).toBeNull();
+    await expect(promoteHeldVersion(promoteDeps(), V2, { actor: 'oncall', via: 'cli' })).rejects.toMatchObject({ status: 404 });
+  });
+
   it('when a later shadow build replaced the held build\'s keys, then a promote is refused and current stays', async () => {
     await heldDayTwo();
     expect((await runDailyBuild(deps, { shadow: true })).status).toBe('shadow');
