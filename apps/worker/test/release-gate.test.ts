@@ -211,6 +211,19 @@ describe("on-call's promote through the worker (R23, D6)", () => {
     expect((await trail.read(1))[0]).toMatchObject({ action: 'build-promoted', via: 'dashboard', actor: `dashboard job ${promote.id}` });
   });
 
+  it('when a job asks to skip the gate, then the cut version switches; a promote job with a bad version or extra fields fails once, unretried, and moves nothing', async () => {
+    await cutCatalogueAfterDayOne();
+    for (const data of [{ promote: '2026-07-25' }, { promote: V2, force: true }]) {
+      const bad = await jobs.queue.add(PROMOTE_JOB, data as BuildJobData);
+      await expect(bad.waitUntilFinished(events, 30_000)).rejects.toThrow(/promote/);
+      expect((await jobs.queue.getJob(bad.id!))?.attemptsMade).toBe(1);
+    }
+    expect(await s.redis.get(s.keys.current)).toBe(V1);
+    const skipped = await jobs.queue.add('manual-build', { skipGate: true });
+    expect(await skipped.waitUntilFinished(events, 30_000)).toMatchObject({ version: V2, status: 'built', verdict: { outcome: 'skipped', skippedBy: `build job ${skipped.id} (manual-build)` } });
+    expect(await s.redis.get(s.keys.current)).toBe(V2);
+  });
+
   browserIt('when the inspector page is opened with a held version, then it shows each compared figure beside current and the promote command', async () => {
     await heldDayTwo();
     const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'gate-pass' }, queue: jobs.queue, metrics, redis: s.redis, keys: s.keys, videos });
