@@ -29,7 +29,7 @@ import {
 import { seedVideos } from '@feed/demo-data';
 import { explainNextPage, guestIdentity, userIdentity, UserHistory, VideoCatalog } from '@feed/api';
 import { Queue } from 'bullmq';
-import { BUILD_QUEUE, buildDepsFrom, buildSchedule, bullConnectionFactory, runDailyBuild, summarizeVersions } from '@feed/worker';
+import { BUILD_QUEUE, buildDepsFrom, buildSchedule, bullConnectionFactory, promoteHeldVersion, PromoteRefusedError, runDailyBuild, summarizeVersions } from '@feed/worker';
 import { useLocalMongo } from './support/local-mongo';
 
 /** A usage error found after parsing (e.g. two options that exclude each other): exit 2. */
@@ -122,34 +122,54 @@ program
   .option('--force', 'rebuild a version that is already current')
   .option('--shadow', 'build onto keys of its own; current stays (R20)')
   .option('--switch', 'make this version current even when it is older than current or later than today')
-  .action(async (options: { at?: string; force?: boolean; shadow?: boolean; switch?: boolean }) => {
+  .option('--skip-gate', "switch whatever the release gate would say (R23: on-call's forced rebuild; audited)")
+  .option('--promote <V>', 'no build: make the version the release gate held current (R23; audited)', versionArg)
+  .action(async (options: { at?: string; force?: boolean; shadow?: boolean; switch?: boolean; skipGate?: boolean; promote?: string }) => {
+    if (options.promote && (options.at !== undefined || options.force || options.shadow || options.switch || options.skipGate)) throw new UsageError('--promote takes no other option');
+    if (options.skipGate && options.shadow) throw new UsageError('--skip-gate switches current; --shadow never does');
     await withStores(async ({ config, redis, mongo }) => {
+      if (options.promote) {
+        const trail = auditTrail(mongo.connection, config.redisKeyPrefix);
+        const logger = createLogger({ silent: false, level: 'warn' });
+        try {
+          const result = await promoteHeldVersion({ redis, keys: createRedisKeys(config.redisKeyPrefix), logger, audit: trail, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs }, options.promote, cliActor);
+          print({ version: result.version, status: result.status, replaced: result.replaced, reasons: result.held.verdict.reasons.map((r) => r.message) });
+        } catch (err) {
+          if (err instanceof PromoteRefusedError) throw new Error(err.message);
+          throw err;
+        }
+        return;
+      }
       const at = options.at === undefined ? undefined : parseBuildAt(options.at, config.businessTimeZone);
       if (at === null) throw new UsageError(`--at must be an ISO-8601 date or date-time (without an offset: in ${config.businessTimeZone}), got "${options.at}"`);
       const logger = createLogger({ silent: false, level: 'warn' });
       const keys = createRedisKeys(config.redisKeyPrefix);
-      const asked = { at: at?.toISOString() ?? null, force: Boolean(options.force), shadow: Boolean(options.shadow), switch: Boolean(options.switch) };
+      const asked = { at: at?.toISOString() ?? null, force: Boolean(options.force), shadow: Boolean(options.shadow), switch: Boolean(options.switch), skipGate: Boolean(options.skipGate) };
       const current = await redis.get(keys.current);
       const audit = async (after: Record<string, unknown>) =>
         auditTrail(mongo.connection, config.redisKeyPrefix).record({ action: 'build-requested', ...cliActor, before: { current, asked }, after: { current: await redis.get(keys.current), ...after } });
       let result: Awaited<ReturnType<typeof runDailyBuild>>;
       try {
-        result = await runDailyBuild(buildDepsFrom(config, { redis, keys, videos: videoModel(mongo.connection), logger }), {
+        result = await runDailyBuild(buildDepsFrom(config, { redis, keys, videos: videoModel(mongo.connection), logger, audit: auditTrail(mongo.connection, config.redisKeyPrefix) }), {
           at,
           force: options.force,
           shadow: options.shadow,
           switch: options.switch,
+          ...(options.skipGate ? { skipGate: { by: cliActor.actor } } : {}),
           onProgress: (phase, percent) => void process.stderr.write(`[${String(percent).padStart(3)}%] ${phase}\n`),
         });
       } catch (err) {
         await audit({ status: 'failed', error: err instanceof Error ? err.message : String(err) }).catch(() => undefined);
         throw err;
       }
-      await audit({ version: result.version, status: result.status, ...(result.reason ? { reason: result.reason } : {}) });
+      const gate = result.verdict ? { gate: result.verdict.outcome, gateReasons: result.verdict.reasons.map((r) => r.message) } : {};
+      await audit({ version: result.version, status: result.status, ...(result.reason ? { reason: result.reason } : {}), ...gate });
       print({
         version: result.version,
         status: result.status,
         ...(result.reason ? { reason: result.reason } : {}),
+        ...gate,
+        ...(result.status === 'held' ? { promote: `pnpm cli build --promote ${result.version}` } : {}),
         length: result.meta?.length,
         high: result.meta?.highCount,
         new: result.meta?.newCount,

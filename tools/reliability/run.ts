@@ -21,6 +21,7 @@ import { cli, freePort, startMongoProcess, startProcess, startRedis, tsx, waitUn
 import { percentile } from '../support/percentile';
 import { badInputCases } from './bad-input';
 import { KILL_PHASES, killBuildAt } from './build-kill';
+import { heldReleaseScenario } from './held-release';
 
 const QUICK = process.argv.includes('--quick');
 /** `--only load,faults`: run these groups of checks only. */
@@ -605,6 +606,11 @@ async function main(): Promise<void> {
       workerProcess = await startWorker();
       await waitUntil('the ring after the kill checks', async () => (await pageVersion()) !== 'legacy', 150_000);
     }
+
+    // R23: near the end, as it leaves a later day current (the catalogue itself is restored).
+    await check('held', 'a catalogue cut by 80 %: the next build is held as a shadow (current serves, counted, on the inspector), the admin endpoint promotes it, both on the audit trail', () =>
+      heldReleaseScenario({ env, redis: redisClient, worker, adminPassword: ADMIN_PASSWORD, pageVersion }),
+    );
 
     await check('faults', 'MongoDB unavailable during reads: a clear 503', async () => {
       await mongoServer.stop();

@@ -13,7 +13,10 @@ const run = promisify(execFile);
  * connection on the machine could otherwise take the same port, and a test would then talk to
  * another process's server (seen beside `pnpm bench api`: an API of the bench answering a test).
  */
-const CHILD_PORTS = { from: 20_000, to: 32_000 };
+/** `CHILD_PORT_RANGE=17100-17199` confines the ports to a range of one's own (a shared machine). */
+const CHILD_PORTS = /^(\d+)-(\d+)$/.test(process.env.CHILD_PORT_RANGE ?? '')
+  ? { from: Number(process.env.CHILD_PORT_RANGE!.split('-')[0]), to: Number(process.env.CHILD_PORT_RANGE!.split('-')[1]) }
+  : { from: 20_000, to: 32_000 };
 
 function canListen(port: number): Promise<boolean> {
   return new Promise((resolve) => {

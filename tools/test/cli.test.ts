@@ -76,8 +76,42 @@ describe('pnpm cli', () => {
     expect((await cli(withMongo, 'seed', '--videos', '30', '--fresh', '5')).code).toBe(0);
     expect((await cli(withMongo, 'build')).code).toBe(0);
     const history = await cli(withMongo, 'rollout', '--history');
-    expect(history.output).toMatch(/\(cli\)\s+build-requested\s+before \{"current":null,"asked":\{"at":null,"force":false,"shadow":false,"switch":false\}\}\s+after \{"current":"\d{8}","version":"\d{8}","status":"built"\}/);
+    expect(history.output).toMatch(/\(cli\)\s+build-requested\s+before \{"current":null,"asked":\{"at":null,"force":false,"shadow":false,"switch":false,"skipGate":false\}\}\s+after \{"current":"\d{8}","version":"\d{8}","status":"built","gate":"first-version","gateReasons":\[\]\}/);
   }, 60_000);
+
+  it('when a forced rebuild reads a catalogue cut by 80 %, then it is held; --promote switches it, --skip-gate switches a cut one at once, each on record (R23)', async () => {
+    const env = { ...(await withoutMongo()).env, MONGO_URL: s.config.mongoUrl! };
+    expect((await cli(env, 'seed', '--videos', '100')).code).toBe(0);
+    expect((await cli(env, 'build')).code).toBe(0);
+    const version = (await s.redis.get(s.keys.current))!;
+    // Other tests of this file seeded the same database: lengths are read, not assumed.
+    const videos = s.mongo.collection('videos');
+    const built = await s.redis.lLen(s.keys.queue(version));
+    const cut = async () => {
+      const ids = (await videos.find({}, { projection: { _id: 1 } }).toArray()).map((d) => d._id);
+      await videos.deleteMany({ _id: { $in: ids.slice(0, Math.ceil(ids.length * 0.8)) } });
+    };
+    await cut();
+    const held = await cli(env, 'build', '--force');
+    expect(held.code).toBe(0);
+    expect(held.output).toMatch(new RegExp(`"status": "held"[\\s\\S]*"promote": "pnpm cli build --promote ${version}"`));
+    expect(await s.redis.lLen(s.keys.queue(version))).toBe(built);
+
+    expect((await cli(env, 'build', '--promote', version, '--force')).code).toBe(2);
+    const promoted = await cli(env, 'build', '--promote', version);
+    expect(promoted.code).toBe(0);
+    expect(await s.redis.lLen(s.keys.queue(version))).toBe(await videos.countDocuments());
+    const again = await cli(env, 'build', '--promote', version);
+    expect({ code: again.code, named: /is not held/.test(again.output) }).toEqual({ code: 1, named: true });
+
+    await cut();
+    expect((await cli(env, 'build', '--force', '--skip-gate')).code).toBe(0);
+    expect(await s.redis.lLen(s.keys.queue(version))).toBe(await videos.countDocuments());
+    const history = (await cli(env, 'rollout', '--history')).output;
+    expect(history).toMatch(/\(cli\)\s+build-requested\s+before \{[^\n]*"skipGate":true\}\}\s+after \{[^\n]*"status":"built","gate":"skipped"/);
+    expect(history).toMatch(new RegExp(`\\(cli\\)\\s+build-promoted\\s+before \\{"current":"${version}","held":"${version}"`));
+    expect(history).toMatch(/release gate \(worker\)\s+build-held/);
+  }, 180_000);
 
   it.each([['seed', '--videos', '5'], ['build']])('when %s runs without MONGO_URL and no embedded server, then it refuses pointing at pnpm start, pnpm cli mongo and MONGO_URL', async (...args) => {
     const { env, port } = await withoutMongo();

@@ -22,7 +22,7 @@ export const INSPECTOR_PATH = '/admin/inspector';
 const REALM = 'feed-worker';
 
 export interface WorkerAppDeps {
-  config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'businessTimeZone' | 'redisKeyPrefix'>;
+  config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'businessTimeZone' | 'redisKeyPrefix' | 'shortRecommendKeyTTLHours' | 'buildLockTtlMs'>;
   queue: Queue;
   metrics: WorkerMetrics;
   redis: Redis;
@@ -94,7 +94,7 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
   // OPTIONS is answered from bull-board's route table before its app sees it (Express would send a 200 with the list as body).
   const boardOptions: RequestHandler = (req, res, next) => (req.method === 'OPTIONS' ? boardMethods(req, res, next) : next());
   app.use(DASHBOARD_PATH, admin, express.json(), asked, boardOptions, boardApp, boardMethods);
-  app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos, audit }));
+  app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos, audit, logger }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   // A failing store is a 503 (a hanging one too, answerWithin); anything else is a bug: a 500, logged with its stack.

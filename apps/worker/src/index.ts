@@ -5,8 +5,9 @@
 export { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from './app';
 export { startWorker, type RunningWorker } from './main';
 export { buildDepsFrom, runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from './daily-build/daily-build';
-export { BUILD_QUEUE, SCHEDULER_ID, buildJobOptions, startBuildQueue, type BuildJobData } from './jobs/build-queue';
+export { promoteHeldVersion, PromoteRefusedError, type PromoteDeps, type PromoteResult } from './daily-build/promote-held';
+export { BUILD_QUEUE, PROMOTE_JOB, SCHEDULER_ID, buildJobOptions, startBuildQueue, type BuildJobData } from './jobs/build-queue';
 export { bullConnectionFactory } from './jobs/bull-connection';
 export { CandidateColumns } from './daily-build/candidate-columns';
 export { createWorkerMetrics, type WorkerMetrics } from './metrics';
-export { buildSchedule, listVersions, reportVersion, summarizeVersions, versionPointers } from './inspect/inspect-versions';
+export { buildSchedule, heldReport, listVersions, reportVersion, summarizeVersions, versionPointers } from './inspect/inspect-versions';

@@ -6,7 +6,7 @@ import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
 import { createHttpServer } from '@feed/http';
 import { configureLogger, logger } from '@feed/logger';
-import { closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readMeta, videoModel } from '@feed/storage';
+import { auditTrail, closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readMeta, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
 import { buildDepsFrom } from './daily-build/daily-build';
 import { startController } from './controller/desired-state';
@@ -45,7 +45,8 @@ export async function startWorker(config: Config = loadConfig()): Promise<Runnin
     retryDelayMs: config.buildRetryDelayMs,
     logger,
     metrics,
-    deps: buildDepsFrom(config, { redis, keys, videos, logger }),
+    // The trail (D6) takes the release gate's holds (R23) and the dashboard's promotes.
+    deps: buildDepsFrom(config, { redis, keys, videos, logger, audit: auditTrail(mongo.connection, config.redisKeyPrefix) }),
   });
   // Counts interaction records a crashed API process left behind (R3), one replica at a time.
   const counterRepair = await startCounterRepair({

@@ -13,7 +13,7 @@ import type { DocumentIssue } from './daily-build/read-candidates';
  * repair) and an undeclared value throws (test/metric-labels.test.ts also checks the alerts).
  */
 // Written as records over the code's own types, so a value added there and not here fails to compile.
-export const BUILD_RESULTS = Object.keys({ built: 1, shadow: 1, superseded: 1, 'already-current': 1, locked: 1, failed: 1, invalid: 1 } satisfies Record<BuildStatus | 'failed' | 'invalid', 1>);
+export const BUILD_RESULTS = Object.keys({ built: 1, shadow: 1, held: 1, superseded: 1, 'already-current': 1, locked: 1, failed: 1, invalid: 1 } satisfies Record<BuildStatus | 'failed' | 'invalid', 1>);
 export const DOCUMENT_ISSUES = Object.keys({ 'unreadable-id': 1, 'unreadable-document': 1, 'non-numeric-field': 1 } satisfies Record<DocumentIssue, 1>);
 export { REPAIR_REASONS };
 export const REPAIRED_COUNTERS = Object.values(COUNTER_KINDS).flatMap((kind) => [kind.recommend, kind.display]);
@@ -58,7 +58,7 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
       }),
       { result: BUILD_RESULTS },
     ),
-    builds: counter('feed_builds_total', 'Builds by result (built, shadow, superseded, already-current, locked, failed, invalid job data)', { result: BUILD_RESULTS }),
+    builds: counter('feed_builds_total', 'Builds by result (built, shadow, held by the release gate, superseded, already-current, locked, failed, invalid job data)', { result: BUILD_RESULTS }),
     candidates: gauge('feed_build_candidates', 'Eligible videos read by the last build'),
     high: gauge('feed_build_high_pool', 'High-pool size of the last build'),
     fresh: gauge('feed_build_new_pool', 'New-pool size of the last build'),

@@ -153,6 +153,10 @@ function settingsFor(env: NodeJS.ProcessEnv) {
       'BUILD_RETRY_DELAY_MS',
       Joi.number().integer().min(100).max(3_600_000).default(30_000).description("Delay before a failed build's first retry (doubled for the second); after the last, the controller queues it again"),
     ),
+    shortRecommendHoldDrop: setting(
+      'SHORT_RECOMMEND_HOLD_DROP',
+      Joi.number().min(0).max(1).default(0.5).description("Release gate (R23): a new version whose queue length or candidate count fell by more than this share of current's, or that has a duplicate, is held as a shadow until on-call promotes it"),
+    ),
     redisDeadlineMs: setting('REDIS_DEADLINE_MS', Joi.number().integer().min(10).max(5000).default(250).description('Redis budget of one API request (all its Redis calls together); past it the request degrades (R17)')),
     mongoFallbackMaxTimeMs: setting(
       'MONGO_FALLBACK_MAX_TIME_MS',

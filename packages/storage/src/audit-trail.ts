@@ -15,14 +15,14 @@ export const AUDIT_TRAIL_BYTES = 16 * 1024 * 1024;
 /** MongoDB's "NamespaceExists": another process created the collection first. */
 const NAMESPACE_EXISTS = 48;
 
-export type AuditAction = 'rollout-set' | 'rollout-clear' | 'build-requested';
+export type AuditAction = 'rollout-set' | 'rollout-clear' | 'build-requested' | 'build-held' | 'build-promoted';
 
 export interface AuditEntry {
   action: AuditAction;
   /** The admin user, or `user@host` for the CLI. */
   actor: string;
-  /** Where it was done: `api`, `cli`, `dashboard`. */
-  via: 'api' | 'cli' | 'dashboard';
+  /** Where it was done: `api`, `cli`, `dashboard`; `worker` for what the service did itself (a build the gate held, R23). */
+  via: 'api' | 'cli' | 'dashboard' | 'worker';
   /** JSON-able values before and after the change (a build: what was asked, and what came of it). */
   before: unknown;
   after: unknown;

@@ -21,7 +21,9 @@
  * that failed before it read the catalog (MongoDB down) is not an attempt: it is queued again at
  * the next check; one that failed after the read is (it would fail the same way for ever).
  * Each repair is logged, counted in `feed_repairs_total{reason}` and kept as the last
- * repair for the inspector. The lease lives in Redis, not in BullMQ: after Redis lost its data
+ * repair for the inspector. A day whose version the release gate held (R23) is handled: on-call
+ * promotes it or the next day's build replaces it; the controller does not rebuild it (it would be
+ * held again, or switch a catalogue nobody checked). The lease lives in Redis, not in BullMQ: after Redis lost its data
  * the controller itself still runs (a BullMQ scheduler would be gone with the data). A check
  * has a deadline shorter than the lease, and once abandoned it acts no more (its signal is
  * aborted), so it never overlaps the next holder's checks.
@@ -31,7 +33,7 @@ import type { Job, Queue } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import { versionFor } from '@feed/domain';
 import type { Logger } from '@feed/logger';
-import { runScript, withDeadline, type Redis, type RedisKeys } from '@feed/storage';
+import { readHeldVersion, runScript, withDeadline, type Redis, type RedisKeys } from '@feed/storage';
 import type { WorkerMetrics } from '../metrics';
 import { SCHEDULER_ID, type BuildJobData } from '../jobs/build-queue';
 import { COUNTER_REPAIR_SCHEDULER_ID } from '../jobs/counter-repair';
@@ -85,6 +87,8 @@ async function versionProblem(deps: ControllerDeps, today: string, due: string):
   const { redis, keys } = deps;
   const current = await redis.get(keys.current);
   if (!current) return { reason: 'no-version', detail: 'no version is current', target: today, force: false, current: null };
+  // The due day was built and held by the release gate (R23): handled, on-call's to promote.
+  if (current < due && ((await readHeldVersion(redis, keys))?.version ?? '') >= due) return null;
   if (current < due) return { reason: 'version-behind', detail: `current ${current} is older than the due version ${due}`, target: today, force: false, current };
   const [length, metaLength, legacy] = await Promise.all([redis.lLen(keys.queue(current)), redis.hGet(keys.meta(current), 'length'), redis.exists(keys.legacyIds)]);
   // A current later than today (on-call switched ahead) is repaired as itself: a build of today

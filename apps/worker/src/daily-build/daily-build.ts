@@ -3,8 +3,11 @@
  * ring queue, write it as a new version, verify it, and switch `current`, under a build lock.
  *
  * The pipeline, one named step each:
- *   plan -> lock -> read -> assemble -> write -> verify -> switch | shadow -> legacy -> scores
+ *   plan -> lock -> read -> assemble -> write -> verify -> gate -> switch | shadow -> legacy -> scores
  * (`plan` runs before the lock and is not timed; every other step is a BuildPhase.)
+ * The gate (R23) compares a version about to become current with current's figures and holds it
+ * as a shadow when its queue or candidate read shrank too much, or it has a duplicate: see
+ * release-gate.ts in @feed/domain, and promote-held.ts for on-call's promotion.
  * Writes go to staging keys in the version's slot and are RENAMEd into place after
  * verification, so readers never see a half-written queue, even on a forced rebuild of the
  * version they are reading. A shadow build RENAMEs onto keys of its own instead (R20).
@@ -13,15 +16,33 @@ import type { Config } from '@feed/config';
 import type { Logger } from '@feed/logger';
 import { inSpan } from '@feed/telemetry';
 import { randomUUID } from 'node:crypto';
-import { assembleQueue, offsetBucketsFor, splitPools, summarizeBlocks, versionFor } from '@feed/domain';
+import { assembleQueue, judgeRelease, offsetBucketsFor, releaseFigures, splitPools, summarizeBlocks, versionFor, type GateVerdict } from '@feed/domain';
 import type { CandidateColumns } from './candidate-columns';
-import { countUsersWithOffset, encodeMeta, makeCurrent, offsetBucketKeys, readMeta, runScript, slotKeys, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type SwitchOutcome, type VideoModel } from '@feed/storage';
+import {
+  clearHeldVersion,
+  countUsersWithOffset,
+  encodeMeta,
+  makeCurrent,
+  offsetBucketKeys,
+  readHeldVersion,
+  readMeta,
+  runScript,
+  slotKeys,
+  writeHeldVersion,
+  type AuditTrail,
+  type QueueMeta,
+  type QueueSlot,
+  type Redis,
+  type RedisKeys,
+  type SwitchOutcome,
+  type VideoModel,
+} from '@feed/storage';
 import { acquireBuildLock, waitForRelease, type BuildLock } from './build-lock';
 import { readCandidates, type DocumentIssues } from './read-candidates';
 import { writeBackScores } from './score-write-back';
 import { writeIds, writeScores } from './write-ids';
 
-export type BuildPhase = 'lock' | 'read' | 'assemble' | 'write' | 'verify' | 'switch' | 'shadow' | 'legacy' | 'scores' | 'done';
+export type BuildPhase = 'lock' | 'read' | 'assemble' | 'write' | 'verify' | 'gate' | 'switch' | 'shadow' | 'legacy' | 'scores' | 'done';
 
 export interface BuildOptions {
   /** Fixes generatedAt; the version is its date in the business time zone. Default: now. */
@@ -35,6 +56,11 @@ export interface BuildOptions {
    * it such a build is verified as a shadow and `current` stays.
    */
   switch?: boolean;
+  /**
+   * On-call's forced rebuild that skips the release gate (R23): who asked. The version switches
+   * whatever its figures; the verdict it would have had is in the result (and the caller's audit entry).
+   */
+  skipGate?: { by: string };
   /** Aborts the build between phases and batches (worker shutdown): the lock is released, `current` untouched. */
   signal?: AbortSignal;
   /** Called at each phase (and each score batch) with an overall percentage, for BullMQ progress and logs. */
@@ -56,16 +82,27 @@ export interface BuildDeps {
   lockWaitMs?: number;
   /** The clock: which version is today's, and when a build without `at` runs (tests fix it). */
   now?: () => Date;
+  /** Share of current's length or candidate count a new version may lose before the gate holds it (SHORT_RECOMMEND_HOLD_DROP; default 0.5). */
+  holdDrop?: number;
+  /** On-call's trail (D6): a held build is recorded there (absent: logged only). */
+  audit?: AuditTrail;
   /** Test hook: runs at each point of the publish sequence, to inject failures and process kills. */
   at?: (point: PublishPoint) => Promise<void>;
 }
 
 /** The build's dependencies for a process configured by `config`. */
 export function buildDepsFrom(
-  config: Pick<Config, 'businessTimeZone' | 'shortRecommendKeyTTLHours' | 'buildLockTtlMs'>,
-  stores: Pick<BuildDeps, 'redis' | 'keys' | 'videos' | 'logger'>,
+  config: Pick<Config, 'businessTimeZone' | 'shortRecommendKeyTTLHours' | 'buildLockTtlMs' | 'shortRecommendHoldDrop'>,
+  stores: Pick<BuildDeps, 'redis' | 'keys' | 'videos' | 'logger'> & Partial<Pick<BuildDeps, 'audit'>>,
 ): BuildDeps {
-  return { ...stores, businessTimeZone: config.businessTimeZone, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs, lockWaitMs: LOCK_WAIT_MS };
+  return {
+    ...stores,
+    businessTimeZone: config.businessTimeZone,
+    keyTtlHours: config.shortRecommendKeyTTLHours,
+    lockTtlMs: config.buildLockTtlMs,
+    lockWaitMs: LOCK_WAIT_MS,
+    holdDrop: config.shortRecommendHoldDrop,
+  };
 }
 
 /**
@@ -77,7 +114,7 @@ export const LOCK_WAIT_MS = 20 * 60_000;
 /** The points between the commands that publish a build, where a crash may stop it. */
 export type PublishPoint = 'before-publish' | 'after-publish' | 'after-switch' | 'after-legacy';
 
-export type BuildStatus = 'built' | 'shadow' | 'superseded' | 'already-current' | 'locked';
+export type BuildStatus = 'built' | 'shadow' | 'held' | 'superseded' | 'already-current' | 'locked';
 
 export interface BuildResult {
   version: string;
@@ -91,6 +128,8 @@ export interface BuildResult {
   lockExpiresInMs?: number;
   /** For `locked`: whether `version` is today's, the build that is due (a lost one is retried). */
   due?: boolean;
+  /** The release gate's verdict (R23), for a build that was about to switch: `held` has its reasons. */
+  verdict?: GateVerdict;
   /** Seconds per phase. */
   timings: Partial<Record<BuildPhase, number>>;
 }
@@ -183,7 +222,7 @@ export function assemble(candidates: CandidateColumns, documentIssues: DocumentI
 }
 
 /** This build's staging keys: its lock token in their names, so no other build ever touches them. */
-function stagingKeys(deps: BuildDeps, version: string, lock: BuildLock) {
+function stagingKeys(deps: Pick<BuildDeps, 'keys'>, version: string, lock: BuildLock) {
   const { keys } = deps;
   return {
     queue: keys.queueStaging(version, lock.token),
@@ -232,10 +271,11 @@ async function verifyStaging(deps: BuildDeps, build: AssembledBuild): Promise<vo
  * (`lua/publish-version.lua`). A forced rebuild of a live version then gives its offset buckets
  * the same expiry (they are in other slots; a new version's buckets get it from their first claim).
  */
-async function publish(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, slot: QueueSlot): Promise<void> {
+export async function publish(deps: Pick<BuildDeps, 'redis' | 'keys' | 'keyTtlHours'>, meta: QueueMeta, lock: BuildLock, slot: QueueSlot, source?: { queue: string; scores: string; meta: string }): Promise<void> {
   const { redis, keys } = deps;
   const { version } = meta;
-  const staging = stagingKeys(deps, version, lock);
+  // A promote publishes a held shadow's keys (promote-held.ts); a build, its staging keys.
+  const staging = source ?? stagingKeys(deps, version, lock);
   const target = slotKeys(keys, version, slot);
   const ttlSeconds = deps.keyTtlHours * 3600;
   // A shadow never touches what readers of the version use: its offsets among them (R20).
@@ -287,6 +327,40 @@ async function dropStaging(deps: BuildDeps, version: string, lock: BuildLock): P
   const staging = stagingKeys(deps, version, lock);
   await deps.redis.del([staging.queue, staging.scores, staging.meta]);
   await deps.redis.del(staging.legacy);
+}
+
+/** The gate's verdict on `meta` against the version current now (its live meta): R23. */
+async function judgeGate(deps: BuildDeps, meta: QueueMeta, options: BuildOptions): Promise<GateVerdict> {
+  const { redis, keys } = deps;
+  const current = await redis.get(keys.current);
+  const currentMeta = current ? await readMeta(redis, keys, current) : null;
+  return judgeRelease(releaseFigures(meta), currentMeta ? releaseFigures(currentMeta) : null, { holdDrop: deps.holdDrop, skip: options.skipGate });
+}
+
+/**
+ * A held version (R23): published as a shadow (its own keys, R20; `shadow` points at it),
+ * recorded as held for the controller, the inspector and a promote, logged and on the audit trail.
+ */
+async function holdVersion(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, verdict: GateVerdict): Promise<void> {
+  const { redis, keys, logger } = deps;
+  meta.shadow = true;
+  await publishShadow(deps, meta, lock);
+  await redis.hSet(keys.shadowMeta(meta.version), 'shadow', '1');
+  const held = { version: meta.version, buildId: meta.buildId, heldAt: new Date().toISOString(), current: verdict.current?.version ?? null, verdict: { outcome: verdict.outcome, reasons: verdict.reasons, compared: verdict.compared, holdDrop: verdict.holdDrop } };
+  await writeHeldVersion(redis, keys, held, deps.keyTtlHours * 3600);
+  logger.warn('daily build held by the release gate', { version: meta.version, current: held.current, reasons: verdict.reasons.map((r) => r.message), promote: `pnpm cli build --promote ${meta.version}` });
+  try {
+    await deps.audit?.record({ action: 'build-held', actor: 'release gate', via: 'worker', before: { current: held.current, figures: verdict.current }, after: { held: meta.version, buildId: meta.buildId, reasons: verdict.reasons, figures: verdict.next } });
+  } catch (err) {
+    // The version is held already (nothing moved): the trail's outage is on-call's to know, not a failed build.
+    logger.error('audit trail unwritable', { action: 'build-held', version: meta.version, err });
+  }
+}
+
+/** A held record of `version` or an older day is moot once `version` is current. */
+export async function clearHeldUpTo(redis: Redis, keys: RedisKeys, version: string): Promise<void> {
+  const held = await readHeldVersion(redis, keys);
+  if (held && held.version <= version) await clearHeldVersion(redis, keys, held.version);
 }
 
 /** The lock a build takes: the version's, or a shadow's own, so a shadow never blocks the live build or a repair (R21). */
@@ -344,6 +418,16 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
     await run.phase('write', 45, () => writeStaging(deps, build, lock, signal));
     await run.phase('verify', 70, () => verifyStaging(deps, build));
 
+    const verdict = shadow ? undefined : await run.phase('gate', 75, () => judgeGate(deps, meta, options));
+    if (verdict?.hold) {
+      await run.phase('shadow', 80, () => holdVersion(deps, meta, lock, verdict));
+      await run.progress('done', 100);
+      return { version, status: 'held', reason: verdict.reasons.map((r) => r.message).join('; '), meta, verdict, timings: run.timings };
+    }
+    if (verdict?.outcome === 'skipped' && verdict.reasons.length > 0) {
+      logger.warn('release gate skipped by on-call', { version, by: verdict.skippedBy, wouldHoldFor: verdict.reasons.map((r) => r.message) });
+    }
+
     if (shadow) {
       await run.phase('shadow', 80, () => publishShadow(deps, meta, lock));
       logger.info('shadow build verified, current not switched', { version, length: meta.length, reason });
@@ -358,7 +442,8 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
       await run.progress('done', 100);
       return { version, status: 'superseded', reason: `current moved to the newer ${switched.current} during the build`, meta, timings: run.timings };
     }
-    logger.info('current version switched', { version, previous: switched.replaced, length: meta.length });
+    logger.info('current version switched', { version, previous: switched.replaced, length: meta.length, gate: verdict?.outcome });
+    await clearHeldUpTo(redis, keys, version);
     await run.phase('legacy', 85, () => refillLegacySet(deps, build, lock, signal));
     const scoresWritten = await run.phase('scores', 90, () =>
       writeBackScores(deps.videos, candidates, generatedAt, { signal, onBatch: (written, total) => run.progress('scores', 90 + (9 * written) / total) }),
@@ -367,7 +452,7 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
     await redis.hSet(keys.meta(version), 'completedAt', meta.completedAt);
     logger.info('daily build done', { version, length: meta.length, high: meta.highCount, fresh: meta.newCount, scoresWritten, timings: run.timings });
     await run.progress('done', 100);
-    return { version, status: 'built', meta, scoresWritten, timings: run.timings };
+    return { version, status: 'built', meta, scoresWritten, verdict, timings: run.timings };
   } catch (err) {
     await dropStaging(deps, version, lock).catch(() => undefined);
     logger.error('daily build failed', { version, err });

@@ -8,7 +8,7 @@ import type { Config } from '@feed/config';
 import { countDuplicates, expandBlocks, fullBlockRatio } from '@feed/domain';
 import { CHECK_EVERY_MS } from '../controller/desired-state';
 import { SCHEDULER_ID } from '../jobs/build-queue';
-import { countUsersWithOffset, readMeta, readRolloutOverride, readVariantStats, resolveRollout, slotKeys, variantReadout, type AuditTrail, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { countUsersWithOffset, readHeldVersion, readMeta, readRolloutOverride, readVariantStats, resolveRollout, slotKeys, variantReadout, type AuditTrail, type HeldVersion, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 
 export interface VersionReport {
   version: string;
@@ -89,8 +89,27 @@ export async function listVersions(redis: Redis, keys: RedisKeys): Promise<strin
   return [...versions].sort().reverse();
 }
 
+/** The version the release gate held (R23), beside current: each compared figure, and how to promote it. */
+export interface HeldReport extends HeldVersion {
+  /** The one action that switches current to it. */
+  promote: { command: string; endpoint: string; dashboardJob: string };
+}
+
+/** The held version with its promote hint, or null when none is held. */
+export async function heldReport(redis: Redis, keys: RedisKeys): Promise<HeldReport | null> {
+  const held = await readHeldVersion(redis, keys);
+  if (!held) return null;
+  const { version } = held;
+  return {
+    ...held,
+    promote: { command: `pnpm cli build --promote ${version}`, endpoint: `POST /admin/inspector/api/held/${version}/promote`, dashboardJob: `add a job named promote-held with data {"promote": "${version}"}` },
+  };
+}
+
 export interface VersionsSummary {
   pointers: Pointers;
+  /** The version the release gate held (R23), if any. */
+  held: HeldReport | null;
   versions: VersionReport[];
   /** The last shadow build (its own keys) and how it differs from current. */
   shadow: VersionReport | null;
@@ -101,12 +120,13 @@ export interface VersionsSummary {
 export async function summarizeVersions(redis: Redis, keys: RedisKeys, versions?: string[]): Promise<VersionsSummary> {
   const pointers = await versionPointers(redis, keys);
   const listed = versions ?? (await listVersions(redis, keys));
-  const [reports, shadow, shadowDiff] = await Promise.all([
+  const [reports, shadow, shadowDiff, held] = await Promise.all([
     Promise.all(listed.map((v) => reportVersion(redis, keys, v, pointers))),
     pointers.shadow ? reportVersion(redis, keys, pointers.shadow, pointers, 'shadow') : null,
     pointers.shadow && pointers.current ? diffVersions(redis, keys, pointers.current, pointers.shadow, 'shadow') : null,
+    heldReport(redis, keys),
   ]);
-  return { pointers, versions: reports, shadow: shadow?.meta ? shadow : null, shadowDiff: shadow?.meta ? shadowDiff : null };
+  return { pointers, held, versions: reports, shadow: shadow?.meta ? shadow : null, shadowDiff: shadow?.meta ? shadowDiff : null };
 }
 
 /** Scores are sampled from the head of the queue: what users see first, bounded work. */

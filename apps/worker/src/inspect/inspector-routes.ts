@@ -1,16 +1,27 @@
 /**
  * The queue inspector (next to the dashboard, same credentials): versions, meta, block
- * composition, score distribution, the shadow version's diff, and the settings in force.
+ * composition, score distribution, the shadow version's diff, the version the release gate held
+ * (R23) and the settings in force; `POST api/held/V/promote` promotes that held version.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Router } from 'express';
+import type { Config } from '@feed/config';
+import { adminUserOf, AppError } from '@feed/http';
+import type { Logger } from '@feed/logger';
+import { VERSION_PATTERN } from '@feed/storage';
+import { promoteHeldVersion, PromoteRefusedError } from '../daily-build/promote-held';
 import { inspectorSummary, type InspectorDeps } from './inspect-versions';
+
+export interface InspectorRoutesDeps extends InspectorDeps {
+  config: InspectorDeps['config'] & Pick<Config, 'shortRecommendKeyTTLHours' | 'buildLockTtlMs'>;
+  logger: Logger;
+}
 
 // Beside `src/` and `dist/` alike: the page ships with the deployable (package.json `files`).
 const PAGE = readFileSync(path.join(__dirname, '../../assets/inspector.html'), 'utf8');
 
-export function inspectorRoutes(deps: InspectorDeps): Router {
+export function inspectorRoutes(deps: InspectorRoutesDeps): Router {
   const router = Router();
   router.get('/', (req, res) => {
     // The page loads `api/summary` relative to itself: `/admin/inspector` must become `/admin/inspector/`.
@@ -22,6 +33,19 @@ export function inspectorRoutes(deps: InspectorDeps): Router {
   });
   router.get('/api/summary', async (_req, res) => {
     res.json(await inspectorSummary(deps));
+  });
+  // R23: on-call's one action on a held version, as the admin user (D6).
+  router.post('/api/held/:version/promote', async (req, res) => {
+    const { version } = req.params;
+    if (!VERSION_PATTERN.test(version)) throw new AppError(400, 'bad_request', `a version is YYYYMMDD, got "${version}"`);
+    const { redis, keys, logger, audit, config } = deps;
+    try {
+      const result = await promoteHeldVersion({ redis, keys, logger, audit, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs }, version, { actor: adminUserOf(res), via: 'api' });
+      res.json({ version: result.version, status: result.status, replaced: result.replaced, reasons: result.held.verdict.reasons });
+    } catch (err) {
+      if (err instanceof PromoteRefusedError) throw new AppError(err.status, err.status === 404 ? 'not_held' : 'conflict', err.message);
+      throw err;
+    }
   });
   return router;
 }

@@ -4,25 +4,33 @@
  */
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { parseBuildAt } from '@feed/domain';
+import { VERSION_PATTERN } from '@feed/storage';
 import type { Logger } from '@feed/logger';
 import { withLogContext } from '@feed/logger';
 import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../daily-build/daily-build';
+import { promoteHeldVersion, PromoteRefusedError, type PromoteResult } from '../daily-build/promote-held';
 import { recordBuildMeta, type WorkerMetrics } from '../metrics';
 import { bullErrorLogger, BullConnections, bullTelemetry, type BullConnection } from './bull-connection';
 
 export const BUILD_QUEUE = 'short-recommend-build';
 export const SCHEDULER_ID = 'daily-short-recommend-build';
+/** The job name the dashboard adds to promote a held version (R23), with data `{"promote": "YYYYMMDD"}`. */
+export const PROMOTE_JOB = 'promote-held';
 
 /**
  * Job data; every field optional, so "Add job" in the dashboard with `{}` builds today.
  * `at` without an offset is read in TZ_BUSINESS. A version older than current or later than
  * today is built as a shadow unless `switch` is true (replaying a day never moves `current` by accident).
+ * `skipGate` switches whatever the release gate (R23) would say (on-call's forced rebuild).
+ * `{"promote": "YYYYMMDD"}` alone is no build: it promotes that held version (R23).
  */
 export interface BuildJobData {
   at?: string;
   force?: boolean;
   shadow?: boolean;
   switch?: boolean;
+  skipGate?: boolean;
+  promote?: string;
 }
 
 /** Backoff type of build jobs: exponential from `delay`, or until the lock expires (see lockAwareBackoff). */
@@ -73,14 +81,23 @@ export interface BuildQueueOptions {
  */
 export class InvalidJobDataError extends UnrecoverableError {}
 
-const FLAGS = ['force', 'shadow', 'switch'] as const;
+const FLAGS = ['force', 'shadow', 'switch', 'skipGate'] as const;
+
+/** The held version a job asks to promote, or undefined for a build job; InvalidJobDataError for a bad one. */
+export function promoteOf(data: unknown): string | undefined {
+  if (data === null || typeof data !== 'object' || !('promote' in data)) return undefined;
+  const { promote, ...rest } = data as Record<string, unknown>;
+  if (typeof promote !== 'string' || !VERSION_PATTERN.test(promote)) throw new InvalidJobDataError(`job data 'promote' must be a held version YYYYMMDD, got ${JSON.stringify(promote)}`);
+  if (Object.keys(rest).length > 0) throw new InvalidJobDataError(`job data 'promote' takes no other field, got ${Object.keys(rest).join(', ')}`);
+  return promote;
+}
 
 export function toBuildOptions(data: unknown, timeZone: string): BuildOptions {
   if (data === undefined || data === null) return {};
   if (typeof data !== 'object' || Array.isArray(data)) throw new InvalidJobDataError(`job data must be a JSON object such as {"force": true}, got ${JSON.stringify(data)}`);
   const fields = data as Record<string, unknown>;
   const unknown = Object.keys(fields).filter((key) => key !== 'at' && !(FLAGS as readonly string[]).includes(key));
-  if (unknown.length > 0) throw new InvalidJobDataError(`job data has unknown field(s) ${unknown.join(', ')}; known: at, ${FLAGS.join(', ')}`);
+  if (unknown.length > 0) throw new InvalidJobDataError(`job data has unknown field(s) ${unknown.join(', ')}; known: at, ${FLAGS.join(', ')} (or promote alone)`);
   for (const flag of FLAGS) {
     if (fields[flag] !== undefined && typeof fields[flag] !== 'boolean') throw new InvalidJobDataError(`job data '${flag}' must be true or false, got ${JSON.stringify(fields[flag])}`);
   }
@@ -90,7 +107,7 @@ export function toBuildOptions(data: unknown, timeZone: string): BuildOptions {
     if (!parsed) throw new InvalidJobDataError(`job data 'at' must be an ISO-8601 date or date-time string such as "2026-07-24", got ${JSON.stringify(fields.at)}`);
     at = parsed;
   }
-  return { at, force: fields.force === true, shadow: fields.shadow === true, switch: fields.switch === true };
+  return { at, force: fields.force === true, shadow: fields.shadow === true, switch: fields.switch === true, ...(fields.skipGate === true ? { skipGate: { by: 'a build job' } } : {}) };
 }
 
 /** A locked build's retry waits this long past the lock's expiry. */
@@ -102,7 +119,7 @@ const CLOSE_SETTLE_MS = 1_500;
 
 export interface BuildQueue {
   queue: Queue<BuildJobData>;
-  worker?: Worker<BuildJobData, BuildResult>;
+  worker?: Worker<BuildJobData, BuildResult | PromoteResult>;
   /** Creates the daily job scheduler, or puts it back (the controller calls it after Redis lost it). */
   ensureScheduler(): Promise<void>;
   /** Stops taking jobs; an active build gets BUILD_SHUTDOWN_GRACE_MS, then is aborted (its lock released). */
@@ -128,10 +145,23 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
 
   let worker: Worker | undefined;
   if (options.process !== false) {
-    worker = new Worker<BuildJobData, BuildResult>(
+    /** A promote job (the dashboard's, R23): no build, so no build metrics; a refusal is not retried. */
+    const promote = async (job: Job<BuildJobData>, version: string): Promise<PromoteResult> => {
+      const { audit } = options.deps;
+      if (!audit) throw new UnrecoverableError('this worker has no audit trail: a promote is refused without its entry (D6)');
+      try {
+        return await promoteHeldVersion({ ...options.deps, audit }, version, { actor: `dashboard job ${job.id}`, via: 'dashboard' });
+      } catch (err) {
+        if (err instanceof PromoteRefusedError) throw new InvalidJobDataError(err.message);
+        throw err;
+      }
+    };
+    worker = new Worker<BuildJobData, BuildResult | PromoteResult>(
       BUILD_QUEUE,
       (job: Job<BuildJobData>) =>
         withLogContext({ jobId: job.id }, async () => {
+          const promoted = promoteOf(job.data);
+          if (promoted) return promote(job, promoted);
           const endTimer = metrics.buildDuration.startTimer();
           const abort = new AbortController();
           activeBuilds.add(abort);
@@ -139,6 +169,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
             let buildOptions: BuildOptions;
             try {
               buildOptions = toBuildOptions(job.data, options.timeZone);
+              if (buildOptions.skipGate) buildOptions.skipGate = { by: `build job ${job.id} (${job.name})` };
             } catch (err) {
               metrics.builds.inc({ result: 'invalid' });
               throw err;
@@ -150,7 +181,8 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
             });
             endTimer({ result: result.status });
             metrics.builds.inc({ result: result.status });
-            if (result.meta) {
+            // A held version's figures are not the service's: the gauges stay current's.
+            if (result.meta && result.status !== 'held') {
               recordBuildMeta(metrics, result.meta);
               for (const [reason, count] of Object.entries(result.meta.documentIssues)) metrics.documentsSkipped.inc({ reason }, count);
             }

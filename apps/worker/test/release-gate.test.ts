@@ -1,0 +1,269 @@
+/**
+ * R23's gated daily switch, wired: a catalogue cut by 80 % between two days is held as a shadow
+ * (current unchanged, `shadow` set, the held record, `feed_builds_total{result="held"}`, the
+ * audit entry), the controller treats the held day as handled, and each of on-call's three
+ * promote actions (the shared function, the worker's admin endpoint, the dashboard's job)
+ * switches current to it. The CLI's `--promote` and `--skip-gate` are in tools/test/cli.test.ts.
+ */
+import { Queue, QueueEvents } from 'bullmq';
+import request from 'supertest';
+import { createLogger } from '@feed/logger';
+import { auditTrail, readHeldVersion, readMeta, videoModel, type AuditTrail, type VideoModel } from '@feed/storage';
+import { seedVideos } from '@feed/demo-data';
+import { runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
+import { promoteHeldVersion, PromoteRefusedError } from '../src/daily-build/promote-held';
+import { createWorkerApp, INSPECTOR_PATH } from '../src/app';
+import { BUILD_QUEUE, buildJobOptions, PROMOTE_JOB, SCHEDULER_ID, startBuildQueue, type BuildJobData } from '../src/jobs/build-queue';
+import { bullConnectionFactory, BullConnections } from '../src/jobs/bull-connection';
+import { COUNTER_REPAIR_QUEUE, COUNTER_REPAIR_SCHEDULER_ID } from '../src/jobs/counter-repair';
+import { checkDesiredState, type ControllerDeps } from '../src/controller/desired-state';
+import { createWorkerMetrics, type WorkerMetrics } from '../src/metrics';
+import { useTestServices } from '../../../test/support/services';
+import { browserIt, launchBrowser } from '../../../test/support/browser';
+
+const TZ = 'Asia/Shanghai';
+const DAY1 = new Date('2026-07-24T05:00:00+08:00');
+const DAY2 = new Date('2026-07-25T05:00:00+08:00');
+const V1 = '20260724';
+const V2 = '20260725';
+
+const s = useTestServices('gate');
+let videos: VideoModel;
+let trail: AuditTrail;
+let deps: BuildDeps;
+let now: Date;
+
+beforeAll(async () => {
+  videos = videoModel(s.mongo);
+  await videos.init();
+});
+
+beforeEach(async () => {
+  await videos.deleteMany({});
+  now = DAY1;
+  trail = auditTrail(s.mongo, s.prefix);
+  deps = { redis: s.redis, keys: s.keys, videos, logger: createLogger({ silent: true }), businessTimeZone: TZ, keyTtlHours: 72, lockTtlMs: 60_000, now: () => now, audit: trail };
+});
+
+const promoteDeps = () => ({ redis: s.redis, keys: s.keys, logger: deps.logger, keyTtlHours: 72, lockTtlMs: 60_000, audit: trail });
+
+/** Day one: 200 videos, built and current. Then 80 % of the catalogue goes (a bad migration) and the clock moves to day two. */
+async function cutCatalogueAfterDayOne(): Promise<void> {
+  const ids = await seedVideos(videos, { videos: 200, fresh: 0, now: new Date(DAY1.getTime() - 86_400_000), seed: 3 });
+  expect((await runDailyBuild(deps, { at: DAY1 })).status).toBe('built');
+  await videos.deleteMany({ _id: { $in: ids.slice(0, 160) } });
+  now = DAY2;
+}
+
+/** Day two's build, held: what every promote test starts from. */
+async function heldDayTwo(): Promise<void> {
+  await cutCatalogueAfterDayOne();
+  expect((await runDailyBuild(deps)).status).toBe('held');
+}
+
+describe('the gated daily switch (R23)', () => {
+  it('when nothing is current, then the first version is never held, however small', async () => {
+    await seedVideos(videos, { videos: 3, fresh: 0, now: DAY1, seed: 1 });
+    const result = await runDailyBuild(deps, { at: DAY1 });
+    expect({ status: result.status, outcome: result.verdict?.outcome }).toEqual({ status: 'built', outcome: 'first-version' });
+    expect(await s.redis.get(s.keys.current)).toBe(V1);
+    expect(await readHeldVersion(s.redis, s.keys)).toBeNull();
+  });
+
+  it('when the catalogue is cut by 80 % between two days, then the second build is held as a shadow: current unchanged, shadow set, reasons recorded and audited', async () => {
+    await cutCatalogueAfterDayOne();
+    const result = await runDailyBuild(deps);
+    expect(result).toMatchObject({ version: V2, status: 'held' });
+    expect(result.verdict?.reasons.map((r) => r.code)).toEqual(['length-drop', 'candidate-drop']);
+    expect(await s.redis.get(s.keys.current)).toBe(V1);
+    expect(await s.redis.get(s.keys.shadow)).toBe(V2);
+    // Its own keys (R20): nothing a reader of V2 would use exists.
+    expect(await s.redis.exists(s.keys.queue(V2))).toBe(0);
+    expect(await s.redis.lLen(s.keys.shadowQueue(V2))).toBe(40);
+    const held = await readHeldVersion(s.redis, s.keys);
+    expect(held).toMatchObject({ version: V2, current: V1, buildId: (await readMeta(s.redis, s.keys, V2, 'shadow'))!.buildId });
+    expect(held!.verdict.compared.find((f) => f.figure === 'length')).toMatchObject({ next: 40, current: 200, holds: true });
+    const [entry] = await trail.read(1);
+    expect(entry).toMatchObject({ action: 'build-held', via: 'worker', before: { current: V1 }, after: { held: V2 } });
+  });
+
+  it('when on-call skips the gate on a forced build, then the cut version switches and the verdict it would have had is returned', async () => {
+    await cutCatalogueAfterDayOne();
+    const result = await runDailyBuild(deps, { skipGate: { by: 'oncall@host' } });
+    expect({ status: result.status, outcome: result.verdict?.outcome, by: result.verdict?.skippedBy }).toEqual({ status: 'built', outcome: 'skipped', by: 'oncall@host' });
+    expect(result.verdict?.reasons.length).toBeGreaterThan(0);
+    expect(await s.redis.get(s.keys.current)).toBe(V2);
+  });
+
+  it('when the held version is promoted, then current switches to its queue, the legacy set is refilled from it, the record is cleared and the promote audited', async () => {
+    await heldDayTwo();
+    const shadowQueue = await s.redis.lRange(s.keys.shadowQueue(V2), 0, -1);
+    const result = await promoteHeldVersion(promoteDeps(), V2, { actor: 'oncall@host', via: 'cli' });
+    expect(result).toMatchObject({ version: V2, status: 'promoted', replaced: V1 });
+    expect(await s.redis.get(s.keys.current)).toBe(V2);
+    expect(await s.redis.get(s.keys.previous)).toBe(V1);
+    expect(await s.redis.lRange(s.keys.queue(V2), 0, -1)).toEqual(shadowQueue);
+    expect(await readMeta(s.redis, s.keys, V2)).toMatchObject({ length: 40, shadow: false, completedAt: expect.any(String) });
+    expect(new Set(await s.redis.sMembers(s.keys.legacyIds))).toEqual(new Set(shadowQueue));
+    expect(await readHeldVersion(s.redis, s.keys)).toBeNull();
+    const [entry] = await trail.read(1);
+    expect(entry).toMatchObject({ action: 'build-promoted', actor: 'oncall@host', via: 'cli', before: { current: V1, held: V2 }, after: { current: V2 } });
+    // Promoted once: a second promote is refused.
+    await expect(promoteHeldVersion(promoteDeps(), V2, { actor: 'oncall@host', via: 'cli' })).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('when the catalogue is restored and the next day builds, then that day switches and the stale held record is gone (nothing old to promote)', async () => {
+    await heldDayTwo();
+    await seedVideos(videos, { videos: 160, fresh: 0, now: DAY1, seed: 4 });
+    now = new Date('2026-07-26T05:00:00+08:00');
+    expect((await runDailyBuild(deps)).status).toBe('built');
+    expect(await s.redis.get(s.keys.current)).toBe('20260726');
+    expect(await readHeldVersion(s.redis, s.keys)).toBeNull();
+    await expect(promoteHeldVersion(promoteDeps(), V2, { actor: 'oncall', via: 'cli' })).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('when a later shadow build replaced the held build\'s keys, then a promote is refused and current stays', async () => {
+    await heldDayTwo();
+    expect((await runDailyBuild(deps, { shadow: true })).status).toBe('shadow');
+    const refused = await promoteHeldVersion(promoteDeps(), V2, { actor: 'oncall', via: 'api' }).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(PromoteRefusedError);
+    expect(refused).toMatchObject({ status: 409 });
+    expect(await s.redis.get(s.keys.current)).toBe(V1);
+  });
+});
+
+describe('the controller over a held day (R23, R21)', () => {
+  let connections: BullConnections;
+  let buildQueue: Queue<BuildJobData>;
+  let counterQueue: Queue;
+  let controller: ControllerDeps;
+
+  beforeEach(() => {
+    connections = new BullConnections(bullConnectionFactory(s.config));
+    buildQueue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connections.next(), prefix: s.keys.bullPrefix, defaultJobOptions: buildJobOptions(30_000) });
+    counterQueue = new Queue(COUNTER_REPAIR_QUEUE, { connection: connections.next(), prefix: s.keys.bullPrefix });
+    controller = {
+      redis: s.redis,
+      keys: s.keys,
+      logger: createLogger({ silent: true }),
+      metrics: createWorkerMetrics(),
+      buildQueue,
+      ensureBuildScheduler: async () => void (await buildQueue.upsertJobScheduler(SCHEDULER_ID, { pattern: '30 4 * * *', tz: TZ }, { name: 'daily-build' })),
+      counterRepairQueue: counterQueue,
+      ensureCounterRepairScheduler: async () => void (await counterQueue.upsertJobScheduler(COUNTER_REPAIR_SCHEDULER_ID, { every: 60_000 }, { name: 'counter-repair' })),
+      cron: '30 4 * * *',
+      timeZone: TZ,
+      now: () => now,
+    };
+    s.disposeAfter(() =>
+      connections.closeWithin(2_000, async () => {
+        await buildQueue.close();
+        await counterQueue.close();
+      }, controller.logger),
+    );
+  });
+
+  it('when the due day is held, then several checks queue no build of it and report no repair of the version', async () => {
+    await heldDayTwo();
+    const versionRepairs = [];
+    for (let check = 0; check < 3; check++) versionRepairs.push(...(await checkDesiredState(controller)).filter((r) => r.version !== undefined));
+    expect(versionRepairs).toEqual([]);
+    expect(await buildQueue.getJob(`repair-${V2}`)).toBeUndefined();
+    // Only the scheduler's next daily run waits (the upsert adds it); no repair build.
+    expect((await buildQueue.getJobs(['waiting', 'delayed', 'active'])).map((job) => job.name)).toEqual(['daily-build']);
+    // Once promoted, the state is the desired one: still nothing to repair.
+    await promoteHeldVersion(promoteDeps(), V2, { actor: 'oncall', via: 'api' });
+    expect((await checkDesiredState(controller)).filter((r) => r.version !== undefined)).toEqual([]);
+  });
+});
+
+describe("on-call's promote through the worker (R23, D6)", () => {
+  let jobs: Awaited<ReturnType<typeof startBuildQueue>>;
+  let events: QueueEvents;
+  let metrics: WorkerMetrics;
+
+  beforeEach(async () => {
+    metrics = createWorkerMetrics();
+    jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: TZ, retryDelayMs: 30_000, logger: deps.logger, metrics, deps });
+    const eventsConnection = bullConnectionFactory(s.config)();
+    events = new QueueEvents(BUILD_QUEUE, { connection: eventsConnection, prefix: s.keys.bullPrefix });
+    s.disposeAfter(async () => {
+      await events.close();
+      await eventsConnection.quit();
+      await jobs.close();
+    });
+    await events.waitUntilReady();
+  });
+
+  const heldCount = async () => (await metrics.builds.get()).values.find((v) => v.labels.result === 'held')?.value;
+
+  it('when the build job is held, then feed_builds_total{result="held"} counts it; the dashboard\'s promote job then switches current', async () => {
+    await cutCatalogueAfterDayOne();
+    expect(await heldCount()).toBe(0);
+    const build = await jobs.queue.add('manual-build', {});
+    expect(await build.waitUntilFinished(events, 30_000)).toMatchObject({ version: V2, status: 'held' });
+    expect(await heldCount()).toBe(1);
+    expect(await s.redis.get(s.keys.current)).toBe(V1);
+
+    const promote = await jobs.queue.add(PROMOTE_JOB, { promote: V2 });
+    expect(await promote.waitUntilFinished(events, 30_000)).toMatchObject({ version: V2, status: 'promoted' });
+    expect(await s.redis.get(s.keys.current)).toBe(V2);
+    expect((await trail.read(1))[0]).toMatchObject({ action: 'build-promoted', via: 'dashboard', actor: `dashboard job ${promote.id}` });
+  });
+
+  it('when a job asks to skip the gate, then the cut version switches; a promote job with a bad version or extra fields fails once, unretried, and moves nothing', async () => {
+    await cutCatalogueAfterDayOne();
+    for (const data of [{ promote: '2026-07-25' }, { promote: V2, force: true }]) {
+      const bad = await jobs.queue.add(PROMOTE_JOB, data as BuildJobData);
+      await expect(bad.waitUntilFinished(events, 30_000)).rejects.toThrow(/promote/);
+      expect((await jobs.queue.getJob(bad.id!))?.attemptsMade).toBe(1);
+    }
+    expect(await s.redis.get(s.keys.current)).toBe(V1);
+    const skipped = await jobs.queue.add('manual-build', { skipGate: true });
+    expect(await skipped.waitUntilFinished(events, 30_000)).toMatchObject({ version: V2, status: 'built', verdict: { outcome: 'skipped', skippedBy: `build job ${skipped.id} (manual-build)` } });
+    expect(await s.redis.get(s.keys.current)).toBe(V2);
+  });
+
+  browserIt('when the inspector page is opened with a held version, then it shows each compared figure beside current and the promote command', async () => {
+    await heldDayTwo();
+    const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'gate-pass' }, queue: jobs.queue, metrics, redis: s.redis, keys: s.keys, videos });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const browser = await launchBrowser();
+    try {
+      const context = await browser.newContext({ httpCredentials: { username: 'oncall', password: 'gate-pass' } });
+      const page = await context.newPage();
+      await page.goto(`http://127.0.0.1:${(server.address() as { port: number }).port}${INSPECTOR_PATH}/`);
+      await page.waitForSelector('body[data-ready="true"]', { timeout: 15_000 });
+      const rows = await page.locator('#held-figures tr').allTextContents();
+      expect(rows[0]).toBe(`figureheld ${V2}current ${V1}change`);
+      expect(rows[1]).toBe('length40200-80.0%holds');
+      expect(rows[2]).toBe('candidateCount40200-80.0%holds');
+      expect(await page.textContent('#held')).toContain(`pnpm cli build --promote ${V2}`);
+    } finally {
+      await browser.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 60_000);
+
+  it('when on-call promotes on the admin endpoint, then the inspector showed the held version beside current, and current switches; an unknown or malformed version is a clear 4xx', async () => {
+    await heldDayTwo();
+    const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'gate-pass' }, queue: jobs.queue, metrics, redis: s.redis, keys: s.keys, videos });
+    const summary = await request(app).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'gate-pass').expect(200);
+    expect(summary.body.pointers.current).toBe(V1);
+    expect(summary.body.held).toMatchObject({ version: V2, current: V1, promote: { command: `pnpm cli build --promote ${V2}` } });
+    expect(summary.body.held.verdict.compared.map((f: { figure: string }) => f.figure)).toEqual(['length', 'candidateCount', 'fullBlockRatio', 'duplicateRate', 'freshCount']);
+
+    await request(app).post(`${INSPECTOR_PATH}/api/held/${V2}/promote`).expect(401);
+    const unknown = await request(app).post(`${INSPECTOR_PATH}/api/held/20260726/promote`).auth('oncall', 'gate-pass').expect(404);
+    expect(unknown.body.error).toMatchObject({ code: 'not_held', message: expect.stringContaining(`the held version is ${V2}`) });
+    await request(app).post(`${INSPECTOR_PATH}/api/held/2026-07/promote`).auth('oncall', 'gate-pass').expect(400);
+    expect(await s.redis.get(s.keys.current)).toBe(V1);
+
+    const promoted = await request(app).post(`${INSPECTOR_PATH}/api/held/${V2}/promote`).auth('oncall', 'gate-pass').expect(200);
+    expect(promoted.body).toMatchObject({ version: V2, status: 'promoted', replaced: V1 });
+    expect(await s.redis.get(s.keys.current)).toBe(V2);
+    expect((await trail.read(1))[0]).toMatchObject({ action: 'build-promoted', actor: 'oncall', via: 'api' });
+    await request(app).post(`${INSPECTOR_PATH}/api/held/${V2}/promote`).auth('oncall', 'gate-pass').expect(404);
+  });
+});

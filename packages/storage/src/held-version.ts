@@ -1,0 +1,42 @@
+/**
+ * The version the release gate held (SPEC R23): a small record beside the shadow pointer, so
+ * the controller knows the day is handled, the inspector shows it beside current, and a promote
+ * switches exactly the build that was judged (its buildId), not a later shadow build of that day.
+ */
+import type { GateVerdict } from '@feed/domain';
+import type { Redis } from './redis-client';
+import type { RedisKeys } from './redis-keys';
+
+export interface HeldVersion {
+  version: string;
+  /** The held build (meta.buildId of its shadow keys): a promote refuses another shadow build of the day. */
+  buildId: string;
+  /** ISO-8601, the worker's clock. */
+  heldAt: string;
+  /** The version that was current when it was judged. */
+  current: string | null;
+  verdict: Pick<GateVerdict, 'outcome' | 'reasons' | 'compared' | 'holdDrop'>;
+}
+
+/** The held version, or null when none is (or the record is unreadable: nothing to promote then). */
+export async function readHeldVersion(redis: Redis, keys: RedisKeys): Promise<HeldVersion | null> {
+  const text = await redis.get(keys.held);
+  if (!text) return null;
+  try {
+    const held = JSON.parse(text) as HeldVersion;
+    return typeof held?.version === 'string' && typeof held.buildId === 'string' ? held : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Records `held` as the held version (replacing an earlier one: the shadow pointer moved too), expiring with its keys. */
+export async function writeHeldVersion(redis: Redis, keys: RedisKeys, held: HeldVersion, ttlSeconds: number): Promise<void> {
+  await redis.set(keys.held, JSON.stringify(held), { EX: ttlSeconds });
+}
+
+/** Clears the record; with `version`, only when that version is the held one. */
+export async function clearHeldVersion(redis: Redis, keys: RedisKeys, version?: string): Promise<void> {
+  if (version !== undefined && (await readHeldVersion(redis, keys))?.version !== version) return;
+  await redis.del(keys.held);
+}
