@@ -175,6 +175,15 @@ describe('the controller over a held day (R23, R21)', () => {
     await promoteHeldVersion(promoteDeps(), V2, { actor: 'oncall', via: 'api' });
     expect((await checkDesiredState(controller)).filter((r) => r.version !== undefined)).toEqual([]);
   });
+
+  it('when the due day is held and the version users still read loses its queue, then that version is repaired as itself, not the held day', async () => {
+    await heldDayTwo();
+    await s.redis.del(s.keys.queue(V1));
+    const repairs = (await checkDesiredState(controller)).filter((r) => r.version !== undefined);
+    expect(repairs.map((r) => ({ reason: r.reason, version: r.version }))).toEqual([{ reason: 'queue-incomplete', version: V1 }]);
+    expect((await buildQueue.getJob(`repair-${V1}`))?.data).toEqual({ at: '2026-07-24', force: true });
+    expect(await buildQueue.getJob(`repair-${V2}`)).toBeUndefined();
+  });
 });
 
 describe("on-call's promote through the worker (R23, D6)", () => {

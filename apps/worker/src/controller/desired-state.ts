@@ -87,15 +87,16 @@ async function versionProblem(deps: ControllerDeps, today: string, due: string):
   const { redis, keys } = deps;
   const current = await redis.get(keys.current);
   if (!current) return { reason: 'no-version', detail: 'no version is current', target: today, force: false, current: null };
-  // The due day was built and held by the release gate (R23): handled, on-call's to promote.
-  if (current < due && ((await readHeldVersion(redis, keys))?.version ?? '') >= due) return null;
-  if (current < due) return { reason: 'version-behind', detail: `current ${current} is older than the due version ${due}`, target: today, force: false, current };
+  // The due day was built and held by the release gate (R23): handled, on-call's to promote. The
+  // version users still read is checked all the same, and repaired as itself.
+  const dueHeld = current < due && ((await readHeldVersion(redis, keys))?.version ?? '') >= due;
+  if (current < due && !dueHeld) return { reason: 'version-behind', detail: `current ${current} is older than the due version ${due}`, target: today, force: false, current };
   const [length, metaLength, legacy] = await Promise.all([redis.lLen(keys.queue(current)), redis.hGet(keys.meta(current), 'length'), redis.exists(keys.legacyIds)]);
   // A current later than today (on-call switched ahead) is repaired as itself: a build of today
   // would only be a shadow of an older day. Today's is rebuilt in place (its offsets kept); an
   // older current is replaced by today's.
-  const target = current > today ? current : today;
-  const force = current >= today;
+  const target = dueHeld || current > today ? current : today;
+  const force = dueHeld || current >= today;
   if (metaLength == null || Number(metaLength) !== length) {
     return { reason: 'queue-incomplete', detail: `current ${current}: queue length ${length}, meta.length ${metaLength ?? 'missing'}`, target, force, current };
   }
@@ -103,9 +104,11 @@ async function versionProblem(deps: ControllerDeps, today: string, due: string):
   return null;
 }
 
-/** The build job's data that repairs `target`: forced in place, and switched when it is later than today. */
+/** The build job's data that repairs `target`: forced in place when it is current, and switched when it is later than today. */
 function repairJobData(target: string, today: string, force: boolean): BuildJobData {
-  if (target > today) return { at: `${target.slice(0, 4)}-${target.slice(4, 6)}-${target.slice(6, 8)}`, force: true, switch: true };
+  const at = `${target.slice(0, 4)}-${target.slice(4, 6)}-${target.slice(6, 8)}`;
+  if (target > today) return { at, force: true, switch: true };
+  if (target < today) return { at, force: true };
   return force ? { force: true } : {};
 }
 
