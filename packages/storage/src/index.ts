@@ -15,3 +15,4 @@ export * from './migrations/init-recommend-history';
 export * from './rollout-override';
 export * from './audit-trail';
 export * from './variant-stats';
+export * from './ramp-store';
