@@ -97,6 +97,8 @@ export function startStoredRamp(deps: RampCommandDeps, ask: RampAsk): Promise<Ra
     if (stored.state && ['running', 'waiting', 'passed'].includes(stored.state.status)) {
       return { ok: false, kind: 'conflict', error: `ramp ${stored.state.id} is ${stored.state.status}: pause it before starting another` };
     }
+    // Not a bad request but a state that forbids it: the kill switch always wins.
+    if (!rollout.enabled && rollout.source.enabled === 'override') return { ok: false, kind: 'conflict', error: 'the kill switch is on (rollout enabled=false): clear it before starting a ramp' };
     const started = startRamp({ ...ask, id: randomUUID(), by: deps.who.actor, now, rollout });
     return started.ok ? { ok: true, state: started.state } : { ok: false, kind: 'invalid', error: started.error };
   });
