@@ -6,7 +6,7 @@
  */
 import { Queue } from 'bullmq';
 import { createLogger } from '@feed/logger';
-import { addVariantStats, auditTrail, observeRollout, readRamp, startStoredRamp, writeRolloutOverride, type AuditTrail, type RampAsk, type RampCommandDeps } from '@feed/storage';
+import { addVariantStats, auditTrail, clearRolloutOverride, observeRollout, readRamp, startStoredRamp, writeRolloutOverride, type AuditTrail, type RampAsk, type RampCommandDeps } from '@feed/storage';
 import type { RampState } from '@feed/domain';
 import { bullConnectionFactory, BullConnections } from '../src/jobs/bull-connection';
 import { buildJobOptions, SCHEDULER_ID, type BuildJobData } from '../src/jobs/build-queue';
@@ -209,5 +209,16 @@ describe('the rollout ramp driven by the controller (R23)', () => {
     expect((await rampWrites()).length).toBe(writes);
     expect(await rollout()).toMatchObject({ percent: at });
     expect(await rampEntries()).toContain(`paused ${at}`);
+  });
+
+  it("when the kill switch is set and cleared before the ramp's first write, then the override's revision tells it from a lost write: the ramp pauses and writes nothing", async () => {
+    const { controller } = replica();
+    await start();
+    await writeRolloutOverride(s.redis, s.keys, { enabled: false });
+    await clearRolloutOverride(s.redis, s.keys);
+    const state = await run([controller], TICK, 50_000);
+    expect(state).toMatchObject({ status: 'paused', pause: { cause: 'manual-percent' } });
+    expect(await rampWrites()).toEqual([]);
+    expect(await rollout()).toMatchObject({ enabled: false, source: { enabled: 'environment', percent: 'environment' } });
   });
 });

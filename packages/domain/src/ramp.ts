@@ -22,7 +22,8 @@
  * dwell of a step starts when its percent is seen in force, not when it is decided.
  *
  * What this machine cannot see: a human's change undone before the next check looks like no
- * change (give the observation the override's `revision` where the store keeps one), and a
+ * change (give the observation the override's `revision` where the store keeps one: storage's
+ * `observeRollout` does, from the override hash's `revision` field), and a
  * human's percent equal to the one the ramp owes is taken as the ramp's own write. The admin
  * path and the CLI therefore pause a ramp explicitly (`pauseRamp`) when they change the rollout.
  *

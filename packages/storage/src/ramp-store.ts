@@ -13,7 +13,7 @@ import type { AuditEntry, AuditTrail } from './audit-trail';
 import { runScript } from './lua-scripts';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
-import { readRolloutOverride, resolveRollout, type Rollout } from './rollout-override';
+import { overrideOf, resolveRollout, type Rollout } from './rollout-override';
 
 /** Saves lost to a concurrent save (the driver's tick) before a command gives up: each retry reads afresh. */
 const COMMAND_ATTEMPTS = 5;
@@ -44,9 +44,11 @@ export async function saveRamp(redis: Redis, keys: RedisKeys, state: RampState, 
   return (await runScript<number>(redis, 'ramp-save', [keys.ramp], [String(readRevision), String(state.revision), JSON.stringify(state)])) === 1;
 }
 
-/** The rollout in force (R16) as the ramp observes it. */
+/** The rollout in force (R16) as the ramp observes it, with the override's revision. */
 export async function observeRollout(redis: Redis, keys: RedisKeys, environment: Rollout): Promise<RolloutObservation> {
-  return resolveRollout(environment, await readRolloutOverride(redis, keys));
+  // One read of the hash: its fields and its revision are of the same moment.
+  const fields = await redis.hGetAll(keys.rollout);
+  return { ...resolveRollout(environment, overrideOf(fields)), revision: Number(fields.revision ?? 0) };
 }
 
 export interface RampCommandDeps {
