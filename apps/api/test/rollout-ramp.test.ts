@@ -3,7 +3,9 @@
  * operational guards read), and on-call's ramp endpoints (start, read, pause, resume; a manual
  * percent pauses a running ramp first), each with a clear 4xx and an audit entry.
  */
+import mongoose from 'mongoose';
 import request from 'supertest';
+import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { auditTrail, readRamp, readStepReadout, videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import type { Api } from '../src/app';
@@ -46,6 +48,28 @@ describe('the feed health per variant (R23 operational guards)', () => {
     expect(readout.ring).toMatchObject({ requests: 4, degradations: 1, serverErrors: 0 });
     expect(readout.legacy).toMatchObject({ requests: 2, degradations: 0, serverErrors: 0 });
   });
+});
+
+describe('the feed health per variant when nothing can serve', () => {
+  it('when Redis holds no feed and MongoDB is down, then each 503 is a server error of the user\'s variant', async () => {
+    // A MongoDB of this test's own, stopped after the app connected.
+    const mongo = await startEmbeddedMongo();
+    const connection = await mongoose.createConnection(`${mongo.uri}/down`, { serverSelectionTimeoutMS: 300 }).asPromise();
+    try {
+      const down = testApi(s, { shortRecommendV2Percent: 30 }, { mongo: connection });
+      await mongo.stop();
+      await s.redis.del([s.keys.queue(VERSION), s.keys.current, s.keys.previous, s.keys.legacyIds]);
+      await request(down.app).get('/api/app/recommend/vid/list').set(bearer(RING_USERS[0])).expect(503);
+      await request(down.app).get('/api/app/recommend/vid/list').set(bearer(LEGACY_USERS[0])).expect(503);
+      await down.feed.readout.flush();
+      const readout = await readStepReadout(s.redis, s.keys, new Date(), 1);
+      expect(readout.ring).toMatchObject({ requests: 1, serverErrors: 1 });
+      expect(readout.legacy).toMatchObject({ requests: 1, serverErrors: 1 });
+    } finally {
+      await connection.close(true);
+      await mongo.stop();
+    }
+  }, 60_000);
 });
 
 describe('PUT /api/admin/rollout/ramp (R23)', () => {
