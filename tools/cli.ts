@@ -7,7 +7,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { loadConfig, type Config } from '@feed/config';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
-import { parseBuildAt } from '@feed/domain';
+import { parseBuildAt, parseDwell, parseRampSteps, type RampState } from '@feed/domain';
 import { configureLogger, createLogger } from '@feed/logger';
 import { hostname, userInfo } from 'node:os';
 import {
@@ -18,12 +18,18 @@ import {
   connectRedis,
   createRedisKeys,
   initRecommendHistory,
+  pauseRampForManualChange,
+  pauseStoredRamp,
+  readRamp,
   readRolloutOverride,
+  resumeStoredRamp,
+  startStoredRamp,
   resolveRollout,
   VERSION_PATTERN,
   videoModel,
   type AuditTrail,
   type MongoHandle,
+  type RampCommandResult,
   type Redis,
 } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
@@ -246,9 +252,30 @@ program
     });
   });
 
+const durationArg = (name: string) => (value: string) => {
+  const ms = parseDwell(value);
+  if (ms === null) throw new InvalidArgumentError(`--${name} must be a duration such as 90s, 30m, 1h, 1h30m.`);
+  return ms;
+};
+
+/** One line per step: its percent, outcome and verdict (R23). */
+function printRamp(state: RampState): void {
+  print(`ramp ${state.id} by ${state.requestedBy}: ${state.status}${state.pause ? ` (${state.pause.detail})` : ''}${state.haltReasons.length ? ` (${state.haltReasons.join('; ')})` : ''}, dwell ${state.dwellMs / 1000} s, last good ${state.lastGoodPercent} %`);
+  state.steps.forEach((step, i) => {
+    const verdict = step.verdict ? `  ${step.verdict.outcome}${step.verdict.reasons.length ? `: ${step.verdict.reasons.join('; ')}` : ''}` : '';
+    print(`${i === state.current ? '>' : ' '} ${String(step.percent).padStart(3)} %  ${step.outcome.padEnd(7)}${verdict}`);
+  });
+}
+
+const rampResult = (result: RampCommandResult) => {
+  if (!result.ok) throw new Error(result.error);
+  printRamp(result.state);
+  print("the worker holding the controller's lease applies it at its next check");
+};
+
 program
   .command('rollout')
-  .description("R16's run-time override (in Redis; a change is recorded in the audit trail in MongoDB); with no option, the values in force and where each comes from")
+  .description("R16's run-time override (in Redis; a change is recorded in the audit trail in MongoDB); with no option, the values in force and where each comes from, and the ramp (R23)")
   .addOption(new Option('--enabled <bool>', 'serve the ring queue').choices(['true', 'false']))
   .option('--percent <N>', 'share of users served by the ring (0-100)', (value: string) => {
     const percent = nonNegativeInt('percent')(value);
@@ -256,29 +283,54 @@ program
     return percent;
   })
   .option('--clear', 'remove the override: the environment rules again')
-  .option('--history', "on-call's audit trail: rollout changes and builds requested by hand, newest first (D6)")
-  .action(async (options: { enabled?: 'true' | 'false'; percent?: number; clear?: boolean; history?: boolean }) => {
+  .option('--history', "on-call's audit trail: rollout changes, builds requested by hand and the ramp's steps, newest first (D6)")
+  .option('--ramp <steps>', 'start a ramp (R23): percents, e.g. 1,5,25,50,100; the worker moves the percent step by step while the guards hold', (value: string) => {
+    const steps = parseRampSteps(value);
+    if (!steps) throw new InvalidArgumentError('--ramp takes whole percents separated by commas, e.g. 1,5,25,50,100.');
+    return steps;
+  })
+  .option('--dwell <duration>', 'with --ramp: how long each step runs before it is judged (e.g. 1h)', durationArg('dwell'))
+  .option('--recheck <duration>', 'with --ramp: how long a step short of samples waits before it is judged again (default: the dwell)', durationArg('recheck'))
+  .option('--min-views <N>', 'with --ramp: views each variant needs before any verdict (default 20000)', nonNegativeInt('min-views'))
+  .option('--ramp-pause', 'pause the running ramp where it is')
+  .option('--ramp-resume', 'resume a paused ramp at its step (a fresh dwell)')
+  .action(async (options: { enabled?: 'true' | 'false'; percent?: number; clear?: boolean; history?: boolean; ramp?: number[]; dwell?: number; recheck?: number; minViews?: number; rampPause?: boolean; rampResume?: boolean }) => {
     const { enabled, percent, clear, history } = options;
     const changes = clear || enabled !== undefined || percent !== undefined;
+    const rampCommands = [options.ramp !== undefined, Boolean(options.rampPause), Boolean(options.rampResume)].filter(Boolean).length;
     if (clear && (enabled !== undefined || percent !== undefined)) throw new UsageError('--clear takes no other option');
-    if (history && changes) throw new UsageError('--history takes no other option');
+    if (history && (changes || rampCommands > 0)) throw new UsageError('--history takes no other option');
+    if (rampCommands > 1 || (rampCommands > 0 && changes)) throw new UsageError('--ramp, --ramp-pause, --ramp-resume and a manual change exclude each other');
+    if (options.ramp !== undefined && options.dwell === undefined) throw new UsageError('--ramp needs --dwell (e.g. --dwell 1h)');
+    if (options.ramp === undefined && (options.dwell !== undefined || options.recheck !== undefined || options.minViews !== undefined)) throw new UsageError('--dwell, --recheck and --min-views go with --ramp');
     const show = async (config: Config, redis: Redis, trail?: AuditTrail) => {
       const keys = createRedisKeys(config.redisKeyPrefix);
       const environment = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
-      const inForce = trail
-        ? await changeRollout(redis, keys, environment, clear ? 'clear' : { enabled: enabled === undefined ? undefined : enabled === 'true', percent }, cliActor, trail)
-        : resolveRollout(environment, await readRolloutOverride(redis, keys));
+      const change = clear ? 'clear' : { enabled: enabled === undefined ? undefined : enabled === 'true', percent };
+      // A manual percent or the kill switch always wins over a ramp (R23): it pauses first.
+      if (trail) await pauseRampForManualChange({ redis, keys, environment, trail, who: cliActor }, change);
+      const inForce = trail ? await changeRollout(redis, keys, environment, change, cliActor, trail) : resolveRollout(environment, await readRolloutOverride(redis, keys));
       print(`enabled ${inForce.enabled} (${inForce.source.enabled})`);
       print(`percent ${inForce.percent} (${inForce.source.percent})`);
       if (trail) print(`every API instance applies this within CURRENT_CACHE_MS (${config.currentCacheMs} ms)`);
+      const ramp = await readRamp(redis, keys);
+      if (ramp.state) printRamp(ramp.state);
+      else if (ramp.error) print(`ramp unreadable: ${ramp.error}`);
     };
     // Reading the values in force needs Redis only; the trail (history, a change) is in MongoDB (D6).
-    if (!history && !changes) {
+    if (!history && !changes && rampCommands === 0) {
       const config = startCommand();
       return withRedis(config, (redis) => show(config, redis));
     }
     await withStores(async ({ config, redis, mongo }) => {
       const trail = auditTrail(mongo.connection, config.redisKeyPrefix);
+      if (rampCommands > 0) {
+        const deps = { redis, keys: createRedisKeys(config.redisKeyPrefix), environment: { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent }, trail, who: cliActor };
+        if (options.rampPause) return rampResult(await pauseStoredRamp(deps));
+        if (options.rampResume) return rampResult(await resumeStoredRamp(deps));
+        const guards = options.minViews === undefined ? {} : { minViews: options.minViews };
+        return rampResult(await startStoredRamp(deps, { steps: options.ramp!, dwellMs: options.dwell!, recheckMs: options.recheck, guards }));
+      }
       if (!history) return show(config, redis, trail);
       for (const entry of await trail.read()) {
         print(`${entry.at}  ${entry.actor} (${entry.via})  ${entry.action}  before ${JSON.stringify(entry.before)}  after ${JSON.stringify(entry.after)}`);

@@ -6,10 +6,11 @@
  */
 import type Joi from 'joi';
 import parse from 'joi-to-json';
+import { AUDIT_ACTIONS } from '@feed/storage';
 import { objectId, vidBody } from './http/validate';
 import { adQuery, countQuery, pageQuery } from './routes/feed-routes';
 import { commentBody, idempotencyKey, shareBody } from './routes/interaction-routes';
-import { auditQuery, explainQuery, rolloutBody } from './routes/admin-routes';
+import { auditQuery, explainQuery, rampBody, rolloutBody } from './routes/admin-routes';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -104,6 +105,8 @@ function withPreflights<T extends Record<string, object>>(paths: T): T {
 }
 
 const rolloutAnswer = ok(ref('RolloutInForce'), 'The rollout in force after the call, and where each value comes from');
+const rampAnswer = ok(ref('Ramp'), 'The ramp as stored after the call');
+const rampRefusals = { 401: error('Missing or invalid admin credentials'), 404: error('No ramp is stored'), 409: error('The ramp is not in a state that allows it (e.g. resume of a running ramp, pause of a halted one, or the kill switch is on)') };
 
 export const openApiDocument = {
   openapi: '3.1.0',
@@ -207,6 +210,40 @@ export const openApiDocument = {
           percent: { type: 'integer', minimum: 0, maximum: 100 },
           source: { type: 'object', description: 'override or environment, per value' },
           environment: { type: 'object', description: 'the values the environment sets' },
+        },
+      },
+      Ramp: {
+        type: 'object',
+        description: "The rollout ramp's stored state (R23, schema 1; documented in packages/domain/src/ramp.ts)",
+        required: ['schema', 'id', 'status', 'steps', 'current', 'dwellMs', 'revision'],
+        properties: {
+          schema: { const: 1 },
+          id: { type: 'string' },
+          requestedBy: { type: 'string' },
+          status: { type: 'string', enum: ['running', 'waiting', 'passed', 'halted', 'done', 'paused'] },
+          revision: { type: 'integer', minimum: 1 },
+          dwellMs: { type: 'integer' },
+          recheckMs: { type: 'integer' },
+          current: { type: 'integer', minimum: 0, description: 'index of the step in force or being applied' },
+          lastGoodPercent: { type: 'integer', minimum: 0, maximum: 100, description: 'where a halt puts the percent back' },
+          judgeAt: { type: ['string', 'null'], format: 'date-time' },
+          haltReasons: { type: 'array', items: { type: 'string' } },
+          pause: { type: ['object', 'null'], description: 'cause (manual-percent, kill-switch, manual-pause), at, by, detail' },
+          guards: { type: 'object', description: 'confidence, minViews, minRequests, margins per operational guard, engagement guards' },
+          steps: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['percent', 'outcome'],
+              properties: {
+                percent: { type: 'integer', minimum: 1, maximum: 100 },
+                outcome: { type: 'string', enum: ['pending', 'running', 'waiting', 'passed', 'failed', 'reached'] },
+                startedAt: { type: ['string', 'null'], format: 'date-time' },
+                judgements: { type: 'integer', minimum: 0 },
+                verdict: { type: ['object', 'null'], description: 'outcome (pass, fail, wait), reasons, and per guard: sample sizes, rates, confidence intervals, the difference and its interval' },
+              },
+            },
+          },
         },
       },
     },
@@ -349,6 +386,25 @@ export const openApiDocument = {
       }),
       delete: operation({ operationId: 'clearRollout', tag: 'admin', summary: 'Clear the override', description: 'The environment\'s values rule again.', security: adminSecurity, responses: { 200: rolloutAnswer, 401: error('Missing or invalid admin credentials') } }),
     },
+    '/api/admin/rollout/ramp': {
+      get: operation({ operationId: 'getRamp', tag: 'admin', summary: 'The rollout ramp', description: "The stored ramp (R23): its steps with each verdict (sample sizes, rates and confidence intervals per guard), the current step, its status and pause or halt reasons.", security: adminSecurity, responses: { 200: rampAnswer, 401: rampRefusals[401], 404: rampRefusals[404] } }),
+      put: operation({
+        operationId: 'startRamp',
+        tag: 'admin',
+        summary: 'Start a rollout ramp',
+        description:
+          "Stores a ramp (R23) that the worker holding the controller's lease drives: at its next check it sets the first step's percent (and enabled), judges each step after its dwell from the V2 vs legacy readout (D7) and moves on, waits when samples are too few, or halts and puts the percent back to the last good step. A manual PUT or DELETE of /api/admin/rollout pauses it. Refused (409) while another ramp runs or the kill switch is on; steps out of order or a dwell under a minute are 400.",
+        security: adminSecurity,
+        requestBody: body(rampBody),
+        responses: { 200: rampAnswer, ...clientErrors, 409: rampRefusals[409], ...tooLarge },
+      }),
+    },
+    '/api/admin/rollout/ramp/pause': {
+      post: operation({ operationId: 'pauseRamp', tag: 'admin', summary: 'Pause the rollout ramp', description: 'The ramp stops where it is: it writes nothing more until resumed. The percent in force stays.', security: adminSecurity, responses: { 200: rampAnswer, ...rampRefusals } }),
+    },
+    '/api/admin/rollout/ramp/resume': {
+      post: operation({ operationId: 'resumeRamp', tag: 'admin', summary: 'Resume a paused ramp', description: 'The step it paused at starts again with a fresh dwell and readout, once the worker has set its percent (and enabled) at its next check. Refused while the kill switch is on.', security: adminSecurity, responses: { 200: rampAnswer, ...rampRefusals } }),
+    },
     '/api/admin/audit': {
       get: operation({
         operationId: 'auditTrail',
@@ -370,9 +426,9 @@ export const openApiDocument = {
                   properties: {
                     id: { type: 'string', description: 'Redis stream id' },
                     at: { type: 'string', format: 'date-time' },
-                    action: { type: 'string', enum: ['rollout-set', 'rollout-clear', 'build-requested'] },
-                    actor: { type: 'string', description: 'The admin user, or user@host for the CLI' },
-                    via: { type: 'string', enum: ['api', 'cli', 'dashboard'] },
+                    action: { type: 'string', enum: [...AUDIT_ACTIONS] },
+                    actor: { type: 'string', description: "The admin user, user@host for the CLI, or `ramp <id>` for a ramp's own steps and writes" },
+                    via: { type: 'string', enum: ['api', 'cli', 'dashboard', 'worker'] },
                     before: {},
                     after: {},
                   },

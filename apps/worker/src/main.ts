@@ -6,10 +6,11 @@ import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
 import { createHttpServer } from '@feed/http';
 import { configureLogger, logger } from '@feed/logger';
-import { auditTrail, closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readMeta, videoModel } from '@feed/storage';
+import { auditTrail, closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readMeta, readRamp, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
 import { buildDepsFrom } from './daily-build/daily-build';
 import { startController } from './controller/desired-state';
+import { driveRamp } from './controller/ramp-driver';
 import { bullConnectionFactory } from './jobs/bull-connection';
 import { startBuildQueue, type BuildQueue } from './jobs/build-queue';
 import { startCounterRepair } from './jobs/counter-repair';
@@ -36,6 +37,7 @@ export async function startWorker(config: Config = loadConfig()): Promise<Runnin
       const current = await redis.get(keys.current);
       return current ? readMeta(redis, keys, current) : null;
     },
+    rampStatus: async () => (await readRamp(redis, keys)).state?.status ?? null,
   });
   const jobs = await startBuildQueue({
     connection: bullConnectionFactory(config),
@@ -57,6 +59,8 @@ export async function startWorker(config: Config = loadConfig()): Promise<Runnin
     videos,
     records: interactionModels(mongo.connection),
   });
+  const environment = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
+  const trail = auditTrail(mongo.connection, config.redisKeyPrefix);
   const controller = startController({
     redis,
     keys,
@@ -68,6 +72,7 @@ export async function startWorker(config: Config = loadConfig()): Promise<Runnin
     ensureCounterRepairScheduler: counterRepair.ensureScheduler,
     cron: config.shortRecommendCron,
     timeZone: config.businessTimeZone,
+    driveRamp: (signal) => driveRamp({ redis, keys, logger, metrics, environment, trail, signal }),
   });
 
   const app = createWorkerApp({ config, queue: jobs.queue, metrics, redis, keys, videos });

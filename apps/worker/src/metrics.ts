@@ -1,6 +1,6 @@
 /** Build-side metrics of SPEC R18. */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { expandBlocks, fullBlockRatio } from '@feed/domain';
+import { expandBlocks, fullBlockRatio, type RampNoticeKind } from '@feed/domain';
 import { COUNTER_KINDS, type QueueMeta } from '@feed/storage';
 import { declareLabels } from '@feed/telemetry';
 import { REPAIR_REASONS } from './controller/repair-reasons';
@@ -16,6 +16,17 @@ import type { DocumentIssue } from './daily-build/read-candidates';
 export const BUILD_RESULTS = Object.keys({ built: 1, shadow: 1, held: 1, superseded: 1, 'already-current': 1, locked: 1, failed: 1, invalid: 1 } satisfies Record<BuildStatus | 'failed' | 'invalid', 1>);
 export const DOCUMENT_ISSUES = Object.keys({ 'unreadable-id': 1, 'unreadable-document': 1, 'non-numeric-field': 1 } satisfies Record<DocumentIssue, 1>);
 export { REPAIR_REASONS };
+export const RAMP_STEP_KINDS = Object.keys({
+  started: 1,
+  'step-started': 1,
+  'step-passed': 1,
+  waiting: 1,
+  halted: 1,
+  done: 1,
+  paused: 1,
+  resumed: 1,
+  'write-overruled': 1,
+} satisfies Record<RampNoticeKind, 1>);
 export const REPAIRED_COUNTERS = Object.values(COUNTER_KINDS).flatMap((kind) => [kind.recommend, kind.display]);
 
 export interface WorkerMetricsOptions {
@@ -25,6 +36,8 @@ export interface WorkerMetricsOptions {
    * scrape, so each replica (and a restarted one, or after a CLI build) reports the same truth.
    */
   currentMeta?: () => Promise<QueueMeta | null>;
+  /** The stored ramp's status (R23). When given, `feed_ramp_halted` is read from it at every scrape, on every replica. */
+  rampStatus?: () => Promise<string | null>;
 }
 
 export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
@@ -45,6 +58,7 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
       },
     });
   }
+  const { rampStatus } = options;
   const counter = (name: string, help: string, labels: Record<string, readonly string[]>) => declareLabels(new Counter({ name, help, labelNames: Object.keys(labels), registers: [registry] }), labels);
   const metrics = {
     registry,
@@ -73,6 +87,17 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
       { reason: REPAIR_REASONS },
     ),
     controllerFailures: new Counter({ name: 'feed_controller_failures_total', help: 'Controller checks that could not run or repair (Redis or BullMQ failing)', registers: [registry] }),
+    rampHalted: new Gauge({
+      name: 'feed_ramp_halted',
+      help: 'Whether the rollout ramp is halted by a failing guard (1) until on-call acts (R23): see the inspector and the audit trail',
+      registers: [registry],
+      async collect() {
+        // A Redis error keeps the last value (the driver's).
+        const status = rampStatus ? await rampStatus().catch(() => undefined) : undefined;
+        if (status !== undefined) this.set(status === 'halted' ? 1 : 0);
+      },
+    }),
+    rampSteps: counter('feed_ramp_steps_total', "The rollout ramp's automatic steps and on-call's pauses and resumes, as recorded in the audit trail (R23)", { kind: RAMP_STEP_KINDS }),
     counterRepairs: counter('feed_counter_repairs_total', 'Interaction records the repair job counted into a video counter, by counter (R3)', { counter: REPAIRED_COUNTERS }),
   };
   return metrics;

@@ -9,7 +9,8 @@ import type { Browser } from 'playwright-core';
 import { PNG } from 'pngjs';
 import request from 'supertest';
 import { createLogger } from '@feed/logger';
-import { addVariantStats, auditTrail, changeRollout, variantField, videoModel, type VideoModel } from '@feed/storage';
+import { addVariantStats, auditTrail, changeRollout, saveRamp, variantField, videoModel, type VideoModel } from '@feed/storage';
+import { advanceRamp, emptyReadout, startRamp, type RampState } from '@feed/domain';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
 import { runDailyBuild } from '../src/daily-build/daily-build';
@@ -95,6 +96,54 @@ describe('queue inspector', () => {
     await jobs.queue.removeJobScheduler(SCHEDULER_ID);
     const res = await request(base).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'inspect-pass').expect(200);
     expect(res.body.schedule).toMatchObject({ nextBuildAt: null, error: expect.stringContaining('is missing') });
+  });
+
+  /** A ramp stored after its first step (1 %) was judged and failed on likes: halted back to 0 %. */
+  async function storeHaltedRamp(): Promise<RampState> {
+    const rollout = { enabled: true, percent: 100, source: { enabled: 'environment', percent: 'environment' } } as const;
+    const t0 = Date.parse('2026-07-24T00:00:00Z');
+    const started = startRamp({ id: 'ramp-x', steps: [1, 5, 100], dwellMs: 3600_000, guards: { minViews: 1000, minRequests: 100 }, by: 'oncall', now: new Date(t0), rollout });
+    if (!started.ok) throw new Error(started.error);
+    const inForce = { enabled: true, percent: 1, source: { enabled: 'override', percent: 'override' } } as const;
+    let state = advanceRamp(started.state, { now: new Date(t0 + 60_000), rollout: inForce }).state;
+    const readout = emptyReadout();
+    Object.assign(readout.ring, { requests: 1000, views: 5000, likes: 100, collects: 100, shares: 50, notInterested: 150 });
+    Object.assign(readout.legacy, { requests: 1000, views: 5000, likes: 250, collects: 100, shares: 50, notInterested: 150 });
+    state = advanceRamp(state, { now: new Date(t0 + 2 * 3600_000), rollout: inForce, readout }).state;
+    expect(state.status).toBe('halted');
+    expect(await saveRamp(s.redis, s.keys, state, 0)).toBe(true);
+    return state;
+  }
+
+  it('when a ramp is stored, then the summary has its steps, the current one and per guard the samples, rates and intervals', async () => {
+    const res0 = await request(base).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'inspect-pass').expect(200);
+    expect(res0.body.ramp).toBeNull();
+    await storeHaltedRamp();
+    const res = await request(base).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'inspect-pass').expect(200);
+    expect(res.body.ramp).toMatchObject({ id: 'ramp-x', status: 'halted', current: 0, lastGoodPercent: 0, haltReasons: [expect.stringMatching(/^likes: /)] });
+    expect(res.body.ramp.steps.map((st: { percent: number; outcome: string }) => `${st.percent} ${st.outcome}`)).toEqual(['1 failed', '5 pending', '100 pending']);
+    const likes = res.body.ramp.steps[0].verdict.guards.find((g: { guard: string }) => g.guard === 'likes');
+    expect(likes).toMatchObject({ outcome: 'fail', ring: { successes: 100, trials: 5000, rate: 0.02 }, legacy: { successes: 250, trials: 5000, rate: 0.05 }, difference: expect.closeTo(-0.03, 6) });
+    expect(likes.ring.interval[0]).toBeLessThan(0.02);
+    expect(likes.differenceInterval[1]).toBeLessThan(0);
+  });
+
+  browserIt('when a halted ramp is stored, then the page shows its steps, the failed one and each guard with samples, rates and intervals', async () => {
+    await storeHaltedRamp();
+    const context = await browser!.newContext({ httpCredentials: { username: 'oncall', password: 'inspect-pass' } });
+    const page = await context.newPage();
+    try {
+      await page.goto(`${base}${INSPECTOR_PATH}/`);
+      await page.waitForSelector('body[data-ready="true"]', { timeout: 15_000 });
+      expect(await page.textContent('#ramp-status')).toMatch(/ramp ramp-x by oncall · halted .*halted: likes: /);
+      expect(await page.locator('#ramp-steps tbody tr').count()).toBe(3);
+      expect(await page.textContent('#ramp-steps tbody tr.current-step')).toMatch(/^1 \(current\)1%failed/);
+      const likes = page.locator('#ramp-guards tbody tr', { hasText: 'likes' });
+      expect((await likes.locator('td').allTextContents()).slice(0, 5)).toEqual(['1%', 'likes', 'fail', '5000', expect.stringMatching(/^2\.000% \[1\.\d+%, 2\.\d+%\]$/)]);
+      expect(await page.locator('#ramp-guards tbody tr').count()).toBe(7);
+    } finally {
+      await context.close();
+    }
   });
 
   browserIt('when opened in Chromium with credentials, then the tables and both charts render', async () => {

@@ -22,7 +22,8 @@
  * dwell of a step starts when its percent is seen in force, not when it is decided.
  *
  * What this machine cannot see: a human's change undone before the next check looks like no
- * change (give the observation the override's `revision` where the store keeps one), and a
+ * change (give the observation the override's `revision` where the store keeps one: storage's
+ * `observeRollout` does, from the override hash's `revision` field), and a
  * human's percent equal to the one the ramp owes is taken as the ramp's own write. The admin
  * path and the CLI therefore pause a ramp explicitly (`pauseRamp`) when they change the rollout.
  *
@@ -37,7 +38,7 @@
  *   steps: [{ percent, outcome: 'pending'|'running'|'waiting'|'passed'|'failed'|'reached',
  *             startedAt, judgements, verdict: StepJudgement & { judgedAt } | null }],
  *   current,                                           // index of the step in force or being applied
- *   appliedPercent,                                    // the percent the ramp last saw in force
+ *   appliedPercent,                                    // the ramp's own percent last seen in force (0 before any)
  *   owed: { percent, enabled?: true } | null,          // the write decided and not yet seen
  *   owedOver: RolloutObservation | null,               // the rollout in force when it was decided
  *   judgeAt,                                           // ISO, next judgement (running/waiting)
@@ -178,9 +179,6 @@ const samePercent = (a: RolloutObservation, b: RolloutObservation | null) => b !
 const sameRollout = (a: RolloutObservation, b: RolloutObservation | null) =>
   b !== null && a.enabled === b.enabled && a.percent === b.percent && a.source.enabled === b.source.enabled && a.source.percent === b.source.percent && a.revision === b.revision;
 
-/** The share of users the ring serves: 0 while V2 is off. */
-const effectivePercent = (rollout: RolloutObservation) => (rollout.enabled ? rollout.percent : 0);
-
 /** Errors in ramp steps: integers 1-100, strictly increasing, at most MAX_RAMP_STEPS; [] when valid. */
 export function rampStepErrors(steps: readonly number[]): string[] {
   const errors: string[] = [];
@@ -256,7 +254,8 @@ export function startRamp(request: RampRequest): RampResult {
     guards,
     steps: request.steps.map((percent) => ({ percent, outcome: 'pending', startedAt: null, judgements: 0, verdict: null })),
     current: 0,
-    appliedPercent: effectivePercent(request.rollout),
+    // Nothing of the ramp's is in force yet: the rollout it starts over is a human's (or the environment's).
+    appliedPercent: 0,
     owed: { percent: request.steps[0], enabled: true },
     owedOver: request.rollout,
     judgeAt: null,
@@ -431,7 +430,8 @@ export function resumeRamp(state: RampState, command: { now: Date; by: string; r
   const step = next.steps[next.current];
   next.status = 'running';
   next.pause = null;
-  next.appliedPercent = effectivePercent(command.rollout);
+  // `appliedPercent` stays the ramp's own: the percent in force now is the human's that paused it,
+  // and taking it for the ramp's would make a human's later return to it look like the ramp's write.
   next.owed = { percent: step.percent, enabled: true };
   next.owedOver = command.rollout;
   step.outcome = 'pending';

@@ -18,7 +18,7 @@ import {
   type VariantCounts,
 } from '../src';
 
-const seed = process.env.CI ? 38 : Date.now() % 2 ** 31;
+const seed = process.env.RAMP_SEED ? Number(process.env.RAMP_SEED) : process.env.CI ? 38 : Date.now() % 2 ** 31;
 console.log(`ramp.test.ts fast-check seed ${seed}`);
 
 const HOUR = 3_600_000;
@@ -344,6 +344,31 @@ describe('ramp state machine (R23)', () => {
     driver.tick();
     expect(driver.state).toMatchObject({ status: 'paused', pause: { cause: 'manual-percent' } });
     expect(driver.writes).toEqual([]);
+  });
+
+  it('when on-call resumes a ramp paused by their percent and sets that percent again, then the ramp does not take it for its own (seed 891001645)', () => {
+    const world = new World(2000);
+    const driver = begin(world);
+    world.override.percent = 100;
+    world.revision += 1;
+    world.now += TICK;
+    world.traffic();
+    driver.tick();
+    expect(driver.state).toMatchObject({ status: 'paused', pause: { cause: 'manual-percent' } });
+    const resumed = resumeRamp(driver.state, { now: new Date(world.now), by: 'h', rollout: world.rollout() });
+    if (!resumed.ok) throw new Error(resumed.error);
+    // The 100 % in force at the resume is the human's, not a percent the ramp reached.
+    expect(resumed.state).toMatchObject({ appliedPercent: 0, owed: { percent: 1, enabled: true } });
+    driver.stored = JSON.stringify(resumed.state);
+    driver.apply(resumed.write ?? { percent: -1 });
+    world.override.percent = 100;
+    world.revision += 1;
+    const writes = driver.writes.length;
+    world.now += TICK;
+    driver.tick();
+    expect(driver.state).toMatchObject({ status: 'paused', pause: { cause: 'manual-percent' } });
+    expect(driver.writes.length).toBe(writes);
+    expect(world.rollout().percent).toBe(100);
   });
 
   it('when a restarted worker reads the stored ramp, then it resumes the step where it was (same dwell end, same readout)', () => {

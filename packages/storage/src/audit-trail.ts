@@ -15,13 +15,15 @@ export const AUDIT_TRAIL_BYTES = 16 * 1024 * 1024;
 /** MongoDB's "NamespaceExists": another process created the collection first. */
 const NAMESPACE_EXISTS = 48;
 
-export type AuditAction = 'rollout-set' | 'rollout-clear' | 'build-requested' | 'build-held' | 'build-promoted';
+/** `ramp-*`: on-call's ramp commands; `ramp-step`: each automatic step of a ramp (R23), by the worker that drives it. */
+export const AUDIT_ACTIONS = ['rollout-set', 'rollout-clear', 'build-requested', 'build-held', 'build-promoted', 'ramp-start', 'ramp-pause', 'ramp-resume', 'ramp-step'] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export interface AuditEntry {
   action: AuditAction;
   /** The admin user, or `user@host` for the CLI. */
   actor: string;
-  /** Where it was done: `api`, `cli`, `dashboard`; `worker` for what the service did itself (a build the gate held, R23). */
+  /** Where it was done: `api`, `cli`, `dashboard`; `worker` for what the service did itself (a build the gate held, a ramp's steps and writes: R23). */
   via: 'api' | 'cli' | 'dashboard' | 'worker';
   /** JSON-able values before and after the change (a build: what was asked, and what came of it). */
   before: unknown;

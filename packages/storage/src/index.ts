@@ -16,3 +16,4 @@ export * from './rollout-override';
 export * from './audit-trail';
 export * from './variant-stats';
 export * from './held-version';
+export * from './ramp-store';

@@ -16,6 +16,8 @@ export function createRedisKeys(prefix = '') {
     previous: `{${p}current}:previous`,
     /** HASH enabled, percent: on-call's run-time override of the rollout (R16); absent = environment. */
     rollout: `${p}rollout`,
+    /** HASH revision, state (JSON): the self-driving rollout ramp (R23), saved only over the revision read (ramp-save.lua). */
+    ramp: `${p}ramp`,
     /** STRING owner token with expiry: the worker replica that runs the desired-state controller (R21). */
     controllerLease: `${p}controller-lease`,
     /** HASH reason, version, at, detail: the controller's last repair (R21), shown by the inspector. */

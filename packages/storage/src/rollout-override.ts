@@ -1,7 +1,7 @@
 /**
  * The rollout kill switch (SPEC R16): the environment gives the defaults of `enabled` and
  * `percent`; on-call overrides either at run time in one Redis hash, and every API instance
- * applies it within CURRENT_CACHE_MS. Clearing the hash returns to the environment's values.
+ * applies it within CURRENT_CACHE_MS. Clearing its fields returns to the environment's values.
  */
 import { logger } from '@feed/logger';
 import type { AuditEntry, AuditTrail } from './audit-trail';
@@ -21,7 +21,11 @@ export interface RolloutInForce extends Rollout {
 
 /** The override's fields; a field that is absent or unreadable is not overridden. */
 export async function readRolloutOverride(redis: Redis, keys: RedisKeys): Promise<Partial<Rollout>> {
-  const fields = await redis.hGetAll(keys.rollout);
+  return overrideOf(await redis.hGetAll(keys.rollout));
+}
+
+/** The override's fields from the hash as read. */
+export function overrideOf(fields: Record<string, string>): Partial<Rollout> {
   const override: Partial<Rollout> = {};
   if (fields.enabled === 'true' || fields.enabled === 'false') override.enabled = fields.enabled === 'true';
   const percent = Number(fields.percent);
@@ -29,16 +33,26 @@ export async function readRolloutOverride(redis: Redis, keys: RedisKeys): Promis
   return override;
 }
 
+/**
+ * The override's `revision` field: every write and clear bumps it, so the ramp (R23) tells a
+ * human's change that was undone before its next check from a write of its own that was lost.
+ */
+const REVISION_FIELD = 'revision';
+
 /** Sets the given fields of the override (callers validate: enabled boolean, percent 0-100 integer). */
 export async function writeRolloutOverride(redis: Redis, keys: RedisKeys, override: Partial<Rollout>): Promise<void> {
   const fields: Record<string, string> = {};
   if (override.enabled !== undefined) fields.enabled = String(override.enabled);
   if (override.percent !== undefined) fields.percent = String(override.percent);
-  if (Object.keys(fields).length > 0) await redis.hSet(keys.rollout, fields);
+  if (Object.keys(fields).length === 0) return;
+  await redis.hSet(keys.rollout, fields);
+  await redis.hIncrBy(keys.rollout, REVISION_FIELD, 1);
 }
 
+/** Removes the overridden fields (the environment rules again); the revision stays, bumped. */
 export async function clearRolloutOverride(redis: Redis, keys: RedisKeys): Promise<void> {
-  await redis.del(keys.rollout);
+  await redis.hDel(keys.rollout, ['enabled', 'percent']);
+  await redis.hIncrBy(keys.rollout, REVISION_FIELD, 1);
 }
 
 export function resolveRollout(defaults: Rollout, override: Partial<Rollout>): RolloutInForce {

@@ -3,6 +3,7 @@
  * one Redis hash per UTC hour, so that every API instance contributes and the inspector can sum
  * the last 24 hours. Each API instance adds its counts in batches (VariantReadout in the API).
  */
+import { emptyReadout, type StepReadout, type VariantCounts } from '@feed/domain';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
 
@@ -15,6 +16,14 @@ export const VARIANT_EVENTS = ['page', 'view', 'like', 'collect', 'comment', 'sh
 export type VariantEvent = (typeof VARIANT_EVENTS)[number];
 
 export type VariantTally = Record<Variant, Record<VariantEvent, number>>;
+
+/**
+ * The feed's health per variant, in the same hourly hashes, for the ramp's operational guards
+ * (R23): feed requests the variant answered (whatever the status), those answered 5xx, those a
+ * fallback strategy served (R17), those served with no video.
+ */
+export const VARIANT_HEALTH_EVENTS = ['request', 'server-error', 'degraded', 'empty-page'] as const;
+export type VariantHealthEvent = (typeof VARIANT_HEALTH_EVENTS)[number];
 
 /** Hourly hashes outlive the 24 h the readout sums. */
 const HOUR_KEY_TTL_S = 48 * 3600;
@@ -32,13 +41,40 @@ export async function addVariantStats(redis: Redis, keys: RedisKeys, at: Date, c
   await Promise.all([...[...counts].map(([field, n]) => redis.hIncrBy(key, field, n)), redis.expire(key, HOUR_KEY_TTL_S)]);
 }
 
-export const variantField = (variant: Variant, event: VariantEvent) => `${variant}:${event}`;
+export const variantField = (variant: Variant, event: VariantEvent | VariantHealthEvent) => `${variant}:${event}`;
+
+/** The hashes of the `hours` UTC hours up to `now` (the current, partial hour included). */
+const hourHashes = (redis: Redis, keys: RedisKeys, now: Date, hours: number) =>
+  Promise.all(Array.from({ length: hours }, (_, i) => redis.hGetAll(keys.variantStats(statsHour(new Date(now.getTime() - i * HOUR_MS))))));
+
+/** Which field of the hourly hash each count of a ramp step's readout sums. */
+const STEP_FIELDS: Record<keyof VariantCounts, VariantEvent | VariantHealthEvent> = {
+  requests: 'request',
+  serverErrors: 'server-error',
+  degradations: 'degraded',
+  emptyPages: 'empty-page',
+  views: 'view',
+  likes: 'like',
+  collects: 'collect',
+  shares: 'share',
+  notInterested: 'not-interested',
+};
+
+/** A ramp step's readout (R23 over D7): both variants' counts summed over the `hours` hours up to `now`. */
+export async function readStepReadout(redis: Redis, keys: RedisKeys, now: Date, hours: number): Promise<StepReadout> {
+  const readout = emptyReadout();
+  for (const hash of await hourHashes(redis, keys, now, hours)) {
+    for (const variant of VARIANTS) {
+      for (const [count, event] of Object.entries(STEP_FIELDS) as Array<[keyof VariantCounts, string]>) readout[variant][count] += Number(hash[`${variant}:${event}`] ?? 0);
+    }
+  }
+  return readout;
+}
 
 /** The sums over the `hours` hours up to `now` (the current, partial hour included). */
 export async function readVariantStats(redis: Redis, keys: RedisKeys, now: Date, hours = 24): Promise<VariantTally> {
   const tally = Object.fromEntries(VARIANTS.map((v) => [v, Object.fromEntries(VARIANT_EVENTS.map((e) => [e, 0]))])) as VariantTally;
-  const hashes = await Promise.all(Array.from({ length: hours }, (_, i) => redis.hGetAll(keys.variantStats(statsHour(new Date(now.getTime() - i * HOUR_MS))))));
-  for (const hash of hashes) {
+  for (const hash of await hourHashes(redis, keys, now, hours)) {
     for (const variant of VARIANTS) for (const event of VARIANT_EVENTS) tally[variant][event] += Number(hash[variantField(variant, event)] ?? 0);
   }
   return tally;

@@ -128,28 +128,39 @@ export class FeedService {
     const deadline = new Deadline(this.options.redisDeadlineMs);
     const settings = await this.currentSettings(deadline, requestId);
     const chain = this.chainFor(identity, settings);
+    const variant: Variant = chain[0] === 'ring' ? 'ring' : 'legacy';
+    this.readout.countHealth(variant, 'request');
     const failures: string[] = [];
-    for (const [index, name] of chain.entries()) {
-      try {
-        const page = await this.strategies[name]({ identity, pageSize, settings, deadline, requestId });
-        this.metrics.pages.inc({ strategy: name });
-        this.readout.count(chain[0] === 'ring' ? 'ring' : 'legacy', 'page');
-        annotateRequestSpan({ 'feed.strategy': name, 'feed.queue_version': page.queueVersion, 'feed.videos': page.vInfos.length });
-        if (page.vInfos.length === 0) this.metrics.emptyPages.inc({ strategy: name });
-        if (index > 0) {
-          this.metrics.degradations.inc({ kind: name });
-          logger.warn('feed degraded', { requestId, kind: name, reasons: failures });
+    try {
+      for (const [index, name] of chain.entries()) {
+        try {
+          const page = await this.strategies[name]({ identity, pageSize, settings, deadline, requestId });
+          this.metrics.pages.inc({ strategy: name });
+          this.readout.count(variant, 'page');
+          annotateRequestSpan({ 'feed.strategy': name, 'feed.queue_version': page.queueVersion, 'feed.videos': page.vInfos.length });
+          if (page.vInfos.length === 0) {
+            this.metrics.emptyPages.inc({ strategy: name });
+            this.readout.countHealth(variant, 'empty-page');
+          }
+          if (index > 0) {
+            this.metrics.degradations.inc({ kind: name });
+            this.readout.countHealth(variant, 'degraded');
+            logger.warn('feed degraded', { requestId, kind: name, reasons: failures });
+          }
+          return page;
+        } catch (err) {
+          // Client errors and "nothing can be served" (503) are answers, not reasons to fall back.
+          if (err instanceof AppError) throw err;
+          if (err instanceof RedisCallError && !(err instanceof DeadlineSpentError)) this.metrics.redisFailures.inc({ operation: name });
+          failures.push(`${name}: ${err instanceof Error ? err.message : String(err)}`);
         }
-        return page;
-      } catch (err) {
-        // Client errors and "nothing can be served" (503) are answers, not reasons to fall back.
-        if (err instanceof AppError) throw err;
-        if (err instanceof RedisCallError && !(err instanceof DeadlineSpentError)) this.metrics.redisFailures.inc({ operation: name });
-        failures.push(`${name}: ${err instanceof Error ? err.message : String(err)}`);
       }
+      // Every store failed (not one document: the reader skips those): unavailable, not a bug.
+      throw unavailable(`no feed strategy worked: ${failures.join('; ')}`);
+    } catch (err) {
+      if (!(err instanceof AppError) || err.status >= 500) this.readout.countHealth(variant, 'server-error');
+      throw err;
     }
-    // Every store failed (not one document: the reader skips those): unavailable, not a bug.
-    throw unavailable(`no feed strategy worked: ${failures.join('; ')}`);
   }
 
   /** Fresh settings, or the last known ones when Redis does not answer within the deadline. */

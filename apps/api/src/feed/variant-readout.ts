@@ -9,9 +9,12 @@
  * only when the service made the user's record (a toggled like is one like), a comment only when
  * its Idempotency-Key is new, a user's share only when it made the share record; a guest has no
  * record, so a guest's share counts once per guest and video by a marker in Redis.
+ *
+ * Beside engagement, each feed request's health is tallied per variant (`countHealth`): answered,
+ * 5xx, degraded, empty; the worker's ramp judges a step on them (R23).
  */
 import { logger } from '@feed/logger';
-import { addVariantStats, variantField, type Redis, type RedisKeys, type Variant, type VariantEvent } from '@feed/storage';
+import { addVariantStats, variantField, type Redis, type RedisKeys, type Variant, type VariantEvent, type VariantHealthEvent } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics } from '../metrics';
 
@@ -57,6 +60,15 @@ export class VariantReadout {
   count(variant: Variant, event: VariantEvent): void {
     if (event === 'page') this.metrics.variantPages.inc({ variant });
     else this.metrics.variantEngagement.inc({ variant, action: event });
+    const field = variantField(variant, event);
+    this.pending.set(field, (this.pending.get(field) ?? 0) + 1);
+  }
+
+  /**
+   * A feed request's health for the variant (R23's operational guards): Redis's tally only, in the
+   * same batches; Prometheus has the service-wide figures already (feed_pages_total and others).
+   */
+  countHealth(variant: Variant, event: VariantHealthEvent): void {
     const field = variantField(variant, event);
     this.pending.set(field, (this.pending.get(field) ?? 0) + 1);
   }

@@ -26,7 +26,8 @@
  * held again, or switch a catalogue nobody checked). The lease lives in Redis, not in BullMQ: after Redis lost its data
  * the controller itself still runs (a BullMQ scheduler would be gone with the data). A check
  * has a deadline shorter than the lease, and once abandoned it acts no more (its signal is
- * aborted), so it never overlaps the next holder's checks.
+ * aborted), so it never overlaps the next holder's checks. The holder also drives the rollout
+ * ramp (R23, ramp-driver.ts) after each check: exactly one replica drives it.
  */
 import { randomUUID } from 'node:crypto';
 import type { Job, Queue } from 'bullmq';
@@ -72,6 +73,8 @@ export interface ControllerDeps {
   now?: () => Date;
   /** Aborted when the check is abandoned (its deadline passed): it then acts no more. */
   signal?: AbortSignal;
+  /** The rollout ramp's tick (R23), run by the lease holder after each check (ramp-driver.ts). */
+  driveRamp?: (signal: AbortSignal) => Promise<unknown>;
 }
 
 /** The version whose build is due: the business day of the cron's last run at or before now. */
@@ -218,7 +221,17 @@ export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, 
     (running ??= (async () => {
       const abandoned = new AbortController();
       try {
-        await withDeadline((async () => (await holdsLease()) && (await checkDesiredState({ ...deps, signal: abandoned.signal })))(), checkDeadlineMs, 'desired state check');
+        await withDeadline(
+          (async () => {
+            if (!(await holdsLease())) return;
+            // The ramp is driven even when the check failed (BullMQ or MongoDB trouble): it needs Redis only.
+            const checked = await checkDesiredState({ ...deps, signal: abandoned.signal }).then(() => undefined, (err: unknown) => err ?? new Error('check failed'));
+            await deps.driveRamp?.(abandoned.signal);
+            if (checked) throw checked;
+          })(),
+          checkDeadlineMs,
+          'desired state check',
+        );
       } catch (err) {
         abandoned.abort(err);
         deps.metrics.controllerFailures.inc();

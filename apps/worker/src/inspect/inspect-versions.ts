@@ -8,6 +8,7 @@ import type { Config } from '@feed/config';
 import { countDuplicates, expandBlocks, fullBlockRatio } from '@feed/domain';
 import { CHECK_EVERY_MS } from '../controller/desired-state';
 import { SCHEDULER_ID } from '../jobs/build-queue';
+import { rampView } from './inspect-ramp';
 import { countUsersWithOffset, readHeldVersion, readMeta, readRolloutOverride, readVariantStats, resolveRollout, slotKeys, variantReadout, type AuditTrail, type HeldVersion, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 
 export interface VersionReport {
@@ -195,17 +196,19 @@ const AUDIT_SHOWN = 50;
 
 /**
  * The inspector page's data: the last week's versions, the shadow, current's scores, the rollout
- * in force, the next build, the V2 vs legacy readout of the last 24 h (D7) and the audit trail (D6).
+ * in force, the next build, the V2 vs legacy readout of the last 24 h (D7), the rollout ramp (R23)
+ * and the audit trail (D6).
  */
 export async function inspectorSummary({ config, queue, redis, keys, videos, audit: trail }: InspectorDeps) {
   const summary = await summarizeVersions(redis, keys, (await listVersions(redis, keys)).slice(0, 7));
   const focus = summary.pointers.current ?? summary.versions[0]?.version;
-  const [scores, override, schedule, tally, audit] = await Promise.all([
+  const [scores, override, schedule, tally, audit, ramp] = await Promise.all([
     focus ? scoreHistogram(redis, keys, videos, focus) : undefined,
     readRolloutOverride(redis, keys),
     buildSchedule(queue, redis, keys, config.businessTimeZone),
     readVariantStats(redis, keys, new Date()),
     trail.read(AUDIT_SHOWN),
+    rampView(redis, keys),
   ]);
   return {
     ...summary,
@@ -213,6 +216,7 @@ export async function inspectorSummary({ config, queue, redis, keys, videos, aud
     rollout: resolveRollout({ enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent }, override),
     schedule,
     readout: variantReadout(tally),
+    ramp,
     audit,
   };
 }

@@ -1,0 +1,91 @@
+/**
+ * The driver of the self-driving rollout ramp (SPEC R23): run by the worker replica that holds
+ * the controller's lease, once per check, so exactly one replica drives a ramp; the state is in
+ * Redis, so a restart (or another replica taking the lease) resumes where it was.
+ *
+ * One tick, in order: read the ramp and the rollout in force; when the step is due for judgement,
+ * read its readout (D7's hourly hashes: first successes, and the feed's health per variant); ask
+ * the state machine (`advanceRamp`); save its state over the revision read (a human's command
+ * that came first wins: the tick is dropped, the next check decides afresh); then make the
+ * rollout write it decided (audited as the ramp's); then record its notices in the audit trail
+ * (each automatic step: start, step started/passed, waiting, halted with reasons, done), raise
+ * the halt's alert, and acknowledge them. A crash between saving and writing is what the state
+ * machine's `owed` write covers; one between recording and acknowledging records a notice twice
+ * rather than never.
+ */
+import { ackNotices, advanceRamp, rampNeedsReadout, rampReadoutHours, type RampNotice, type RampState } from '@feed/domain';
+import type { Logger } from '@feed/logger';
+import { observeRollout, readRamp, readStepReadout, saveRamp, writeRolloutOverride, type AuditTrail, type Redis, type RedisKeys, type Rollout } from '@feed/storage';
+import type { WorkerMetrics } from '../metrics';
+
+export interface RampDriverDeps {
+  redis: Redis;
+  keys: RedisKeys;
+  logger: Logger;
+  metrics: WorkerMetrics;
+  /** The environment's rollout (R16 defaults), as the API resolves it. */
+  environment: Rollout;
+  trail: AuditTrail;
+  now?: () => Date;
+  /** Aborted when the controller's check is abandoned: the tick then writes no more. */
+  signal?: AbortSignal;
+}
+
+/** Who the audit trail names for the ramp's own writes and steps. */
+const rampActor = (state: RampState) => `ramp ${state.id}`;
+
+async function recordNotices(deps: RampDriverDeps, state: RampState): Promise<RampState> {
+  const { logger, metrics, trail } = deps;
+  let recorded = 0;
+  for (const notice of state.notices) {
+    try {
+      await trail.record({ action: 'ramp-step', actor: rampActor(state), via: 'worker', before: { ramp: state.id, seq: notice.seq }, after: noticeEntry(notice) });
+    } catch (err) {
+      // Kept in the state's outbox: recorded at a later check, once MongoDB answers.
+      logger.warn('ramp step not recorded in the audit trail yet', { ramp: state.id, kind: notice.kind, err: err instanceof Error ? err.message : String(err) });
+      break;
+    }
+    metrics.rampSteps.inc({ kind: notice.kind });
+    if (notice.alert) logger.error('ramp halted', { ramp: state.id, percent: notice.percent, reasons: state.haltReasons, message: notice.message });
+    else logger.info('ramp step', { ramp: state.id, kind: notice.kind, percent: notice.percent, message: notice.message });
+    recorded += 1;
+  }
+  if (recorded === 0) return state;
+  const acked = ackNotices(state, state.notices[recorded - 1].seq);
+  deps.signal?.throwIfAborted();
+  return (await saveRamp(deps.redis, deps.keys, acked, state.revision)) ? acked : state;
+}
+
+const noticeEntry = (n: RampNotice) => ({ kind: n.kind, percent: n.percent, message: n.message, at: n.at, ...(n.alert ? { alert: 'FeedRampHalted' } : {}) });
+
+/** One tick of the ramp; the state after it (null when no ramp is stored). */
+export async function driveRamp(deps: RampDriverDeps): Promise<RampState | null> {
+  const { redis, keys, logger, metrics, signal } = deps;
+  const stored = await readRamp(redis, keys);
+  if (!stored.state) {
+    if (stored.error) logger.error('stored ramp unreadable: not driven', { error: stored.error });
+    metrics.rampHalted.set(0);
+    return null;
+  }
+  const state = stored.state;
+  const now = deps.now?.() ?? new Date();
+  const rollout = await observeRollout(redis, keys, deps.environment);
+  const readout = rampNeedsReadout(state, now) ? await readStepReadout(redis, keys, now, rampReadoutHours(state, now)) : undefined;
+  const { state: next, write } = advanceRamp(state, { now, rollout, readout });
+  if (next !== state) {
+    signal?.throwIfAborted();
+    // A human's command saved first: drop this tick, the next check starts from theirs.
+    if (!(await saveRamp(redis, keys, next, state.revision))) return state;
+  }
+  if (write) {
+    signal?.throwIfAborted();
+    await writeRolloutOverride(redis, keys, write);
+    const after = await observeRollout(redis, keys, deps.environment);
+    await deps.trail
+      .record({ action: 'rollout-set', actor: rampActor(next), via: 'worker', before: rollout, after })
+      .catch((err: unknown) => logger.error('audit trail unwritable', { action: 'rollout-set', actor: rampActor(next), before: rollout, after, err }));
+  }
+  const settled = await recordNotices(deps, next);
+  metrics.rampHalted.set(settled.status === 'halted' ? 1 : 0);
+  return settled;
+}
