@@ -52,12 +52,18 @@ export function throttledProxy(target: { host: string; port: number }, bytesPerS
   });
 }
 
-/** Answers are held `replyDelayMs` (settable while it runs). */
+/**
+ * Answers are held `replyDelayMs` (settable while it runs), in their order: an answer never
+ * overtakes one held longer before it (a lowered delay would hand a RESP client the wrong replies).
+ */
 export async function delayingProxy(target: { host: string; port: number }): Promise<DelayingProxy> {
   const settings = { replyDelayMs: 0 };
+  const lastDue = new WeakMap<net.Socket, number>();
   const running = await proxy(target, (chunk, client) => {
-    if (settings.replyDelayMs === 0) client.write(chunk);
-    else setTimeout(() => client.write(chunk), settings.replyDelayMs);
+    const due = Math.max(Date.now() + settings.replyDelayMs, lastDue.get(client) ?? 0);
+    lastDue.set(client, due);
+    if (due <= Date.now()) client.write(chunk);
+    else setTimeout(() => client.write(chunk), due - Date.now());
   });
   return Object.assign(settings, running);
 }
