@@ -75,7 +75,7 @@ export function buildDepsFrom(
 export const LOCK_WAIT_MS = 20 * 60_000;
 
 /** The points between the commands that publish a build, where a crash may stop it. */
-export type PublishPoint = 'before-publish' | 'after-publish' | 'after-switch' | 'after-legacy';
+export type PublishPoint = 'before-publish' | 'after-publish' | 'after-switch' | 'legacy-staged' | 'after-legacy';
 
 export type BuildStatus = 'built' | 'shadow' | 'superseded' | 'already-current' | 'locked';
 
@@ -278,6 +278,7 @@ async function refillLegacySet(deps: BuildDeps, build: AssembledBuild, lock: Bui
   const staging = stagingKeys(deps, build.meta.version, lock).legacy;
   await writeIds(redis, staging, build.candidates, build.order, 'SADD', signal);
   await redis.expire(staging, deps.keyTtlHours * 3600);
+  await deps.at?.('legacy-staged');
   await redis.rename(staging, keys.legacyIds);
   await deps.at?.('after-legacy');
 }
