@@ -71,7 +71,7 @@ describe('queue inspector', () => {
     await request(base).get(`${INSPECTOR_PATH}/api/summary`).expect(401);
   });
 
-  it('when the runbook's URL without a trailing slash is opened, then it redirects to the page', async () => {
+  it('when the runbook URL without a trailing slash is opened, then it redirects to the page', async () => {
     const res = await request(base).get(INSPECTOR_PATH).auth('oncall', 'inspect-pass').expect(301);
     expect(res.headers.location).toBe(`${INSPECTOR_PATH}/`);
   });
