@@ -26,7 +26,7 @@ export type BuildPhase = 'lock' | 'read' | 'assemble' | 'write' | 'verify' | 'sw
 export interface BuildOptions {
   /** Fixes generatedAt; the version is its date in the business time zone. Default: now. */
   at?: Date;
-  /** Rebuild even when this version is already current (offsets are kept: see README). */
+  /** Rebuild even when this version is already current (offsets are kept: docs/design.md, "Daily build"). */
   force?: boolean;
   /** Build and verify without switching `current` (R20). */
   shadow?: boolean;
