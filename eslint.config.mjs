@@ -1,10 +1,29 @@
-// ESLint (typescript-eslint): package boundaries and no casts over client types.
+// ESLint (typescript-eslint): package boundaries, the layers, no casts over client types, and the
+// type-aware rules that catch a promise nobody awaits or one passed where a callback is expected.
 import tseslint from 'typescript-eslint';
 
 /** Deep imports: a package is used through its public entry (package.json "exports"), nothing else. */
 const deepImports = [
   { group: ['@feed/*/*'], message: 'Import the package through its public entry (@feed/<name>).' },
   { group: ['**/apps/*/src', '**/apps/*/src/**', '**/packages/*/src', '**/packages/*/src/**'], message: 'Import another package through its public entry (@feed/<name>), not its files.' },
+];
+
+/**
+ * The layers, inner to outer: domain <- storage <- apps <- tools. A layer imports only the ones
+ * inside it (and the shared leaf packages: config, logger, telemetry, http, lifecycle); the two
+ * apps do not import each other; product code never imports tools/ or test/.
+ */
+const outerOf = {
+  domain: ['@feed/storage', '@feed/api', '@feed/worker', '@feed/demo-data', '@feed/embedded-mongo'],
+  storage: ['@feed/api', '@feed/worker', '@feed/demo-data', '@feed/embedded-mongo'],
+  api: ['@feed/worker', '@feed/demo-data', '@feed/embedded-mongo'],
+  worker: ['@feed/api', '@feed/demo-data', '@feed/embedded-mongo'],
+};
+const notTools = { group: ['**/tools/**', '**/test/**'], message: 'Product code does not import tools/ or test/ (the layers: domain <- storage <- apps <- tools).' };
+const layer = (name) => [
+  ...deepImports,
+  notTools,
+  { group: outerOf[name], message: `Layering: ${name} does not import an outer layer (domain <- storage <- apps <- tools).` },
 ];
 
 /** `x as unknown as T` hides a type error; `client as Redis` hid the cluster client's missing methods. */
@@ -20,11 +39,22 @@ export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', 'coverage/**'] },
   {
     files: ['**/*.ts'],
-    languageOptions: { parser: tseslint.parser },
+    languageOptions: {
+      parser: tseslint.parser,
+      // Type information for the rules below: one program over the root tsconfig.json (the per-package ones would each build their own).
+      parserOptions: { project: './tsconfig.json', tsconfigRootDir: import.meta.dirname },
+    },
     plugins: { '@typescript-eslint': tseslint.plugin },
     rules: {
       'no-restricted-imports': ['error', { patterns: deepImports }],
       'no-restricted-syntax': ['error', ...casts],
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/await-thenable': 'error',
     },
   },
+  { files: ['packages/domain/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: layer('domain') }] } },
+  { files: ['packages/storage/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: layer('storage') }] } },
+  { files: ['apps/api/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: layer('api') }] } },
+  { files: ['apps/worker/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: layer('worker') }] } },
 );

@@ -45,9 +45,8 @@ afterAll(async () => {
 });
 
 const feed = async (base: string, user = 'fault-user') => {
-  const started = Date.now();
   const res = await fetch(`${base}/api/app/recommend/vid/list`, { headers: bearer(user) });
-  return { status: res.status, ms: Date.now() - started, body: (await res.json()) as { queueVersion: string; vInfos: unknown[] } };
+  return { status: res.status, body: (await res.json()) as { queueVersion: string; vInfos: unknown[] } };
 };
 
 async function ownRedis(): Promise<{ port: number; server: Managed; client: Redis }> {
@@ -109,9 +108,9 @@ describe('a stalled Redis (SIGSTOP)', () => {
     const stalled = await Promise.all(Array.from({ length: 20 }, (_, i) => feed(base, `stalled-${i}`)));
     for (const page of stalled) {
       expect(page.status).toBe(200);
+      // Answered while Redis is still stopped (SIGCONT comes after every answer): the deadline cut
+      // the wait, the stall did not end it.
       expect(page.body.queueVersion).toBe('fallback');
-      // Bounded by the deadline (plus MongoDB's fallback query), nowhere near the stall.
-      expect(page.ms).toBeLessThan(DEADLINE_MS + 1000);
     }
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
@@ -239,9 +238,9 @@ describe('the worker and the CLI with Redis gone', () => {
     }
     // The outage is logged as JSON-able lines, never as raw multi-line stack traces.
     expect(worker.output.join('')).not.toMatch(/^\s+at .+\(.+:\d+:\d+\)$/m);
-    const signalledAt = Date.now();
     await worker.stop('SIGTERM');
-    expect(Date.now() - signalledAt).toBeLessThan(10_000);
+    // Exit 0 is the in-process bound: the process exits 1 when its shutdown misses the 9.5 s
+    // deadline (packages/lifecycle), so no wall-clock measure of the test's own is needed.
     if (worker.child.exitCode !== 0) console.error(worker.output.join('').slice(-3000));
     expect(worker.child.exitCode).toBe(0);
   }, 60_000);

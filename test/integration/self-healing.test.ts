@@ -23,6 +23,8 @@ import { testMongoUrl } from '../support/mongo';
 const run = promisify(execFile);
 const mongoUrl = testMongoUrl('self_healing');
 const keys = createRedisKeys();
+/** R21: after a loss of data or of the current queue the ring serves again within 2 minutes, unaided. */
+const R21_REPAIR_MS = 120_000;
 
 let redisPort: number;
 let redisDir: string;
@@ -91,7 +93,7 @@ describe('self-healing (R21)', () => {
     console.info(`self-healing: first start -> ring page ${((Date.now() - started) / 1000).toFixed(1)} s after the worker was started`);
 
     expect(await redisCli('flushall')).toBe('OK');
-    const afterFlush = await secondsUntilRingPage(today, 150_000);
+    const afterFlush = await secondsUntilRingPage(today, R21_REPAIR_MS);
     console.info(`self-healing: FLUSHALL -> ring page in ${afterFlush.toFixed(1)} s`);
     const connection = bullConnectionFactory({ redisUrl: `redis://127.0.0.1:${redisPort}`, redisClusterNodes: undefined })();
     const queue = new Queue(BUILD_QUEUE, { connection, prefix: keys.bullPrefix });
@@ -104,7 +106,7 @@ describe('self-healing (R21)', () => {
 
     expect(Number(await redisCli('del', keys.queue(today)))).toBe(1);
     await waitUntil('the page to degrade', async () => (await pageVersion()) !== today, 10_000);
-    const afterDel = await secondsUntilRingPage(today, 150_000);
+    const afterDel = await secondsUntilRingPage(today, R21_REPAIR_MS);
     console.info(`self-healing: DEL current queue -> ring page in ${afterDel.toFixed(1)} s`);
   }, 420_000);
 });

@@ -107,10 +107,10 @@ describe('worker shutdown during a build (D4)', () => {
   it('when the worker gets SIGTERM mid-build, then the build is aborted within the grace, the lock released, current untouched, and the next worker retries the job', async () => {
     const { worker } = await startWorker(throughProxy());
     await buildUnderWay('shutdown-sigterm');
-    const signalledAt = Date.now();
     worker.child.kill('SIGTERM');
+    // Exit 0 is the in-process bound: the process exits 1 when its shutdown misses the 9.5 s
+    // deadline (packages/lifecycle), so no wall-clock measure of the test's own is needed.
     expect(await exited(worker)).toBe(0);
-    expect(Date.now() - signalledAt).toBeLessThan(10_000);
     // Released by the aborted build, not left to expire (its TTL is minutes).
     expect(await s.redis.exists(s.keys.buildLock(VERSION))).toBe(0);
     expect(await s.redis.get(s.keys.current)).toBe(VERSION);

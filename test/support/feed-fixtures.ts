@@ -1,7 +1,8 @@
 /** Fixtures for read-path tests: tokens, and queues published the way the build publishes them. */
 import jwt from 'jsonwebtoken';
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_OFFSET_BUCKETS, makeCurrent, offsetBucketKeys, offsetSlot, parseCursor, readRingVersion, writeOffset, type Redis, type RedisKeys } from '@feed/storage';
+import { MIN_OFFSET_BUCKETS } from '@feed/domain';
+import { makeCurrent, offsetBucketKeys, offsetSlot, parseCursor, readRingVersion, writeOffset, type Redis, type RedisKeys } from '@feed/storage';
 
 export const TEST_JWT_SECRET = 'local-development-jwt-secret';
 
@@ -12,14 +13,14 @@ export function tokenFor(userId: string, options: jwt.SignOptions = {}, secret =
 export const bearer = (userId: string) => ({ Authorization: `Bearer ${tokenFor(userId)}` });
 
 /** The version's offset layout as fixtures publish it (a build sizes it by yesterday's users). */
-const ring = (version: string) => ({ version, offsetBuckets: DEFAULT_OFFSET_BUCKETS });
+const ring = (version: string) => ({ version, offsetBuckets: MIN_OFFSET_BUCKETS });
 
 /** Writes a version's queue and meta (a new build id) and makes it current, as a successful build does; its offsets start empty. */
 export async function publishQueue(redis: Redis, keys: RedisKeys, version: string, ids: string[], options: { makeCurrent?: boolean; scores?: number[] } = {}): Promise<void> {
   await redis.del([keys.queue(version), keys.meta(version), keys.scores(version), ...offsetBucketKeys(keys, ring(version))]);
   if (ids.length) await redis.rPush(keys.queue(version), ids);
   if (options.scores?.length) await redis.rPush(keys.scores(version), options.scores.map(String));
-  await redis.hSet(keys.meta(version), { version, length: String(ids.length), startOffset: '0', generatedAt: new Date().toISOString(), buildId: randomUUID(), offsetBuckets: String(DEFAULT_OFFSET_BUCKETS) });
+  await redis.hSet(keys.meta(version), { version, length: String(ids.length), startOffset: '0', generatedAt: new Date().toISOString(), buildId: randomUUID(), offsetBuckets: String(MIN_OFFSET_BUCKETS) });
   await redis.expire(keys.queue(version), 3600);
   await redis.expire(keys.meta(version), 3600);
   if (options.makeCurrent !== false) await makeCurrent(redis, keys, version, true);

@@ -1,7 +1,7 @@
 /**
  * The worker's admin pages in a real headless Chromium (Debian's, driven by playwright-core):
  * the queue inspector renders versions, the block chart, the score chart, the shadow diff, the
- * V2 vs legacy readout and the audit trail; the README's clicks in the job dashboard add a
+ * V2 vs legacy readout and the audit trail; the runbook's clicks (docs/operations.md) in the job dashboard add a
  * rebuild job, recorded in the audit trail. Both behind credentials.
  */
 import type { Server } from 'node:http';
@@ -72,7 +72,7 @@ describe('queue inspector', () => {
     await request(base).get(`${INSPECTOR_PATH}/api/summary`).expect(401);
   });
 
-  it('when the README URL without a trailing slash is opened, then it redirects to the page', async () => {
+  it('when the runbook URL without a trailing slash is opened, then it redirects to the page', async () => {
     const res = await request(base).get(INSPECTOR_PATH).auth('oncall', 'inspect-pass').expect(301);
     expect(res.headers.location).toBe(`${INSPECTOR_PATH}/`);
   });
@@ -159,7 +159,7 @@ describe('queue inspector', () => {
     const context = await browser!.newContext({ httpCredentials: { username: 'oncall', password: 'inspect-pass' } });
     const page = await context.newPage();
     try {
-      // The README's URL, without the trailing slash.
+      // The runbook's URL (docs/operations.md), without the trailing slash.
       await page.goto(`${base}${INSPECTOR_PATH}`);
       await page.waitForSelector('body[data-ready="true"]', { timeout: 15_000 });
       expect(await page.textContent('#pointers')).toContain('current 20260724');
@@ -194,7 +194,7 @@ describe('queue inspector', () => {
     }
   });
 
-  browserIt('when on-call follows the README in the dashboard, then "Add job" queues a forced rebuild with retries', async () => {
+  browserIt('when on-call follows the runbook (docs/operations.md) in the dashboard, then "Add job" queues a forced rebuild with retries', async () => {
     const context = await browser!.newContext({ httpCredentials: { username: 'oncall', password: 'inspect-pass' } });
     const page = await context.newPage();
     try {

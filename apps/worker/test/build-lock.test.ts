@@ -2,6 +2,7 @@
  * The build lock's heartbeat (SPEC R10). Time is the subject here, so the heartbeat's interval runs
  * on Jest's fake timers; Redis, its TTLs and the Lua scripts are real.
  */
+import { createLogger } from '@feed/logger';
 import { acquireBuildLock } from '../src/daily-build/build-lock';
 import { useTestServices } from '../../../test/support/services';
 import { waitUntil } from '../../../tools/support/processes';
@@ -37,18 +38,21 @@ describe('build lock heartbeat', () => {
     // Our own token back with a short expiry: a heartbeat still running would renew it (extend-lock
     // accepts our token), so only a stopped heartbeat leaves the short expiry.
     await s.redis.set(key, lock.token, { PX: 1_000 });
+    // The heartbeat's interval is gone with the release: no renewal can be scheduled at all.
+    expect(jest.getTimerCount()).toBe(0);
     jest.advanceTimersByTime(TTL_MS);
-    // A renewal would have gone out on this connection when the interval fired, before this read.
     expect(await s.redis.pTTL(key)).toBeLessThanOrEqual(1_000);
   });
 
   it('when another owner holds the lock, then our heartbeat does not renew it and release leaves it', async () => {
     const key = s.keys.buildLock('20260803');
-    const lock = (await acquireBuildLock(s.redis, key, TTL_MS))!;
+    const logger = createLogger({ silent: true });
+    const warn = jest.spyOn(logger, 'warn');
+    const lock = (await acquireBuildLock(s.redis, key, TTL_MS, logger))!;
     await s.redis.set(key, 'other-worker', { PX: 1_000 });
     jest.advanceTimersByTime(TTL_MS / 3);
-    // The renewal (compare-token-and-extend in Lua) went out on this connection when the
-    // interval fired; commands on one connection are answered in order, so this read comes after it.
+    // The renewal (compare-token-and-extend in Lua) was answered, and refused: only then is the TTL read.
+    await waitUntil('the heartbeat to be refused', async () => warn.mock.calls.some(([message]) => String(message).startsWith('build lock lost')), 5_000);
     expect(await s.redis.pTTL(key)).toBeLessThanOrEqual(1_000);
     expect(await lock.release()).toBe(false);
     expect(await s.redis.get(key)).toBe('other-worker');

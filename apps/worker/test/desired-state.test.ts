@@ -121,6 +121,9 @@ describe('the desired-state controller (R21)', () => {
     await deps.ensureCounterRepairScheduler();
     await publishQueue(s.redis, s.keys, '20260724', IDS);
     expect(await reasons()).toEqual(['legacy-missing']);
+    // Forced: a plain build of the current version completes as already current and refills
+    // nothing (the refill itself: daily-build.test.ts, "the legacy set vanished").
+    expect((await repairJob('20260724'))?.data).toEqual({ force: true });
   });
 
   it("when yesterday's version is current, then before today's cron time nothing is due and after it today's build is queued", async () => {

@@ -9,7 +9,10 @@ export const MIN_OFFSET_BUCKETS = 256;
 export const MAX_OFFSET_BUCKETS = 1 << 20;
 export const USERS_PER_BUCKET = 64;
 
-/** A power of two: a bucket is a cheap mask of the user's hash, and the count doubles as users grow. */
+/**
+ * A power of two: it divides 2^32, so a user's bucket (32 bits of its hash modulo the count, `offsetSlot`
+ * in packages/storage/src/ring.ts) is uniform over the buckets, and the count doubles as users grow.
+ */
 export function offsetBucketsFor(previousUsers: number): number {
   let buckets = MIN_OFFSET_BUCKETS;
   while (buckets < MAX_OFFSET_BUCKETS && buckets * USERS_PER_BUCKET < previousUsers) buckets *= 2;

@@ -97,6 +97,15 @@ describe('assembleQueue (R9) over random pools', () => {
     expect(a).not.toEqual(b);
     blocksOf(a).forEach((chunk, i) => expect(new Set(chunk)).toEqual(new Set(blocksOf(b)[i])));
   });
+
+  it('when blocks are shuffled, then each block has a seed of its own (version and block index), not one order for all', () => {
+    // All high: block i holds high[20i .. 20i+19], so its shuffle is read off as a permutation of 0..19.
+    const high = ids('a', 200);
+    const rank = new Map(high.map((id, i) => [id, i % BLOCK_SIZE]));
+    const permutations = blocksOf(assembleQueue(high, [], '20260724').ids).map((chunk) => chunk.map((id) => rank.get(id)).join(','));
+    // Ten blocks seeded alike would share one permutation; per-block seeds give ten (20! orders each).
+    expect(new Set(permutations).size).toBe(permutations.length);
+  });
 });
 
 describe('assembleQueue named cases', () => {

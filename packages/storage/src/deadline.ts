@@ -5,7 +5,10 @@
  * controller's checks, BullMQ's close). SPEC R17: degradation is bounded in time.
  */
 
-/** A Redis call failed or missed its deadline. */
+/** A wait given to `withDeadline` did not settle in time (Redis, MongoDB, BullMQ's close: any store). */
+export class DeadlineExceededError extends Error {}
+
+/** A Redis call of a request's budget (`Deadline`) failed or missed its deadline. */
 export class RedisCallError extends Error {}
 
 /** A Redis call was not even sent: an earlier call of the request used up its deadline. */
@@ -22,7 +25,7 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): 
   return Promise.race([
     promise,
     new Promise<T>((_, reject) => {
-      timer = setTimeout(() => setImmediate(() => reject(new RedisCallError(`${what} timed out after ${ms} ms`))), ms);
+      timer = setTimeout(() => setImmediate(() => reject(new DeadlineExceededError(`${what} timed out after ${ms} ms`))), ms);
       // A deadline never keeps the process alive on its own (a shutdown is not held up by it).
       timer.unref();
     }),
@@ -48,7 +51,9 @@ export class Deadline {
     try {
       return await withDeadline(call(), left, what);
     } catch (err) {
-      throw err instanceof RedisCallError ? err : new RedisCallError(`${what} failed: ${err instanceof Error ? err.message : String(err)}`);
+      if (err instanceof RedisCallError) throw err;
+      if (err instanceof DeadlineExceededError) throw new RedisCallError(err.message);
+      throw new RedisCallError(`${what} failed: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 }

@@ -1,8 +1,7 @@
 /** The meta hash of one version (SPEC R10): what a build wrote, read back by API, worker and CLI. */
-import type { BlockRun } from '@feed/domain';
+import { MIN_OFFSET_BUCKETS, type BlockRun } from '@feed/domain';
 import type { Redis } from './redis-client';
 import { slotKeys, type QueueSlot, type RedisKeys } from './redis-keys';
-import { DEFAULT_OFFSET_BUCKETS } from './ring';
 
 export interface QueueMeta {
   version: string;
@@ -68,7 +67,8 @@ export function decodeMeta(fields: Record<string, string>): QueueMeta | null {
     blocks: JSON.parse(fields.blocks ?? '[]') as BlockRun[],
     builtAt: fields.builtAt,
     buildId: fields.buildId ?? '',
-    offsetBuckets: Number(fields.offsetBuckets) || DEFAULT_OFFSET_BUCKETS,
+    // The build always writes it; a meta written by hand without it shows the minimum count.
+    offsetBuckets: Number(fields.offsetBuckets) || MIN_OFFSET_BUCKETS,
     switchedAt: fields.switchedAt,
     completedAt: fields.completedAt,
     shadow: fields.shadow === '1',

@@ -35,9 +35,6 @@ export interface RingVersion {
   expiresAt: number;
 }
 
-/** Offset buckets of a version whose meta predates bucketing (its offsets start again at 0). */
-export const DEFAULT_OFFSET_BUCKETS = 256;
-
 /** The version's ring as published, or null when its queue or meta is gone (expired, deleted). */
 export async function readRingVersion(redis: Redis, keys: RedisKeys, version: string): Promise<RingVersion | null> {
   const [[length, buildId, offsetBuckets], expiresAt] = await Promise.all([
@@ -45,8 +42,10 @@ export async function readRingVersion(redis: Redis, keys: RedisKeys, version: st
     redis.pExpireTime(keys.queue(version)),
   ]);
   // -2: the queue does not exist. A queue without expiry (-1) is one a test or on-call wrote by hand.
-  if (length === null || Number(length) <= 0 || expiresAt === -2) return null;
-  return { version, length: Number(length), buildId: buildId ?? '', offsetBuckets: Number(offsetBuckets) || DEFAULT_OFFSET_BUCKETS, expiresAt: Math.max(0, expiresAt) };
+  // Every build writes `offsetBuckets` into the meta: one without it is not a ring that can be read.
+  const buckets = Number(offsetBuckets);
+  if (length === null || Number(length) <= 0 || expiresAt === -2 || !(buckets > 0)) return null;
+  return { version, length: Number(length), buildId: buildId ?? '', offsetBuckets: buckets, expiresAt: Math.max(0, expiresAt) };
 }
 
 /** Where `userKey`'s offset of `ring` lives: its bucket's key and its 8-byte field. */

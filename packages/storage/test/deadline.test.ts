@@ -3,7 +3,7 @@
  * used even when the event loop was too busy to read it before the deadline's timer came due.
  */
 import { createClient } from 'redis';
-import { Deadline, DeadlineSpentError, RedisCallError, withDeadline } from '../src/deadline';
+import { Deadline, DeadlineExceededError, DeadlineSpentError, RedisCallError, withDeadline } from '../src/deadline';
 
 const connect = () => createClient({ url: process.env.TEST_REDIS_URL! }).connect();
 let redis: Awaited<ReturnType<typeof connect>>;
@@ -30,11 +30,27 @@ describe('withDeadline', () => {
     await expect(call).resolves.toBe('PONG');
   });
 
-  it('when Redis does not answer within the deadline, then the call is rejected naming it', async () => {
+  it('when a wait does not settle within the deadline, then it is rejected naming it, as a deadline (not a Redis) error', async () => {
     const blocker = await connect();
     try {
       const stalled = blocker.blPop(`deadline-test:${process.pid}:nothing`, 1);
-      await expect(withDeadline(stalled, 50, 'BLPOP')).rejects.toThrow(new RedisCallError('BLPOP timed out after 50 ms'));
+      const late = withDeadline(stalled, 50, 'BLPOP');
+      await expect(late).rejects.toThrow('BLPOP timed out after 50 ms');
+      await expect(late).rejects.toBeInstanceOf(DeadlineExceededError);
+      await expect(late).rejects.not.toBeInstanceOf(RedisCallError);
+      await stalled;
+    } finally {
+      await blocker.quit();
+    }
+  });
+
+  it('when a Redis call of a request budget does not answer in time, then it is a Redis call error naming it', async () => {
+    const blocker = await connect();
+    try {
+      const stalled = blocker.blPop(`deadline-test:${process.pid}:nothing`, 1);
+      const late = new Deadline(50).run(() => stalled, 'BLPOP');
+      await expect(late).rejects.toThrow(/^BLPOP timed out after/);
+      await expect(late).rejects.toBeInstanceOf(RedisCallError);
       await stalled;
     } finally {
       await blocker.quit();

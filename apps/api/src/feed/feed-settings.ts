@@ -42,7 +42,8 @@ export class FeedSettingsCache {
   async get(now = Date.now()): Promise<FeedSettings> {
     const fresh = this.peek(now);
     if (fresh) return fresh;
-    // One Redis round trip per instance per expiry, however many requests arrive meanwhile.
+    // Once per instance per expiry, however many requests arrive meanwhile: two round trips in
+    // sequence (the pointers and the rollout, then the named versions' meta and queue expiry).
     this.inflight ??= Promise.all([this.redis.get(this.keys.current), this.redis.get(this.keys.previous), readRolloutOverride(this.redis, this.keys)])
       .then(async ([current, previous, override]) => {
         const versions = [...new Set([current, previous].filter((v): v is string => Boolean(v)))];

@@ -47,7 +47,7 @@ export type BuildPhase = 'lock' | 'read' | 'assemble' | 'write' | 'verify' | 'ga
 export interface BuildOptions {
   /** Fixes generatedAt; the version is its date in the business time zone. Default: now. */
   at?: Date;
-  /** Rebuild even when this version is already current (offsets are kept: see README). */
+  /** Rebuild even when this version is already current (offsets are kept: docs/design.md, "Daily build"). */
   force?: boolean;
   /** Build and verify without switching `current` (R20). */
   shadow?: boolean;
@@ -112,7 +112,7 @@ export function buildDepsFrom(
 export const LOCK_WAIT_MS = 20 * 60_000;
 
 /** The points between the commands that publish a build, where a crash may stop it. */
-export type PublishPoint = 'before-publish' | 'after-publish' | 'after-switch' | 'after-legacy';
+export type PublishPoint = 'before-publish' | 'after-publish' | 'after-switch' | 'legacy-staged' | 'after-legacy';
 
 export type BuildStatus = 'built' | 'shadow' | 'held' | 'superseded' | 'already-current' | 'locked';
 
@@ -318,6 +318,7 @@ async function refillLegacySet(deps: BuildDeps, build: AssembledBuild, lock: Bui
   const staging = stagingKeys(deps, build.meta.version, lock).legacy;
   await writeIds(redis, staging, build.candidates, build.order, 'SADD', signal);
   await redis.expire(staging, deps.keyTtlHours * 3600);
+  await deps.at?.('legacy-staged');
   await redis.rename(staging, keys.legacyIds);
   await deps.at?.('after-legacy');
 }

@@ -38,7 +38,8 @@ export class BullConnections {
       () => false,
     );
     if (!closed) logger.warn('bullmq did not close in time (Redis unreachable?), disconnecting', { boundMs });
-    await Promise.all(this.made.map((c) => (closed ? c.quit().catch(() => c.disconnect()) : c.disconnect())));
+    if (closed) await Promise.all(this.made.map((c) => c.quit().catch(() => c.disconnect())));
+    else for (const c of this.made) c.disconnect();
   }
 }
 
