@@ -4,15 +4,15 @@
  */
 import { Queue, Worker } from 'bullmq';
 import { createLogger } from '@feed/logger';
-import { bullConnectionFactory, BullConnections } from '../src/jobs/bull-connection';
-import { buildJobOptions, SCHEDULER_ID, type BuildJobData } from '../src/jobs/build-queue';
-import { COUNTER_REPAIR_QUEUE, COUNTER_REPAIR_SCHEDULER_ID } from '../src/jobs/counter-repair';
+import type { BullConnections } from '../src/jobs/bull-connection';
+import { SCHEDULER_ID, type BuildJobData } from '../src/jobs/build-queue';
+import { COUNTER_REPAIR_SCHEDULER_ID } from '../src/jobs/counter-repair';
 import { CHECK_DEADLINE_MS, checkDesiredState, dueVersion, LEASE_MS, MAX_REPAIR_ATTEMPTS, startController, type ControllerDeps } from '../src/controller/desired-state';
-import { createWorkerMetrics } from '../src/metrics';
 import { buildSchedule } from '../src/inspect/inspect-versions';
 import { publishQueue } from '../../../test/support/feed-fixtures';
 import { waitUntil } from '../../../tools/support/processes';
 import { useTestServices } from '../../../test/support/services';
+import { controllerUnderTest } from './support/controller-under-test';
 
 const CRON = '30 4 * * *';
 const TZ = 'Asia/Shanghai';
@@ -29,28 +29,7 @@ let deps: ControllerDeps;
 
 beforeEach(() => {
   now = AFTER_CRON;
-  connections = new BullConnections(bullConnectionFactory(s.config));
-  buildQueue = new Queue<BuildJobData>('short-recommend-build', { connection: connections.next(), prefix: s.keys.bullPrefix, defaultJobOptions: buildJobOptions(30_000) });
-  counterQueue = new Queue(COUNTER_REPAIR_QUEUE, { connection: connections.next(), prefix: s.keys.bullPrefix });
-  deps = {
-    redis: s.redis,
-    keys: s.keys,
-    logger: createLogger({ silent: true }),
-    metrics: createWorkerMetrics(),
-    buildQueue,
-    ensureBuildScheduler: async () => void (await buildQueue.upsertJobScheduler(SCHEDULER_ID, { pattern: CRON, tz: TZ }, { name: 'daily-build' })),
-    counterRepairQueue: counterQueue,
-    ensureCounterRepairScheduler: async () => void (await counterQueue.upsertJobScheduler(COUNTER_REPAIR_SCHEDULER_ID, { every: 60_000 }, { name: 'counter-repair' })),
-    cron: CRON,
-    timeZone: TZ,
-    now: () => now,
-  };
-  s.disposeAfter(() =>
-    connections.closeWithin(2_000, async () => {
-      await buildQueue.close();
-      await counterQueue.close();
-    }, deps.logger),
-  );
+  ({ deps, connections, buildQueue, counterQueue } = controllerUnderTest(s, { cron: CRON, timeZone: TZ, now: () => now }));
 });
 
 const reasons = async () => (await checkDesiredState(deps)).map((r) => r.reason).sort();

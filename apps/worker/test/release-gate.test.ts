@@ -13,12 +13,12 @@ import { seedVideos } from '@feed/demo-data';
 import { runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
 import { promoteHeldVersion, PromoteRefusedError } from '../src/daily-build/promote-held';
 import { createWorkerApp, INSPECTOR_PATH } from '../src/app';
-import { BUILD_QUEUE, buildJobOptions, PROMOTE_JOB, SCHEDULER_ID, startBuildQueue, type BuildJobData } from '../src/jobs/build-queue';
-import { bullConnectionFactory, BullConnections } from '../src/jobs/bull-connection';
-import { COUNTER_REPAIR_QUEUE, COUNTER_REPAIR_SCHEDULER_ID } from '../src/jobs/counter-repair';
+import { BUILD_QUEUE, PROMOTE_JOB, startBuildQueue, type BuildJobData } from '../src/jobs/build-queue';
+import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { checkDesiredState, type ControllerDeps } from '../src/controller/desired-state';
 import { createWorkerMetrics, type WorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
+import { controllerUnderTest } from './support/controller-under-test';
 import { browserIt, launchBrowser } from '../../../test/support/browser';
 
 const TZ = 'Asia/Shanghai';
@@ -133,34 +133,11 @@ describe('the gated daily switch (R23)', () => {
 });
 
 describe('the controller over a held day (R23, R21)', () => {
-  let connections: BullConnections;
   let buildQueue: Queue<BuildJobData>;
-  let counterQueue: Queue;
   let controller: ControllerDeps;
 
   beforeEach(() => {
-    connections = new BullConnections(bullConnectionFactory(s.config));
-    buildQueue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connections.next(), prefix: s.keys.bullPrefix, defaultJobOptions: buildJobOptions(30_000) });
-    counterQueue = new Queue(COUNTER_REPAIR_QUEUE, { connection: connections.next(), prefix: s.keys.bullPrefix });
-    controller = {
-      redis: s.redis,
-      keys: s.keys,
-      logger: createLogger({ silent: true }),
-      metrics: createWorkerMetrics(),
-      buildQueue,
-      ensureBuildScheduler: async () => void (await buildQueue.upsertJobScheduler(SCHEDULER_ID, { pattern: '30 4 * * *', tz: TZ }, { name: 'daily-build' })),
-      counterRepairQueue: counterQueue,
-      ensureCounterRepairScheduler: async () => void (await counterQueue.upsertJobScheduler(COUNTER_REPAIR_SCHEDULER_ID, { every: 60_000 }, { name: 'counter-repair' })),
-      cron: '30 4 * * *',
-      timeZone: TZ,
-      now: () => now,
-    };
-    s.disposeAfter(() =>
-      connections.closeWithin(2_000, async () => {
-        await buildQueue.close();
-        await counterQueue.close();
-      }, controller.logger),
-    );
+    ({ deps: controller, buildQueue } = controllerUnderTest(s, { cron: '30 4 * * *', timeZone: TZ, now: () => now }));
   });
 
   it('when the due day is held, then several checks queue no build of it and report no repair of the version', async () => {
