@@ -2,7 +2,7 @@
  * The reliability suite's `held` group (SPEC R23, issue 38): against the running deployables, a
  * catalogue cut by 80 % (a bad migration takes most videos offline) makes the next day's build,
  * queued as the dashboard queues it, a held shadow: current keeps serving, the worker counts
- * `feed_builds_total{result="held"}`, the inspector shows the held version with its figures, and
+ * `feed_builds_total{result="held"}` and `feed_version_held` 1, the inspector shows the held version with its figures, and
  * on-call's one action (the worker's admin endpoint) switches current, both on the audit trail.
  * The catalogue is restored afterwards, so the checks after this one read the whole of it.
  */
@@ -57,6 +57,7 @@ export async function heldReleaseScenario({ env, redis, worker, adminPassword, p
     expect((await pageVersion()) === before, 'the API no longer serves the version before the held one');
     const metrics = await (await fetch(`${worker}/metrics`)).text();
     expect(/feed_builds_total\{result="held"\} 1\b/.test(metrics), 'feed_builds_total{result="held"} is not 1');
+    expect(/^feed_version_held 1$/m.test(metrics), 'feed_version_held is not 1 while the version is held');
 
     const summary = (await (await fetch(`${worker}/admin/inspector/api/summary`, { headers: { Authorization: admin } })).json()) as { held?: { version: string; verdict: { compared: Array<{ figure: string; next: number; current: number | null }> } } };
     const length = summary.held?.verdict.compared.find((f) => f.figure === 'length');
@@ -68,6 +69,7 @@ export async function heldReleaseScenario({ env, redis, worker, adminPassword, p
     expect(promoted.status === 200, `the promote answered ${promoted.status} ${await promoted.text()}`);
     expect((await redis.get(keys.current)) === version, 'current did not switch to the promoted version');
     await waitUntil(`a ring page of ${version}`, async () => (await pageVersion()) === version, 15_000);
+    expect(/^feed_version_held 0$/m.test(await (await fetch(`${worker}/metrics`)).text()), 'feed_version_held is not 0 after the promote');
 
     const trail = await conn.collection(AUDIT_COLLECTION).find({ action: { $in: ['build-held', 'build-promoted'] } }).sort({ at: 1 }).toArray();
     const actions = trail.map((e) => `${String(e.action)} by ${String(e.actor)} (${String(e.via)})`);

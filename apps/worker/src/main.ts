@@ -6,7 +6,7 @@ import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
 import { createHttpServer } from '@feed/http';
 import { configureLogger, logger } from '@feed/logger';
-import { auditTrail, closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readMeta, readRamp, videoModel } from '@feed/storage';
+import { auditTrail, closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readHeldVersion, readMeta, readRamp, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
 import { buildDepsFrom } from './daily-build/daily-build';
 import { startController } from './controller/desired-state';
@@ -38,6 +38,7 @@ export async function startWorker(config: Config = loadConfig()): Promise<Runnin
       return current ? readMeta(redis, keys, current) : null;
     },
     rampStatus: async () => (await readRamp(redis, keys)).state?.status ?? null,
+    heldVersion: async () => (await readHeldVersion(redis, keys))?.version ?? null,
   });
   const jobs = await startBuildQueue({
     connection: bullConnectionFactory(config),

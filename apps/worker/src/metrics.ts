@@ -38,6 +38,8 @@ export interface WorkerMetricsOptions {
   currentMeta?: () => Promise<QueueMeta | null>;
   /** The stored ramp's status (R23). When given, `feed_ramp_halted` is read from it at every scrape, on every replica. */
   rampStatus?: () => Promise<string | null>;
+  /** The held version's day, if the release gate holds one (R23). When given, `feed_version_held` is read from it at every scrape. */
+  heldVersion?: () => Promise<string | null>;
 }
 
 export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
@@ -58,7 +60,7 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
       },
     });
   }
-  const { rampStatus } = options;
+  const { rampStatus, heldVersion } = options;
   const counter = (name: string, help: string, labels: Record<string, readonly string[]>) => declareLabels(new Counter({ name, help, labelNames: Object.keys(labels), registers: [registry] }), labels);
   const metrics = {
     registry,
@@ -95,6 +97,16 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
         // A Redis error keeps the last value (the driver's).
         const status = rampStatus ? await rampStatus().catch(() => undefined) : undefined;
         if (status !== undefined) this.set(status === 'halted' ? 1 : 0);
+      },
+    }),
+    versionHeld: new Gauge({
+      name: 'feed_version_held',
+      help: 'Whether the release gate holds a version as a shadow (1) until on-call promotes it or a later day switches (R23): see the inspector',
+      registers: [registry],
+      async collect() {
+        // Read from the held record, so it lasts exactly as long as the hold, on every replica; a Redis error keeps the last value.
+        const held = heldVersion ? await heldVersion().catch(() => undefined) : undefined;
+        if (held !== undefined) this.set(held ? 1 : 0);
       },
     }),
     rampSteps: counter('feed_ramp_steps_total', "The rollout ramp's automatic steps and on-call's pauses and resumes, as recorded in the audit trail (R23)", { kind: RAMP_STEP_KINDS }),
