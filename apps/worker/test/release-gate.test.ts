@@ -161,19 +161,6 @@ describe('the controller over a held day (R23, R21)', () => {
     expect((await buildQueue.getJob(`repair-${V1}`))?.data).toEqual({ at: '2026-07-24', force: true });
     expect(await buildQueue.getJob(`repair-${V2}`)).toBeUndefined();
   });
-
-  it('when that repair build runs, then the version users read gets its queue back in place (not held over the cut catalogue), and the due day stays held', async () => {
-    await heldDayTwo();
-    await s.redis.del(s.keys.queue(V1));
-    await checkDesiredState(controller);
-    const { at, force } = (await buildQueue.getJob(`repair-${V1}`))!.data;
-    const repaired = await runDailyBuild(deps, { at: new Date(`${at}T12:00:00+08:00`), force });
-    expect(repaired).toMatchObject({ version: V1, status: 'built' });
-    expect(await s.redis.get(s.keys.current)).toBe(V1);
-    expect(await s.redis.lLen(s.keys.queue(V1))).toBe(Number((await readMeta(s.redis, s.keys, V1))!.length));
-    expect((await readHeldVersion(s.redis, s.keys))?.version).toBe(V2);
-    expect((await checkDesiredState(controller)).filter((r) => r.version !== undefined)).toEqual([]);
-  });
 });
 
 describe("on-call's promote through the worker (R23, D6)", () => {

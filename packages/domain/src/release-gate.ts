@@ -79,13 +79,9 @@ export interface HoldReason {
  * - `pass`: nothing to hold, switch;
  * - `hold`: keep the version as a shadow (reasons say why);
  * - `first-version`: nothing is current, so nothing to compare with: switch (reasons may still list duplicates);
- * - `skipped`: on-call asked to skip the gate for this build: switch (reasons list what it would have held for);
- * - `in-place`: `next` is a rebuild of the version current already is (a repair of its lost queue, a
- *   forced rebuild): `current` does not move, so there is no release to judge; holding it would keep
- *   users off the version they read, and a held record of current's own day would displace a held
- *   later day's (reasons list what it would have held for).
+ * - `skipped`: on-call asked to skip the gate for this build: switch (reasons list what it would have held for).
  */
-export type GateOutcome = 'pass' | 'hold' | 'first-version' | 'skipped' | 'in-place';
+export type GateOutcome = 'pass' | 'hold' | 'first-version' | 'skipped';
 
 export interface GateVerdict {
   /** True only for `outcome: 'hold'`. */
@@ -145,7 +141,6 @@ export function judgeRelease(next: ReleaseFigures, current: ReleaseFigures | nul
   const base = { reasons, compared, holdDrop, next, current };
   if (!current) return { ...base, hold: false, outcome: 'first-version' };
   if (options.skip) return { ...base, hold: false, outcome: 'skipped', skippedBy: options.skip.by };
-  if (next.version === current.version) return { ...base, hold: false, outcome: 'in-place' };
   if (reasons.length > 0) return { ...base, hold: true, outcome: 'hold' };
   return { ...base, hold: false, outcome: 'pass' };
 }

@@ -69,12 +69,6 @@ describe('judgeRelease (R23 gated switch)', () => {
     expect(verdict.reasons.map((r) => r.code)).toEqual(['length-drop', 'candidate-drop']);
   });
 
-  it('when the version is the one current already is (a repair rebuilt in place), then it is not held: no switch to judge, the reasons still listed', () => {
-    const verdict = judgeRelease(releaseFigures(meta('20260723', 2000, { duplicateCount: 1 })), current);
-    expect(verdict).toMatchObject({ hold: false, outcome: 'in-place' });
-    expect(verdict.reasons.map((r) => r.code)).toEqual(['length-drop', 'candidate-drop', 'duplicates']);
-  });
-
   it('when the new meta has an unreadable figure, then it is held; an unreadable current figure is not compared', () => {
     const broken: ReleaseFigures = { ...releaseFigures(meta('20260724', 10_000)), length: Number.NaN };
     expect(judgeRelease(broken, current)).toMatchObject({ hold: true, reasons: [{ code: 'unreadable' }] });

@@ -428,9 +428,6 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
     if (verdict?.outcome === 'skipped' && verdict.reasons.length > 0) {
       logger.warn('release gate skipped by on-call', { version, by: verdict.skippedBy, wouldHoldFor: verdict.reasons.map((r) => r.message) });
     }
-    if (verdict?.outcome === 'in-place' && verdict.reasons.length > 0) {
-      logger.warn('current rebuilt in place past the release gate (no switch to judge)', { version, wouldHoldFor: verdict.reasons.map((r) => r.message) });
-    }
 
     if (shadow) {
       await run.phase('shadow', 80, () => publishShadow(deps, meta, lock));
