@@ -12,13 +12,12 @@ import { configureLogger, createLogger } from '@feed/logger';
 import { hostname, userInfo } from 'node:os';
 import {
   auditTrail,
-  changeRollout,
   closeRedis,
   connectMongo,
   connectRedis,
   createRedisKeys,
   initRecommendHistory,
-  pauseRampForManualChange,
+  changeRolloutOverRamp,
   pauseStoredRamp,
   readRamp,
   readRolloutOverride,
@@ -308,8 +307,7 @@ program
       const environment = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
       const change = clear ? 'clear' : { enabled: enabled === undefined ? undefined : enabled === 'true', percent };
       // A manual percent or the kill switch always wins over a ramp (R23): it pauses first.
-      if (trail) await pauseRampForManualChange({ redis, keys, environment, trail, who: cliActor }, change);
-      const inForce = trail ? await changeRollout(redis, keys, environment, change, cliActor, trail) : resolveRollout(environment, await readRolloutOverride(redis, keys));
+      const inForce = trail ? await changeRolloutOverRamp({ redis, keys, environment, trail, who: cliActor }, change) : resolveRollout(environment, await readRolloutOverride(redis, keys));
       print(`enabled ${inForce.enabled} (${inForce.source.enabled})`);
       print(`percent ${inForce.percent} (${inForce.source.percent})`);
       if (trail) print(`every API instance applies this within CURRENT_CACHE_MS (${config.currentCacheMs} ms)`);

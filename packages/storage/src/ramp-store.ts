@@ -13,7 +13,7 @@ import type { AuditEntry, AuditTrail } from './audit-trail';
 import { runScript } from './lua-scripts';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
-import { overrideOf, resolveRollout, type Rollout } from './rollout-override';
+import { changeRollout, overrideOf, resolveRollout, type Rollout, type RolloutInForce } from './rollout-override';
 
 /** Saves lost to a concurrent save (the driver's tick) before a command gives up: each retry reads afresh. */
 const COMMAND_ATTEMPTS = 5;
@@ -135,4 +135,14 @@ export async function pauseRampForManualChange(deps: RampCommandDeps, change: Pa
   const result = await pauseStoredRamp(deps, `a manual change by ${deps.who.actor}: ${what}`);
   // Lost to the driver that finished the ramp meanwhile (done, halted): nothing left to pause.
   if (!result.ok && result.kind === 'busy') throw new Error(`the running ramp could not be paused: ${result.error}`);
+}
+
+/**
+ * On-call's manual change of the rollout (a percent, the kill switch, a clear), as the API and
+ * the CLI make it: a running ramp is paused first (R23: the human always wins), then the change
+ * is written and audited (D6). The values in force after it.
+ */
+export async function changeRolloutOverRamp(deps: RampCommandDeps, change: Partial<Rollout> | 'clear'): Promise<RolloutInForce> {
+  await pauseRampForManualChange(deps, change);
+  return changeRollout(deps.redis, deps.keys, deps.environment, change, deps.who, deps.trail);
 }

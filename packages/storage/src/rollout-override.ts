@@ -5,6 +5,7 @@
  */
 import { logger } from '@feed/logger';
 import type { AuditEntry, AuditTrail } from './audit-trail';
+import { runScript } from './lua-scripts';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
 
@@ -33,26 +34,36 @@ export function overrideOf(fields: Record<string, string>): Partial<Rollout> {
   return override;
 }
 
-/**
- * The override's `revision` field: every write and clear bumps it, so the ramp (R23) tells a
- * human's change that was undone before its next check from a write of its own that was lost.
+/*
+ * The override's `revision` field: every write and clear bumps it (lua/rollout-write.lua), so the
+ * ramp (R23) tells a human's change that was undone before its next check from a write of its own
+ * that was lost, and writes only over the revision it observed.
  */
-const REVISION_FIELD = 'revision';
+const fieldsOf = (override: Partial<Rollout>): string[] => [
+  ...(override.enabled !== undefined ? ['enabled', String(override.enabled)] : []),
+  ...(override.percent !== undefined ? ['percent', String(override.percent)] : []),
+];
 
-/** Sets the given fields of the override (callers validate: enabled boolean, percent 0-100 integer). */
+/** Sets the given fields of the override (callers validate: enabled boolean, percent 0-100 integer), bumping its revision in the same step. */
 export async function writeRolloutOverride(redis: Redis, keys: RedisKeys, override: Partial<Rollout>): Promise<void> {
-  const fields: Record<string, string> = {};
-  if (override.enabled !== undefined) fields.enabled = String(override.enabled);
-  if (override.percent !== undefined) fields.percent = String(override.percent);
-  if (Object.keys(fields).length === 0) return;
-  await redis.hSet(keys.rollout, fields);
-  await redis.hIncrBy(keys.rollout, REVISION_FIELD, 1);
+  const fields = fieldsOf(override);
+  if (fields.length > 0) await runScript(redis, 'rollout-write', [keys.rollout], ['', 'set', ...fields]);
 }
 
-/** Removes the overridden fields (the environment rules again); the revision stays, bumped. */
+/**
+ * The ramp's write of the override (R23): made only when the override's revision is still
+ * `observedRevision`, so a human's change that landed after the ramp read it wins
+ * (lua/rollout-write.lua). False when it was refused (nothing written).
+ */
+export async function writeRolloutOverrideIfUnchanged(redis: Redis, keys: RedisKeys, override: Partial<Rollout>, observedRevision: number): Promise<boolean> {
+  const fields = fieldsOf(override);
+  if (fields.length === 0) return true;
+  return (await runScript<number>(redis, 'rollout-write', [keys.rollout], [String(observedRevision), 'set', ...fields])) === 1;
+}
+
+/** Removes the overridden fields (the environment rules again); the revision stays, bumped in the same step. */
 export async function clearRolloutOverride(redis: Redis, keys: RedisKeys): Promise<void> {
-  await redis.hDel(keys.rollout, ['enabled', 'percent']);
-  await redis.hIncrBy(keys.rollout, REVISION_FIELD, 1);
+  await runScript(redis, 'rollout-write', [keys.rollout], ['', 'clear']);
 }
 
 export function resolveRollout(defaults: Rollout, override: Partial<Rollout>): RolloutInForce {

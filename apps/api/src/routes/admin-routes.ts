@@ -5,8 +5,7 @@ import { adminUserOf, basicAuth } from '@feed/http';
 import type { Config } from '@feed/config';
 import { MAX_RAMP_STEPS, parseDwell } from '@feed/domain';
 import {
-  changeRollout,
-  pauseRampForManualChange,
+  changeRolloutOverRamp,
   pauseStoredRamp,
   readRamp,
   readRolloutOverride,
@@ -104,8 +103,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   const rampDeps = (res: Response): RampCommandDeps => ({ redis, keys, environment, trail: audit, who: { actor: adminUserOf(res), via: 'api' } });
   const change = async (res: Response, value: Partial<Rollout> | 'clear') => {
     // A manual percent or the kill switch always wins over a ramp (R23): it pauses first.
-    await pauseRampForManualChange(rampDeps(res), value);
-    await changeRollout(redis, keys, environment, value, { actor: adminUserOf(res), via: 'api' }, audit);
+    await changeRolloutOverRamp(rampDeps(res), value);
     res.json(await rolloutInForce());
   };
   router.get('/api/admin/rollout/ramp', async (_req, res) => {

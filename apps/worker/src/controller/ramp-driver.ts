@@ -7,7 +7,8 @@
  * read its readout (D7's hourly hashes: first successes, and the feed's health per variant); ask
  * the state machine (`advanceRamp`); save its state over the revision read (a human's command
  * that came first wins: the tick is dropped, the next check decides afresh); then make the
- * rollout write it decided (audited as the ramp's); then record its notices in the audit trail
+ * rollout write it decided (audited as the ramp's), only over the rollout as read (a human's
+ * change written since wins); then record its notices in the audit trail
  * (each automatic step: start, step started/passed, waiting, halted with reasons, done), raise
  * the halt's alert, and acknowledge them. A crash between saving and writing is what the state
  * machine's `owed` write covers; one between recording and acknowledging records a notice twice
@@ -15,7 +16,7 @@
  */
 import { ackNotices, advanceRamp, rampNeedsReadout, rampReadoutHours, type RampNotice, type RampState } from '@feed/domain';
 import type { Logger } from '@feed/logger';
-import { observeRollout, readRamp, readStepReadout, saveRamp, writeRolloutOverride, type AuditTrail, type Redis, type RedisKeys, type Rollout } from '@feed/storage';
+import { observeRollout, readRamp, readStepReadout, saveRamp, writeRolloutOverrideIfUnchanged, type AuditTrail, type Redis, type RedisKeys, type Rollout } from '@feed/storage';
 import type { WorkerMetrics } from '../metrics';
 
 export interface RampDriverDeps {
@@ -50,7 +51,12 @@ async function recordNotices(deps: RampDriverDeps, state: RampState): Promise<Ra
     else logger.info('ramp step', { ramp: state.id, kind: notice.kind, percent: notice.percent, message: notice.message });
     recorded += 1;
   }
-  if (recorded === 0) return state;
+  const settled = recorded === 0 ? state : await acknowledge(deps, state, recorded);
+  metrics.rampHalted.set(settled.status === 'halted' ? 1 : 0);
+  return settled;
+}
+
+async function acknowledge(deps: RampDriverDeps, state: RampState, recorded: number): Promise<RampState> {
   const acked = ackNotices(state, state.notices[recorded - 1].seq);
   deps.signal?.throwIfAborted();
   return (await saveRamp(deps.redis, deps.keys, acked, state.revision)) ? acked : state;
@@ -79,13 +85,16 @@ export async function driveRamp(deps: RampDriverDeps): Promise<RampState | null>
   }
   if (write) {
     signal?.throwIfAborted();
-    await writeRolloutOverride(redis, keys, write);
+    // Only over the rollout as observed: a manual percent or the kill switch written since (its
+    // pause came after this tick's read) wins, and the next check sees it as overruled.
+    if (!(await writeRolloutOverrideIfUnchanged(redis, keys, write, rollout.revision ?? 0))) {
+      logger.info('ramp write dropped: the rollout changed since the check read it', { ramp: next.id, write });
+      return recordNotices(deps, next);
+    }
     const after = await observeRollout(redis, keys, deps.environment);
     await deps.trail
       .record({ action: 'rollout-set', actor: rampActor(next), via: 'worker', before: rollout, after })
       .catch((err: unknown) => logger.error('audit trail unwritable', { action: 'rollout-set', actor: rampActor(next), before: rollout, after, err }));
   }
-  const settled = await recordNotices(deps, next);
-  metrics.rampHalted.set(settled.status === 'halted' ? 1 : 0);
-  return settled;
+  return recordNotices(deps, next);
 }

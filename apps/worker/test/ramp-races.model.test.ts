@@ -1,0 +1,84 @@
+/**
+ * R23's "a manual percent and the kill switch always win over a ramp", under every interleaving
+ * of one driver tick with one human command on the real Redis. fast-check's scheduler releases
+ * each Redis command of both flows in an order it draws (every call of the clients they use waits
+ * for its turn), so the driver's read, save and write fall anywhere between the human's pause and
+ * change (a percent, the kill switch, a clear). Afterwards the next check runs undisturbed. The model: the human's change is in force,
+ * and the ramp is not running (paused by the human, or finished before they came).
+ */
+import fc from 'fast-check';
+import { createLogger } from '@feed/logger';
+import { auditTrail, changeRolloutOverRamp, observeRollout, readRamp, startStoredRamp, type AuditTrail, type Redis, type RampCommandDeps, type Rollout } from '@feed/storage';
+import { driveRamp } from '../src/controller/ramp-driver';
+import { createWorkerMetrics } from '../src/metrics';
+import { useTestServices } from '../../../test/support/services';
+
+const seed = process.env.CI ? 23_05 : Date.now() % 2 ** 31;
+console.log(`ramp-races.model.test.ts fast-check seed ${seed}`);
+
+const ENVIRONMENT: Rollout = { enabled: false, percent: 100 };
+const s = useTestServices('ramp-races');
+let trail: AuditTrail;
+const now = new Date(Date.UTC(2026, 6, 24));
+const logger = createLogger({ silent: true });
+
+beforeEach(() => {
+  trail = auditTrail(s.mongo, s.prefix);
+});
+
+/**
+ * `redis` whose every command waits for the scheduler's turn (labelled by flow and command); with
+ * `holdAt`, its command of that index also waits for `held` first. The uniform scheduler alone
+ * rarely lets one flow run its whole course between two commands of the other (each of the
+ * human's ~9 commands would have to win its draw); the hold makes that case one run in ten.
+ */
+function scheduled(redis: Redis, scheduler: fc.Scheduler, flow: string, hold?: { at: number; until: Promise<unknown> }): Redis {
+  let sent = 0;
+  return new Proxy(redis, {
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver);
+      if (typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        if (sent++ === hold?.at) await hold.until.catch(() => undefined);
+        await scheduler.schedule(Promise.resolve(), `${flow} ${String(name)}`);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+const humanChange = fc.oneof(
+  fc.record({ kind: fc.constant('percent' as const), percent: fc.integer({ min: 0, max: 100 }) }),
+  fc.constant({ kind: 'kill-switch' as const }),
+  fc.constant({ kind: 'clear' as const }),
+);
+
+describe('a ramp against a concurrent human command (R23)', () => {
+  it('when a driver tick and a manual percent or the kill switch interleave in any order, then the human change is in force and the ramp no longer runs', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), humanChange, fc.option(fc.nat({ max: 8 })), async (scheduler, change, holdDriverAt) => {
+          await s.redis.del([s.keys.ramp, s.keys.rollout]);
+          const deps: RampCommandDeps = { redis: s.redis, keys: s.keys, environment: ENVIRONMENT, trail, who: { actor: 'alice@host', via: 'api' }, now: () => now };
+          const started = await startStoredRamp(deps, { steps: [1, 5, 25, 50, 100], dwellMs: 3_600_000, guards: { minViews: 2000, minRequests: 400 } });
+          if (!started.ok) throw new Error(started.error);
+          // The fresh ramp owes its first step's write (percent 1, enabled): the tick below makes it.
+          const tick = (redis: Redis) => driveRamp({ redis, keys: s.keys, logger, metrics: createWorkerMetrics(), environment: ENVIRONMENT, trail, now: () => now });
+          const value: Partial<Rollout> | 'clear' = change.kind === 'percent' ? { percent: change.percent } : change.kind === 'kill-switch' ? { enabled: false } : 'clear';
+
+          let humanDone: () => void = () => undefined;
+          const humanFinished = new Promise<void>((resolve) => (humanDone = resolve));
+          const driver = tick(scheduled(s.redis, scheduler, 'driver', holdDriverAt === null ? undefined : { at: holdDriverAt, until: humanFinished }));
+          const human = changeRolloutOverRamp({ ...deps, redis: scheduled(s.redis, scheduler, 'human') }, value).finally(humanDone);
+          await scheduler.waitFor(Promise.all([driver, human]));
+          await tick(s.redis);
+
+          const inForce = await observeRollout(s.redis, s.keys, ENVIRONMENT);
+          if (change.kind === 'percent') expect(inForce.percent).toBe(change.percent);
+          else if (change.kind === 'kill-switch') expect(inForce.enabled).toBe(false);
+          else expect(inForce.source).toEqual({ enabled: 'environment', percent: 'environment' });
+          expect(['paused', 'done', 'halted']).toContain((await readRamp(s.redis, s.keys)).state?.status);
+        }),
+      { seed, numRuns: process.env.CI ? 60 : 100 },
+    );
+  });
+});
