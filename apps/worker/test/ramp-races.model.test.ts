@@ -3,8 +3,9 @@
  * of one driver tick with one human command on the real Redis. fast-check's scheduler releases
  * each Redis command of both flows in an order it draws (every call of the clients they use waits
  * for its turn), so the driver's read, save and write fall anywhere between the human's pause and
- * change (a percent, the kill switch, a clear). Afterwards the next check runs undisturbed. The model: the human's change is in force,
- * and the ramp is not running (paused by the human, or finished before they came).
+ * change (a percent, the kill switch, a clear). Afterwards the next check runs undisturbed. The
+ * model: the human's change is in force, and the ramp is not running (paused by the human, or
+ * finished before they came).
  */
 import fc from 'fast-check';
 import { createLogger } from '@feed/logger';
@@ -28,7 +29,7 @@ beforeEach(() => {
 
 /**
  * `redis` whose every command waits for the scheduler's turn (labelled by flow and command); with
- * `holdAt`, its command of that index also waits for `held` first. The uniform scheduler alone
+ * `hold`, its command of index `hold.at` also waits for `hold.until` first. The uniform scheduler alone
  * rarely lets one flow run its whole course between two commands of the other (each of the
  * human's ~9 commands would have to win its draw); the hold makes that case one run in ten.
  */
@@ -54,30 +55,30 @@ const humanChange = fc.oneof(
 );
 
 describe('a ramp against a concurrent human command (R23)', () => {
-  it('when a driver tick and a manual percent or the kill switch interleave in any order, then the human change is in force and the ramp no longer runs', async () => {
+  it('when a driver tick and a manual percent, the kill switch or a clear interleave in any order, then the human change is in force and the ramp no longer runs', async () => {
     await fc.assert(
       fc.asyncProperty(fc.scheduler(), humanChange, fc.option(fc.nat({ max: 8 })), async (scheduler, change, holdDriverAt) => {
-          await s.redis.del([s.keys.ramp, s.keys.rollout]);
-          const deps: RampCommandDeps = { redis: s.redis, keys: s.keys, environment: ENVIRONMENT, trail, who: { actor: 'alice@host', via: 'api' }, now: () => now };
-          const started = await startStoredRamp(deps, { steps: [1, 5, 25, 50, 100], dwellMs: 3_600_000, guards: { minViews: 2000, minRequests: 400 } });
-          if (!started.ok) throw new Error(started.error);
-          // The fresh ramp owes its first step's write (percent 1, enabled): the tick below makes it.
-          const tick = (redis: Redis) => driveRamp({ redis, keys: s.keys, logger, metrics: createWorkerMetrics(), environment: ENVIRONMENT, trail, now: () => now });
-          const value: Partial<Rollout> | 'clear' = change.kind === 'percent' ? { percent: change.percent } : change.kind === 'kill-switch' ? { enabled: false } : 'clear';
+        await s.redis.del([s.keys.ramp, s.keys.rollout]);
+        const deps: RampCommandDeps = { redis: s.redis, keys: s.keys, environment: ENVIRONMENT, trail, who: { actor: 'alice@host', via: 'api' }, now: () => now };
+        const started = await startStoredRamp(deps, { steps: [1, 5, 25, 50, 100], dwellMs: 3_600_000, guards: { minViews: 2000, minRequests: 400 } });
+        if (!started.ok) throw new Error(started.error);
+        // The fresh ramp owes its first step's write (percent 1, enabled): the tick below makes it.
+        const tick = (redis: Redis) => driveRamp({ redis, keys: s.keys, logger, metrics: createWorkerMetrics(), environment: ENVIRONMENT, trail, now: () => now });
+        const value: Partial<Rollout> | 'clear' = change.kind === 'percent' ? { percent: change.percent } : change.kind === 'kill-switch' ? { enabled: false } : 'clear';
 
-          let humanDone: () => void = () => undefined;
-          const humanFinished = new Promise<void>((resolve) => (humanDone = resolve));
-          const driver = tick(scheduled(s.redis, scheduler, 'driver', holdDriverAt === null ? undefined : { at: holdDriverAt, until: humanFinished }));
-          const human = changeRolloutOverRamp({ ...deps, redis: scheduled(s.redis, scheduler, 'human') }, value).finally(humanDone);
-          await scheduler.waitFor(Promise.all([driver, human]));
-          await tick(s.redis);
+        let humanDone: () => void = () => undefined;
+        const humanFinished = new Promise<void>((resolve) => (humanDone = resolve));
+        const driver = tick(scheduled(s.redis, scheduler, 'driver', holdDriverAt === null ? undefined : { at: holdDriverAt, until: humanFinished }));
+        const human = changeRolloutOverRamp({ ...deps, redis: scheduled(s.redis, scheduler, 'human') }, value).finally(humanDone);
+        await scheduler.waitFor(Promise.all([driver, human]));
+        await tick(s.redis);
 
-          const inForce = await observeRollout(s.redis, s.keys, ENVIRONMENT);
-          if (change.kind === 'percent') expect(inForce.percent).toBe(change.percent);
-          else if (change.kind === 'kill-switch') expect(inForce.enabled).toBe(false);
-          else expect(inForce.source).toEqual({ enabled: 'environment', percent: 'environment' });
-          expect(['paused', 'done', 'halted']).toContain((await readRamp(s.redis, s.keys)).state?.status);
-        }),
+        const inForce = await observeRollout(s.redis, s.keys, ENVIRONMENT);
+        if (change.kind === 'percent') expect(inForce.percent).toBe(change.percent);
+        else if (change.kind === 'kill-switch') expect(inForce.enabled).toBe(false);
+        else expect(inForce.source).toEqual({ enabled: 'environment', percent: 'environment' });
+        expect(['paused', 'done', 'halted']).toContain((await readRamp(s.redis, s.keys)).state?.status);
+      }),
       { seed, numRuns: process.env.CI ? 60 : 100 },
     );
   });

@@ -39,26 +39,19 @@ export function overrideOf(fields: Record<string, string>): Partial<Rollout> {
  * ramp (R23) tells a human's change that was undone before its next check from a write of its own
  * that was lost, and writes only over the revision it observed.
  */
-const fieldsOf = (override: Partial<Rollout>): string[] => [
-  ...(override.enabled !== undefined ? ['enabled', String(override.enabled)] : []),
-  ...(override.percent !== undefined ? ['percent', String(override.percent)] : []),
-];
-
-/** Sets the given fields of the override (callers validate: enabled boolean, percent 0-100 integer), bumping its revision in the same step. */
-export async function writeRolloutOverride(redis: Redis, keys: RedisKeys, override: Partial<Rollout>): Promise<void> {
-  const fields = fieldsOf(override);
-  if (fields.length > 0) await runScript(redis, 'rollout-write', [keys.rollout], ['', 'set', ...fields]);
-}
-
 /**
- * The ramp's write of the override (R23): made only when the override's revision is still
- * `observedRevision`, so a human's change that landed after the ramp read it wins
- * (lua/rollout-write.lua). False when it was refused (nothing written).
+ * Sets the given fields of the override (callers validate: enabled boolean, percent 0-100
+ * integer), bumping its revision in the same step. With `ifRevision` (the ramp's write, R23), only
+ * when the revision is still that one, so a human's change that landed after the ramp read it
+ * wins (lua/rollout-write.lua). False when it was refused (nothing written).
  */
-export async function writeRolloutOverrideIfUnchanged(redis: Redis, keys: RedisKeys, override: Partial<Rollout>, observedRevision: number): Promise<boolean> {
-  const fields = fieldsOf(override);
+export async function writeRolloutOverride(redis: Redis, keys: RedisKeys, override: Partial<Rollout>, ifRevision?: number): Promise<boolean> {
+  const fields = [
+    ...(override.enabled !== undefined ? ['enabled', String(override.enabled)] : []),
+    ...(override.percent !== undefined ? ['percent', String(override.percent)] : []),
+  ];
   if (fields.length === 0) return true;
-  return (await runScript<number>(redis, 'rollout-write', [keys.rollout], [String(observedRevision), 'set', ...fields])) === 1;
+  return (await runScript<number>(redis, 'rollout-write', [keys.rollout], [ifRevision === undefined ? '' : String(ifRevision), 'set', ...fields])) === 1;
 }
 
 /** Removes the overridden fields (the environment rules again); the revision stays, bumped in the same step. */

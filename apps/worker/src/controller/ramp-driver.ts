@@ -16,7 +16,7 @@
  */
 import { ackNotices, advanceRamp, rampNeedsReadout, rampReadoutHours, type RampNotice, type RampState } from '@feed/domain';
 import type { Logger } from '@feed/logger';
-import { observeRollout, readRamp, readStepReadout, saveRamp, writeRolloutOverrideIfUnchanged, type AuditTrail, type Redis, type RedisKeys, type Rollout } from '@feed/storage';
+import { observeRollout, readRamp, readStepReadout, saveRamp, writeRolloutOverride, type AuditTrail, type Redis, type RedisKeys, type Rollout } from '@feed/storage';
 import type { WorkerMetrics } from '../metrics';
 
 export interface RampDriverDeps {
@@ -87,7 +87,7 @@ export async function driveRamp(deps: RampDriverDeps): Promise<RampState | null>
     signal?.throwIfAborted();
     // Only over the rollout as observed: a manual percent or the kill switch written since (its
     // pause came after this tick's read) wins, and the next check sees it as overruled.
-    if (!(await writeRolloutOverrideIfUnchanged(redis, keys, write, rollout.revision ?? 0))) {
+    if (!(await writeRolloutOverride(redis, keys, write, rollout.revision ?? 0))) {
       logger.info('ramp write dropped: the rollout changed since the check read it', { ramp: next.id, write });
       return recordNotices(deps, next);
     }
