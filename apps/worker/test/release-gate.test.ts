@@ -15,7 +15,7 @@ import { promoteHeldVersion, PromoteRefusedError } from '../src/daily-build/prom
 import { createWorkerApp, INSPECTOR_PATH } from '../src/app';
 import { BUILD_QUEUE, PROMOTE_JOB, startBuildQueue, type BuildJobData } from '../src/jobs/build-queue';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
-import { checkDesiredState, type ControllerDeps } from '../src/controller/desired-state';
+import { checkDesiredState, MAX_REPAIR_ATTEMPTS, type ControllerDeps } from '../src/controller/desired-state';
 import { createWorkerMetrics, type WorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
 import { controllerUnderTest } from './support/controller-under-test';
@@ -159,6 +159,25 @@ describe('the controller over a held day (R23, R21)', () => {
     const repairs = (await checkDesiredState(controller)).filter((r) => r.version !== undefined);
     expect(repairs.map((r) => ({ reason: r.reason, version: r.version }))).toEqual([{ reason: 'queue-incomplete', version: V1 }]);
     expect((await buildQueue.getJob(`repair-${V1}`))?.data).toEqual({ at: '2026-07-24', force: true });
+    expect(await buildQueue.getJob(`repair-${V2}`)).toBeUndefined();
+  });
+
+  it('when each repair of that version runs and is held over the cut catalogue too, then the due day stays the held one, no build of it is queued, and the repairs stop after their attempts', async () => {
+    await heldDayTwo();
+    await s.redis.del(s.keys.queue(V1));
+    const repaired: string[] = [];
+    for (let check = 0; check <= MAX_REPAIR_ATTEMPTS; check++) {
+      const [repair] = (await checkDesiredState(controller)).filter((r) => r.version !== undefined);
+      if (!repair) break;
+      repaired.push(repair.version!);
+      const job = (await buildQueue.getJob(`repair-${repair.version}`))!;
+      const { at, force } = job.data;
+      expect(await runDailyBuild(deps, { at: new Date(`${at}T12:00:00+08:00`), force })).toMatchObject({ version: V1, status: 'held' });
+      await job.remove(); // as the worker's run would leave it: no longer waiting
+      expect((await readHeldVersion(s.redis, s.keys))?.version).toBe(V2);
+    }
+    expect(repaired).toEqual(Array<string>(MAX_REPAIR_ATTEMPTS).fill(V1));
+    expect(await s.redis.hGetAll(s.keys.repairStopped)).toMatchObject({ reason: 'queue-incomplete', version: V1 });
     expect(await buildQueue.getJob(`repair-${V2}`)).toBeUndefined();
   });
 });

@@ -348,8 +348,18 @@ async function holdVersion(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, ve
   await publishShadow(deps, meta, lock);
   await redis.hSet(keys.shadowMeta(meta.version), 'shadow', '1');
   const held = { version: meta.version, buildId: meta.buildId, heldAt: new Date().toISOString(), current: verdict.current?.version ?? null, verdict: { outcome: verdict.outcome, reasons: verdict.reasons, compared: verdict.compared, holdDrop: verdict.holdDrop } };
-  await writeHeldVersion(redis, keys, held, deps.keyTtlHours * 3600);
-  logger.warn('daily build held by the release gate', { version: meta.version, current: held.current, reasons: verdict.reasons.map((r) => r.message), promote: `pnpm cli build --promote ${meta.version}` });
+  // A later day's hold stays the record: this is then a rebuild of an older current (the
+  // controller repairing its lost queue while the due day is held). Replacing the record would
+  // make the due day look unhandled, and the controller would alternate between the two days;
+  // kept, the older day's repairs count as attempts and stop (R21), and promoting the due day
+  // (or `pnpm cli build --skip-gate`) settles both.
+  const later = await readHeldVersion(redis, keys);
+  if (later && later.version > held.version) {
+    logger.warn('daily build held by the release gate; the later held day stays the one to promote', { version: meta.version, held: later.version, reasons: verdict.reasons.map((r) => r.message) });
+  } else {
+    await writeHeldVersion(redis, keys, held, deps.keyTtlHours * 3600);
+    logger.warn('daily build held by the release gate', { version: meta.version, current: held.current, reasons: verdict.reasons.map((r) => r.message), promote: `pnpm cli build --promote ${meta.version}` });
+  }
   try {
     await deps.audit?.record({ action: 'build-held', actor: 'release gate', via: 'worker', before: { current: held.current, figures: verdict.current }, after: { held: meta.version, buildId: meta.buildId, reasons: verdict.reasons, figures: verdict.next } });
   } catch (err) {
