@@ -58,6 +58,22 @@ describe('like / unlike', () => {
     expect(await counters(vid)).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
   });
 
+  it('when a counter is stored as a string, null or an object (no number: it counts as 0, R1a), then likes answer 200 and count from 0; a Decimal128 counter counts by its value', async () => {
+    const odd = await newVideo();
+    // Written past mongoose's casts, as another service or an operator's shell would.
+    await videos.collection.updateOne({ _id: new mongoose.Types.ObjectId(odd) }, { $set: { likeCount: '7', recommendLikeCount: null, collectCount: { n: 3 } } });
+    await post('/api/app/vid/like', 'alice', { vid: odd }).expect(200, { active: true, changed: true });
+    await post('/api/app/vid/collect', 'alice', { vid: odd }).expect(200, { active: true, changed: true });
+    await post('/api/app/vid/like', 'bob', { vid: odd }).expect(200, { active: true, changed: true });
+    expect(await videos.collection.findOne({ _id: new mongoose.Types.ObjectId(odd) })).toMatchObject({ likeCount: 2, recommendLikeCount: 2, collectCount: 1 });
+    expect(await records.likes.countDocuments({ videoId: odd, dirty: true })).toBe(0);
+
+    const decimal = await newVideo();
+    await videos.collection.updateOne({ _id: new mongoose.Types.ObjectId(decimal) }, { $set: { likeCount: mongoose.Types.Decimal128.fromString('7') } });
+    await post('/api/app/vid/like', 'alice', { vid: decimal }).expect(200);
+    expect(String((await videos.collection.findOne({ _id: new mongoose.Types.ObjectId(decimal) }))?.likeCount)).toBe('8');
+  });
+
   it('when collect and uncollect are used, then collectCount follows and recommendCollectCount never decreases', async () => {
     const vid = await newVideo();
     await post('/api/app/vid/collect', 'carol', { vid }).expect(200);

@@ -4,7 +4,7 @@
  * `$inc` type checks and `nModified` that counts only changed documents.
  * Query, update and aggregation operators come from mingo.
  */
-import { EJSON, ObjectId, calculateObjectSize, type Document } from 'bson';
+import { Decimal128, EJSON, Long, ObjectId, calculateObjectSize, type Document } from 'bson';
 import { Aggregator, Query, find, update as applyModifier } from 'mingo';
 import * as updateOperators from 'mingo/operators/update';
 import { compare, resolve } from 'mingo/util';
@@ -245,6 +245,31 @@ function isNumeric(value: unknown): boolean {
   if (typeof value === 'number') return true;
   const bsontype = (value as { _bsontype?: string } | null)?._bsontype;
   return bsontype === 'Long' || bsontype === 'Int32' || bsontype === 'Double' || bsontype === 'Decimal128';
+}
+
+/**
+ * `$inc` of fields holding a Decimal128 (or an Int64 kept as one), which mingo cannot add to:
+ * added here by value, keeping the field's type as MongoDB does (counters are integers, so a
+ * double sum is exact). Returns the modifier without those paths.
+ */
+function incrementBsonNumbers(doc: Document, modifier: Document): { rest: Document; changed: boolean } {
+  const inc = modifier.$inc as Document | undefined;
+  if (!inc) return { rest: modifier, changed: false };
+  const left: Document = {};
+  let changed = false;
+  for (const [path, amount] of Object.entries(inc)) {
+    const current = getPath(doc, path) as { _bsontype?: string } | undefined;
+    const by = Number(String(amount));
+    if (current?._bsontype === 'Decimal128') setPath(doc, path, Decimal128.fromString(String(Number(String(current)) + by)));
+    else if (current?._bsontype === 'Long') setPath(doc, path, Long.fromNumber(Number(String(current)) + by));
+    else {
+      left[path] = amount;
+      continue;
+    }
+    changed ||= by !== 0;
+  }
+  const { $inc: ignored, ...others } = modifier;
+  return { rest: Object.keys(left).length > 0 ? { ...others, $inc: left } : others, changed };
 }
 
 function typeName(value: unknown): string {
@@ -600,7 +625,8 @@ export class Collection {
     const next = copyForUpdate(doc, spec as Document);
     for (const [path, amount] of Object.entries((modifier.$inc ?? {}) as Document)) {
       const current = getPath(next, path);
-      if (current !== undefined && current !== null && !isNumeric(current)) {
+      // MongoDB refuses null too ("$inc ... on a field with a null value will generate an error").
+      if (current !== undefined && !isNumeric(current)) {
         throw new CommandError(
           14,
           'TypeMismatch',
@@ -610,8 +636,10 @@ export class Collection {
       if (!isNumeric(amount)) throw new CommandError(14, 'TypeMismatch', `Cannot increment with non-numeric argument: {${path}: ${shown(amount)}}`);
     }
     let changed = false;
-    const effective = withoutUnchangedId(modifier, doc._id);
-    if (Object.keys(effective).length > 0) changed = applyOperators(next, effective, arrayFilters);
+    const { rest, changed: incremented } = incrementBsonNumbers(next, modifier);
+    if (incremented) changed = true;
+    const effective = withoutUnchangedId(rest, doc._id);
+    if (Object.keys(effective).length > 0) changed = applyOperators(next, effective, arrayFilters) || changed;
     if (inserting && $setOnInsert) {
       for (const [path, value] of Object.entries($setOnInsert as Document)) setPath(next, path, cloneDocument(value));
       changed = true;

@@ -114,6 +114,17 @@ describe('embedded MongoDB server with the real mongoose stack', () => {
     await expect(raw.updateOne({ _id: insertedId }, { $inc: { s: 1 } })).rejects.toThrow(`ObjectId('${insertedId.toHexString()}')`);
   });
 
+  it('when $inc targets null, then TypeMismatch (14); an Int64 or a Decimal128 is added to by value (a Decimal128 stays one)', async () => {
+    const raw = conn.collection(`raw_inc_types_${Date.now()}`);
+    const { insertedId } = await raw.insertOne({ none: null, long: mongoose.mongo.Long.fromNumber(2 ** 40), decimal: mongoose.Types.Decimal128.fromString('7') });
+    await expect(raw.updateOne({ _id: insertedId }, { $inc: { none: 1 } })).rejects.toMatchObject({ code: 14 });
+    await raw.updateOne({ _id: insertedId }, { $inc: { long: 1, decimal: -2 } });
+    const doc = await raw.findOne({ _id: insertedId });
+    expect(String(doc?.long)).toBe(String(2 ** 40 + 1));
+    expect(doc?.decimal).toBeInstanceOf(mongoose.Types.Decimal128);
+    expect(Number(String(doc?.decimal))).toBe(5);
+  });
+
   it('when bulkWrite mixes operations, then counts match', async () => {
     await Item().insertMany([{ name: 'k1' }, { name: 'k2' }]);
     const result = await Item().bulkWrite([

@@ -52,6 +52,7 @@
  *     done (step 1): the counters show its action, and a later toggle is its own request's count.
  */
 import type { Model, Types } from 'mongoose';
+import { numericValue } from '@feed/domain';
 import type { VideoModel } from '../models/video';
 import type { CountedRecord, InteractionModels } from '../models/interactions';
 
@@ -109,6 +110,24 @@ async function readTally(videos: VideoModel, videoId: Types.ObjectId, kind: Coun
   if (!doc) return null;
   const state = doc.counterTally?.[kind];
   return { seq: state?.seq ?? 0, batch: state?.batch ?? [] };
+}
+
+/** MongoDB's error code when `$inc` meets a field that holds no number. */
+const TYPE_MISMATCH = 14;
+
+/**
+ * Counters stored as something that is no number (a string, null, an object: written past the
+ * schema by another service or a shell) make step 4's `$inc` fail for ever. By R1a they count as
+ * 0, as the build and the read path read them: each is set to 0, only while it still holds the
+ * value read (the native driver's update, so mongoose does not cast the filter's value to the
+ * schema's Number). A number of any BSON type is left alone: `$inc` adds to it by value.
+ */
+async function zeroNonNumericCounters(videos: VideoModel, videoId: Types.ObjectId, fields: string[]): Promise<void> {
+  const doc = await videos.collection.findOne({ _id: videoId }, { projection: Object.fromEntries(fields.map((field) => [field, 1])) });
+  for (const field of fields) {
+    if (!doc || !(field in doc) || numericValue(doc[field]) !== null) continue;
+    await videos.collection.updateOne({ _id: videoId, [field]: doc[field] }, { $set: { [field]: 0 } });
+  }
 }
 
 /**
@@ -181,11 +200,17 @@ export async function tallyCounters(
       return { r: record._id, to: record.active };
     });
     const next: TallyState = { seq: state.seq + 1, batch };
-    const swapped = await videos.updateOne(
-      { _id: videoId, [`counterTally.${kind}.seq`]: state.seq === 0 ? { $exists: false } : state.seq },
-      { $set: { [`counterTally.${kind}`]: next }, $inc: { [recommendField]: recommend, [displayField]: display } },
-    );
-    if (swapped.modifiedCount !== 1) continue; // another tally moved first: read again
+    const swapped = await videos
+      .updateOne(
+        { _id: videoId, [`counterTally.${kind}.seq`]: state.seq === 0 ? { $exists: false } : state.seq },
+        { $set: { [`counterTally.${kind}`]: next }, $inc: { [recommendField]: recommend, [displayField]: display } },
+      )
+      .catch(async (err: unknown) => {
+        if ((err as { code?: unknown }).code !== TYPE_MISMATCH) throw err;
+        await zeroNonNumericCounters(videos, videoId, [recommendField, displayField]);
+        return null;
+      });
+    if (swapped?.modifiedCount !== 1) continue; // another tally moved first, or a counter was not a number: read again
     outcome.records.push(...batch.map((entry) => entry.r));
     outcome.recommend += recommend;
     outcome.display += display;
