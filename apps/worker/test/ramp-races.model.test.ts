@@ -3,13 +3,14 @@
  * of one driver tick with one human command on the real Redis. fast-check's scheduler releases
  * each Redis command of both flows in an order it draws (every call of the clients they use waits
  * for its turn), so the driver's read, save and write fall anywhere between the human's pause and
- * change (a percent, the kill switch, a clear). Afterwards the next check runs undisturbed. The
- * model: the human's change is in force, and the ramp is not running (paused by the human, or
- * finished before they came).
+ * change (a percent, the kill switch, a clear), or a pause alone. Afterwards the next check runs
+ * undisturbed. The model: the human's change is in force (after a pause alone, the rollout as it
+ * was when the pause returned), and the ramp is not running (paused by the human, or finished
+ * before they came).
  */
 import fc from 'fast-check';
 import { createLogger } from '@feed/logger';
-import { auditTrail, changeRolloutOverRamp, observeRollout, readRamp, startStoredRamp, type AuditTrail, type Redis, type RampCommandDeps, type Rollout } from '@feed/storage';
+import { auditTrail, changeRolloutOverRamp, observeRollout, pauseStoredRamp, readRamp, startStoredRamp, type AuditTrail, type Redis, type RampCommandDeps, type Rollout } from '@feed/storage';
 import { driveRamp } from '../src/controller/ramp-driver';
 import { createWorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
@@ -52,10 +53,11 @@ const humanChange = fc.oneof(
   fc.record({ kind: fc.constant('percent' as const), percent: fc.integer({ min: 0, max: 100 }) }),
   fc.constant({ kind: 'kill-switch' as const }),
   fc.constant({ kind: 'clear' as const }),
+  fc.constant({ kind: 'pause' as const }),
 );
 
 describe('a ramp against a concurrent human command (R23)', () => {
-  it('when a driver tick and a manual percent, the kill switch or a clear interleave in any order, then the human change is in force and the ramp no longer runs', async () => {
+  it('when a driver tick and a manual percent, the kill switch, a clear or a pause alone interleave in any order, then the human change is in force (after a pause, the rollout as the pause left it) and the ramp no longer runs', async () => {
     await fc.assert(
       fc.asyncProperty(fc.scheduler(), humanChange, fc.option(fc.nat({ max: 8 })), async (scheduler, change, holdDriverAt) => {
         await s.redis.del([s.keys.ramp, s.keys.rollout]);
@@ -65,16 +67,20 @@ describe('a ramp against a concurrent human command (R23)', () => {
         // The fresh ramp owes its first step's write (percent 1, enabled): the tick below makes it.
         const tick = (redis: Redis) => driveRamp({ redis, keys: s.keys, logger, metrics: createWorkerMetrics(), environment: ENVIRONMENT, trail, now: () => now });
         const value: Partial<Rollout> | 'clear' = change.kind === 'percent' ? { percent: change.percent } : change.kind === 'kill-switch' ? { enabled: false } : 'clear';
+        const humanDeps = { ...deps, redis: scheduled(s.redis, scheduler, 'human') };
 
         let humanDone: () => void = () => undefined;
         const humanFinished = new Promise<void>((resolve) => (humanDone = resolve));
         const driver = tick(scheduled(s.redis, scheduler, 'driver', holdDriverAt === null ? undefined : { at: holdDriverAt, until: humanFinished }));
-        const human = changeRolloutOverRamp({ ...deps, redis: scheduled(s.redis, scheduler, 'human') }, value).finally(humanDone);
+        // Read on the unscheduled client as the pause returns: sent before any later driver command.
+        const atPause = change.kind === 'pause' ? pauseStoredRamp(humanDeps).then(() => observeRollout(s.redis, s.keys, ENVIRONMENT)) : undefined;
+        const human = (atPause ?? changeRolloutOverRamp(humanDeps, value)).finally(humanDone);
         await scheduler.waitFor(Promise.all([driver, human]));
         await tick(s.redis);
 
         const inForce = await observeRollout(s.redis, s.keys, ENVIRONMENT);
-        if (change.kind === 'percent') expect(inForce.percent).toBe(change.percent);
+        if (atPause) expect({ enabled: inForce.enabled, percent: inForce.percent }).toEqual(await atPause.then((r) => ({ enabled: r.enabled, percent: r.percent })));
+        else if (change.kind === 'percent') expect(inForce.percent).toBe(change.percent);
         else if (change.kind === 'kill-switch') expect(inForce.enabled).toBe(false);
         else expect(inForce.source).toEqual({ enabled: 'environment', percent: 'environment' });
         expect(['paused', 'done', 'halted']).toContain((await readRamp(s.redis, s.keys)).state?.status);

@@ -106,13 +106,19 @@ export function startStoredRamp(deps: RampCommandDeps, ask: RampAsk): Promise<Ra
   });
 }
 
-/** On-call's pause; `detail` says why (a manual percent). */
-export function pauseStoredRamp(deps: RampCommandDeps, detail?: string): Promise<RampCommandResult> {
-  return command(deps, 'ramp-pause', (stored, _rollout, now) => {
+/**
+ * On-call's pause; `detail` says why (a manual percent). Once saved, it bumps the rollout's
+ * revision: a driver tick that saved its step before the pause still holds a write over the
+ * revision it observed, and that write is then refused, so the percent stays as it was at the pause.
+ */
+export async function pauseStoredRamp(deps: RampCommandDeps, detail?: string): Promise<RampCommandResult> {
+  const result = await command(deps, 'ramp-pause', (stored, _rollout, now) => {
     if (!stored.state) return { ok: false, kind: 'missing', error: stored.error ?? 'no ramp is stored' };
     const paused = pauseRamp(stored.state, { now, by: deps.who.actor, cause: detail ? 'manual-percent' : 'manual-pause', detail });
     return paused.ok ? { ok: true, state: paused.state } : { ok: false, kind: 'conflict', error: paused.error };
   });
+  if (result.ok) await deps.redis.hIncrBy(deps.keys.rollout, 'revision', 1);
+  return result;
 }
 
 /** On-call's resume of a paused ramp at the step it paused at (a fresh dwell). */
