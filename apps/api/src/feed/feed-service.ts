@@ -13,7 +13,7 @@
  */
 import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { claimPositions, Deadline, DeadlineSpentError, RedisCallError, unclaimPositions, type Claim, type Redis, type RedisKeys, type RingVersion, type Variant } from '@feed/storage';
+import { claimPositions, Deadline, DeadlineSpentError, RedisCallError, unclaimPositions, VersionStore, type Claim, type Redis, type RedisKeys, type RingVersion, type Variant } from '@feed/storage';
 import { AppError, unavailable } from '@feed/http';
 import { annotateRequestSpan, inSpan } from '@feed/telemetry';
 import type { Identity } from '../http/identity';
@@ -78,6 +78,7 @@ export class FeedService {
   readonly reader: RingReader;
   /** This host's clock against Redis's (feed_clock_skew_seconds), measured at settings refreshes. */
   readonly clockSkew: ClockSkewProbe;
+  private readonly versions: VersionStore;
   private readonly strategies: Record<StrategyName, Strategy> = {
     ring: (r) => this.ringPage(r, r.settings.current),
     'previous-version': (r) => this.ringPage(r, r.settings.previous !== r.settings.current ? r.settings.previous : null),
@@ -94,6 +95,7 @@ export class FeedService {
     private readonly options: FeedOptions,
   ) {
     this.clockSkew = new ClockSkewProbe(redis, keys, metrics.clockSkew);
+    this.versions = new VersionStore(redis, keys);
     const showRollout = ({ rollout }: FeedSettings) => {
       metrics.rolloutEnabled.set(rollout.enabled ? 1 : 0);
       metrics.rolloutPercent.set(rollout.percent);
@@ -278,10 +280,7 @@ export class FeedService {
 
   /** The old behaviour: random ids from the legacy set (SRANDMEMBER), re-checked against R1. */
   private async legacyPage({ identity, pageSize, deadline }: PageRequest): Promise<FeedPage> {
-    const [ids, size] = await deadline.run(
-      () => Promise.all([this.redis.sRandMemberCount(this.keys.legacyIds, pageSize), this.redis.sCard(this.keys.legacyIds)]),
-      'legacy set',
-    );
+    const { ids, size } = await deadline.run(() => this.versions.sampleLegacy(pageSize), 'legacy set');
     if (ids.length === 0) throw new NotApplicable('legacy set is empty');
     const vInfos = await this.catalog.servable(ids, identity.userId);
     return { vInfos, totalPages: Math.ceil(size / BLOCK_SIZE), hasNext: size > 0, queueVersion: 'legacy' };
