@@ -18,7 +18,7 @@ import { AppError, unavailable } from '@feed/http';
 import { annotateRequestSpan, inSpan } from '@feed/telemetry';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
-import { RingReader, scanRing } from './ring-page';
+import { RingReader, scanRing } from './ring-scan';
 import type { QueueCopies } from './queue-copies';
 import { ClockSkewProbe } from './clock-skew';
 import { FeedSettingsCache, type FeedSettings } from './feed-settings';
@@ -218,7 +218,7 @@ export class FeedService {
 
   /**
    * Claims positions of `version`'s ring until the page is full or one whole circle was scanned
-   * (ring-page.ts). Every claimed position is either served or skipped, so the offset moves past
+   * (ring-scan.ts). Every claimed position is either served or skipped, so the offset moves past
    * exactly what this request looked at. A claim that happened is served: past the deadline only
    * further claims are given up.
    */
