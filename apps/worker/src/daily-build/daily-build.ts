@@ -84,7 +84,7 @@ export interface BuildDeps {
   /** On-call's trail (D6): a held build is recorded there (absent: logged only). */
   audit?: AuditTrail;
   /** Test hook: runs at each point of the publish sequence, to inject failures and process kills. */
-  at?: (point: PublishPoint) => Promise<void>;
+  failpoint?: (point: PublishPoint) => Promise<void>;
 }
 
 /** The build's dependencies for a process configured by `config`. */
@@ -251,7 +251,7 @@ async function writeStaging(deps: BuildDeps, build: AssembledBuild, lock: BuildL
  */
 async function verifyStaging(deps: BuildDeps, build: AssembledBuild): Promise<void> {
   if (build.meta.length === 0) throw new BuildVerificationError('no eligible videos: refusing to publish an empty queue');
-  await deps.at?.('before-publish');
+  await deps.failpoint?.('before-publish');
 }
 
 /**
@@ -281,9 +281,9 @@ async function publishShadow(deps: BuildDeps, meta: QueueMeta, lock: BuildLock):
 async function switchCurrent(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, allowOlder: boolean): Promise<SwitchOutcome> {
   const { redis, keys } = deps;
   await publish(deps, meta, lock, 'live');
-  await deps.at?.('after-publish');
+  await deps.failpoint?.('after-publish');
   const outcome = await makeCurrent(redis, keys, meta.version, allowOlder);
-  await deps.at?.('after-switch');
+  await deps.failpoint?.('after-switch');
   if (outcome.switched) {
     meta.switchedAt = new Date().toISOString();
     await versionStore(deps).markSwitched(meta.version, meta.switchedAt);
@@ -297,9 +297,9 @@ async function refillLegacySet(deps: BuildDeps, build: AssembledBuild, lock: Bui
     lock,
     deps.keyTtlHours * 3600,
     (stagingSet) => writeIds(deps.redis, stagingSet, build.candidates, build.order, 'SADD', signal),
-    () => deps.at?.('legacy-staged') ?? Promise.resolve(),
+    () => deps.failpoint?.('legacy-staged') ?? Promise.resolve(),
   );
-  await deps.at?.('after-legacy');
+  await deps.failpoint?.('after-legacy');
 }
 
 /** The gate's verdict on `meta` against the version current now (its live meta): R23. */
