@@ -15,7 +15,7 @@
 import { runScript } from './lua-scripts';
 import { encodeMeta, readMeta, type QueueMeta } from './queue-meta';
 import type { Redis } from './redis-client';
-import { slotKeys, VERSION_PATTERN, type QueueSlot, type RedisKeys } from './redis-keys';
+import { liveOrShadowKeys, VERSION_PATTERN, type LiveOrShadow, type RedisKeys } from './redis-keys';
 import { offsetBucketKeys, readQueueRange, readRingVersion, type RingVersion } from './ring';
 
 /**
@@ -42,9 +42,9 @@ export class VersionStore {
     private readonly keys: RedisKeys,
   ) {}
 
-  /** The version's meta in `slot`, or null when it has none. */
-  readMeta(version: string, slot: QueueSlot = 'live'): Promise<QueueMeta | null> {
-    return readMeta(this.redis, this.keys, version, slot);
+  /** The version's meta (live or shadow, `which`), or null when it has none. */
+  readMeta(version: string, which: LiveOrShadow = 'live'): Promise<QueueMeta | null> {
+    return readMeta(this.redis, this.keys, version, which);
   }
 
   /** What a reader of the live version needs (ring.ts); readable is weaker than complete: a queue that disagrees with its meta is still read. */
@@ -53,8 +53,8 @@ export class VersionStore {
   }
 
   /** The one definition of a complete version (see `Completeness`), with what is wrong when it is not. */
-  async completeness(version: string, slot: QueueSlot = 'live'): Promise<Completeness> {
-    const { queue, meta } = slotKeys(this.keys, version, slot);
+  async completeness(version: string, which: LiveOrShadow = 'live'): Promise<Completeness> {
+    const { queue, meta } = liveOrShadowKeys(this.keys, version, which);
     const [[metaLength, buildId], queueLength] = await Promise.all([this.redis.hmGet(meta, ['length', 'buildId']), this.redis.lLen(queue)]);
     const length = Number(metaLength);
     if (metaLength === null || !(length > 0) || queueLength !== length) {
@@ -78,9 +78,9 @@ export class VersionStore {
     await this.redis.hSet(this.keys.meta(version), 'completedAt', at);
   }
 
-  /** Sets the meta's shadow flag in `slot` (a held build says it is a shadow; a promoted one, before its publish, that it is live). */
-  async markShadow(version: string, slot: QueueSlot, shadow: boolean): Promise<void> {
-    await this.redis.hSet(slotKeys(this.keys, version, slot).meta, 'shadow', shadow ? '1' : '0');
+  /** Sets the shadow flag of the `which` meta (a held build says it is a shadow; a promoted one, before its publish, that it is live). */
+  async markShadow(version: string, which: LiveOrShadow, shadow: boolean): Promise<void> {
+    await this.redis.hSet(liveOrShadowKeys(this.keys, version, which).meta, 'shadow', shadow ? '1' : '0');
   }
 
   /**
@@ -104,17 +104,17 @@ export class VersionStore {
 
   /**
    * Publishes the build's staged keys (or, `from: 'shadow'`, the version's shadow copy: a promote)
-   * as the version's keys in `slot`, expiring in `ttlSeconds`, in one script that first checks the
+   * as the version's keys (live or shadow, `which`), expiring in `ttlSeconds`, in one script that first checks the
    * lock is still ours and the lengths agree (lua/publish-version.lua); refused with
    * PublishRefusedError. A rebuild of a live version in place then gives its offset buckets the same
    * expiry (they are in other slots; a new version's buckets get it from their first claim).
    */
-  async publish(meta: QueueMeta, lock: PublishLock, slot: QueueSlot, ttlSeconds: number, from: 'staging' | 'shadow' = 'staging'): Promise<void> {
+  async publish(meta: QueueMeta, lock: PublishLock, which: LiveOrShadow, ttlSeconds: number, from: 'staging' | 'shadow' = 'staging'): Promise<void> {
     const { version } = meta;
-    const source = from === 'shadow' ? slotKeys(this.keys, version, 'shadow') : this.stagingKeys(version, lock.token);
-    const target = slotKeys(this.keys, version, slot);
+    const source = from === 'shadow' ? liveOrShadowKeys(this.keys, version, 'shadow') : this.stagingKeys(version, lock.token);
+    const target = liveOrShadowKeys(this.keys, version, which);
     // A shadow never touches what readers of the version use: its offsets among them (R20).
-    const rebuildInPlace = slot === 'live' && (await this.redis.exists(target.meta)) === 1;
+    const rebuildInPlace = which === 'live' && (await this.redis.exists(target.meta)) === 1;
     try {
       await runScript(this.redis, 'publish-version', [lock.key, source.queue, source.scores, source.meta, target.queue, target.scores, target.meta], [lock.token, String(ttlSeconds), String(meta.length)]);
     } catch (err) {
@@ -160,9 +160,9 @@ export class VersionStore {
     return { ids, size };
   }
 
-  /** Ids of the version's queue in `slot` at list positions [start, stop] (LRANGE: -1 is the last). */
-  readQueue(version: string, slot: QueueSlot = 'live', start = 0, stop = -1): Promise<string[]> {
-    return this.redis.lRange(slotKeys(this.keys, version, slot).queue, start, stop);
+  /** Ids of the version's queue (live or shadow, `which`) at list positions [start, stop] (LRANGE: -1 is the last). */
+  readQueue(version: string, which: LiveOrShadow = 'live', start = 0, stop = -1): Promise<string[]> {
+    return this.redis.lRange(liveOrShadowKeys(this.keys, version, which).queue, start, stop);
   }
 
   /** The ids at ring positions [start, start + count) of the live queue, wrapping at `length`. */
@@ -170,9 +170,9 @@ export class VersionStore {
     return readQueueRange(this.redis, this.keys, version, length, start, count);
   }
 
-  /** The queue's length and seconds to expiry in `slot` (-2: no queue, -1: no expiry). */
-  async queueState(version: string, slot: QueueSlot = 'live'): Promise<{ length: number; ttlSeconds: number }> {
-    const { queue } = slotKeys(this.keys, version, slot);
+  /** The queue's length and seconds to expiry, live or shadow (-2: no queue, -1: no expiry). */
+  async queueState(version: string, which: LiveOrShadow = 'live'): Promise<{ length: number; ttlSeconds: number }> {
+    const { queue } = liveOrShadowKeys(this.keys, version, which);
     const [length, ttlSeconds] = await Promise.all([this.redis.lLen(queue), this.redis.ttl(queue)]);
     return { length, ttlSeconds };
   }

@@ -28,7 +28,7 @@ import {
   writeHeldVersion,
   type AuditTrail,
   type QueueMeta,
-  type QueueSlot,
+  type LiveOrShadow,
   type Redis,
   type RedisKeys,
   type SwitchOutcome,
@@ -256,12 +256,12 @@ async function verifyStaging(deps: BuildDeps, build: AssembledBuild): Promise<vo
 
 /**
  * Publishes the staged queue, scores and meta (a promote: the held shadow's, `from: 'shadow'`) as
- * the version's keys in `slot`, with their expiry (72 h from now, R10): VersionStore.publish. A
+ * the version's keys (live or shadow, `which`), with their expiry (72 h from now, R10): VersionStore.publish. A
  * refused publish (the lock lost, lengths that disagree) is a failed verification.
  */
-export async function publish(deps: Pick<BuildDeps, 'redis' | 'keys' | 'keyTtlHours'>, meta: QueueMeta, lock: BuildLock, slot: QueueSlot, from: 'staging' | 'shadow' = 'staging'): Promise<void> {
+export async function publish(deps: Pick<BuildDeps, 'redis' | 'keys' | 'keyTtlHours'>, meta: QueueMeta, lock: BuildLock, which: LiveOrShadow, from: 'staging' | 'shadow' = 'staging'): Promise<void> {
   try {
-    await versionStore(deps).publish(meta, lock, slot, deps.keyTtlHours * 3600, from);
+    await versionStore(deps).publish(meta, lock, which, deps.keyTtlHours * 3600, from);
   } catch (err) {
     if (err instanceof PublishRefusedError) throw new BuildVerificationError(err.message);
     throw err;

@@ -9,7 +9,7 @@ import { countDuplicates, expandBlocks, fullBlockRatio } from '@feed/domain';
 import { CHECK_EVERY_MS } from '../controller/desired-state';
 import { SCHEDULER_ID } from '../jobs/build-queue';
 import { rampView } from './inspect-ramp';
-import { countUsersWithOffset, readHeldVersion, readRolloutOverride, readVariantStats, resolveRollout, variantReadout, VersionStore, type AuditTrail, type HeldVersion, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { countUsersWithOffset, readHeldVersion, readRolloutOverride, readVariantStats, resolveRollout, variantReadout, VersionStore, type AuditTrail, type HeldVersion, type QueueMeta, type LiveOrShadow, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 
 export interface VersionReport {
   version: string;
@@ -51,22 +51,22 @@ export async function versionPointers(redis: Redis, keys: RedisKeys): Promise<Po
 }
 
 /** One version's report; `pointers` (read once by the caller) give its roles. A shadow has no readers, so no offsets. */
-export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers, slot: QueueSlot = 'live'): Promise<VersionReport> {
+export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers, which: LiveOrShadow = 'live'): Promise<VersionReport> {
   const versions = new VersionStore(redis, keys);
-  const [meta, completeness, { length: queueLength, ttlSeconds }] = await Promise.all([versions.readMeta(version, slot), versions.completeness(version, slot), versions.queueState(version, slot)]);
-  const usersWithOffset = slot === 'shadow' || !meta ? 0 : await countUsersWithOffset(redis, keys, version, meta.offsetBuckets);
+  const [meta, completeness, { length: queueLength, ttlSeconds }] = await Promise.all([versions.readMeta(version, which), versions.completeness(version, which), versions.queueState(version, which)]);
+  const usersWithOffset = which === 'shadow' || !meta ? 0 : await countUsersWithOffset(redis, keys, version, meta.offsetBuckets);
   const blocks = meta ? expandBlocks(meta.blocks) : [];
   const compositions: Record<string, number> = {};
   for (const b of blocks) compositions[`${b.high}+${b.fresh}`] = (compositions[`${b.high}+${b.fresh}`] ?? 0) + 1;
-  const role = slot === 'shadow' ? (['shadow'] as const) : (['current', 'previous'] as const).filter((r) => pointers[r] === version);
+  const role = which === 'shadow' ? (['shadow'] as const) : (['current', 'previous'] as const).filter((r) => pointers[r] === version);
   const complete = completeness.complete ? { complete: true } : { complete: false, problem: completeness.problem };
   return { version, role: [...role], meta, ...complete, queueLength, ttlSeconds, usersWithOffset, fullBlockRatio: fullBlockRatio(blocks), compositions };
 }
 
 /** How `other`'s queue (live, or its shadow build's) differs from `base`'s live queue. */
-export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string, otherSlot: QueueSlot = 'live'): Promise<VersionDiff> {
+export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string, otherWhich: LiveOrShadow = 'live'): Promise<VersionDiff> {
   const versions = new VersionStore(redis, keys);
-  const [a, b] = await Promise.all([versions.readQueue(base), versions.readQueue(other, otherSlot)]);
+  const [a, b] = await Promise.all([versions.readQueue(base), versions.readQueue(other, otherWhich)]);
   const inA = new Set(a);
   const both = b.filter((id) => inA.has(id)).length;
   const inB = new Set(b);
