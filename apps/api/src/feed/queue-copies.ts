@@ -9,7 +9,7 @@
  * `maxBytes` (their share of API_MEMORY_BUDGET_MB), least recently used dropped first: today's,
  * yesterday's (R17's fallback) and one being replaced. A queue larger than `maxBytes` alone is
  * never copied: its positions stay in Redis.
- * Loads are preloads: an instance starts one when its settings refresh first names a version or
+ * Loads are preloads: an instance starts one when its read-state refresh first names a version or
  * build id (`preload`), after a random delay of up to `jitterMs`, so at the daily switch the
  * instances' LRANGEs to the master that owns `{V}` are spread in time, not all at the first miss.
  */
@@ -75,7 +75,7 @@ export class QueueCopies {
   idsAt(ring: RingVersion, start: number, count: number): string[] | undefined {
     const copy = this.copies.get(ring.version);
     if (!copy || !sameBuild(copy, ring)) {
-      // Normally scheduled already by the settings refresh that named this ring.
+      // Normally scheduled already by the read-state refresh that named this ring.
       this.preload(ring);
       return undefined;
     }
