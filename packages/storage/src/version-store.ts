@@ -16,7 +16,7 @@ import { runScript } from './lua-scripts';
 import { encodeMeta, readMeta, type QueueMeta } from './queue-meta';
 import type { Redis } from './redis-client';
 import { liveOrShadowKeys, VERSION_PATTERN, type LiveOrShadow, type RedisKeys } from './redis-keys';
-import { offsetBucketKeys, readQueueRange, readRingVersion, type RingVersion } from './ring';
+import { offsetBucketKeys, readQueueRange } from './ring';
 
 /**
  * Whether a version's keys are whole: its meta names a positive length and its queue holds
@@ -45,11 +45,6 @@ export class VersionStore {
   /** The version's meta (live or shadow, `which`), or null when it has none. */
   readMeta(version: string, which: LiveOrShadow = 'live'): Promise<QueueMeta | null> {
     return readMeta(this.redis, this.keys, version, which);
-  }
-
-  /** What a reader of the live version needs (ring.ts); readable is weaker than complete: a queue that disagrees with its meta is still read. */
-  readRing(version: string): Promise<RingVersion | null> {
-    return readRingVersion(this.redis, this.keys, version);
   }
 
   /** The one definition of a complete version (see `Completeness`), with what is wrong when it is not. */
