@@ -17,6 +17,11 @@
   belongs to another build; LENGTH_MISMATCH when the staged queue, scores or meta disagree
   with ARGV[3].
 
+  The length check is the script's own copy of "complete" (VersionStore.completeness in
+  packages/storage/src/version-store.ts: the queue holds meta.length ids), made here because it
+  must be atomic with the rename; it also checks the scores, which the TS definition leaves out,
+  and leaves meta.length > 0 to the build's verify step. Change both together.
+
   All keys carry the version's hash tag: one slot, so this runs on Redis Cluster too. The
   version's offset buckets have slots of their own (R22): the build gives them their expiry.
 ]]

@@ -12,7 +12,7 @@ import jwt from 'jsonwebtoken';
 import mongoose from 'mongoose';
 import { createClient } from 'redis';
 import { loadConfig } from '@feed/config';
-import { connectRedis, createRedisKeys, videoModel, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { connectRedis, createRedisKeys, offsetBucketKeys, videoModel, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 import { createLogger } from '@feed/logger';
 import { runDailyBuild } from '@feed/worker';
 import { seedVideos } from '@feed/demo-data';
@@ -183,7 +183,7 @@ async function clusterRun(mongoUri: string, users: number): Promise<{ hottestPct
   const extra: Managed[] = [];
   try {
     await Promise.all(masters.map((m) => m.connect()));
-    await buildBenchVersion(redis, keys, videoModel(connection));
+    const built = await buildBenchVersion(redis, keys, videoModel(connection));
     const apiEnv = {
       NODE_ENV: 'production',
       LOG_LEVEL: 'error',
@@ -204,15 +204,12 @@ async function clusterRun(mongoUri: string, users: number): Promise<{ hottestPct
       for (let u = 0; u < users; u += 50) await Promise.all(Array.from({ length: Math.min(50, users - u) }, (_, i) => page(u + i)));
     }
     const usec = await Promise.all(masters.map(async (m) => commandUsec(await m.info('commandstats'))));
-    // The offsets' memory: MEMORY USAGE of every offset bucket (key, value and its entry in the
-    // keyspace; the bucket's expiry entry, ~32 B a bucket, is not counted). used_memory before
-    // and after moves by the clients' buffers as much as by 100 KB of offsets.
+    // The offsets' memory: MEMORY USAGE of every offset bucket of the version read (key, value and
+    // its entry in the keyspace; the bucket's expiry entry, ~32 B a bucket, is not counted), each
+    // asked of the master that holds it. used_memory before and after moves by the clients'
+    // buffers as much as by 100 KB of offsets.
     let offsets = 0;
-    for (const m of masters) {
-      for await (const batch of m.scanIterator({ MATCH: `${prefix}recommend:short:offset:*`, COUNT: 1000 })) {
-        for (const key of batch) offsets += Number(await m.memoryUsage(key, { SAMPLES: 0 }));
-      }
-    }
+    for (const key of offsetBucketKeys(keys, built.meta!)) offsets += Number(await redis.memoryUsage(key, { SAMPLES: 0 }));
     const total = usec.reduce((a, b) => a + b, 0);
     console.log(`cluster: ${users} users x 3 pages on ${cluster.nodes.length} masters; Redis CPU per master ${usec.map((x) => `${((100 * x) / total).toFixed(0)}%`).join(' ')} (${(total / 1000).toFixed(0)} ms in all)`);
     const instances = [server, ...(await Promise.all(Array.from({ length: SWITCH_INSTANCES - 1 }, () => startBenchServer(apiEnv))))];

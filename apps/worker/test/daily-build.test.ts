@@ -245,7 +245,7 @@ describe('daily build', () => {
     const first = await runDailyBuild(deps, { at: yesterday });
     const previousQueue = await queueOf(first.version);
 
-    const failing: BuildDeps = { ...deps, at: async (point) => (point === 'before-publish' ? Promise.reject(new Error('injected failure')) : undefined) };
+    const failing: BuildDeps = { ...deps, failpoint: async (point) => (point === 'before-publish' ? Promise.reject(new Error('injected failure')) : undefined) };
     await expect(runDailyBuild(failing, { at: AT })).rejects.toThrow('injected failure');
     expect(await s.redis.get(s.keys.current)).toBe(first.version);
     expect(await queueOf(first.version)).toEqual(previousQueue);
@@ -316,7 +316,7 @@ describe('daily build', () => {
     const stealing: BuildDeps = {
       ...deps,
       // The lock expires and another worker takes it, and starts writing, during our build.
-      at: async (point) => {
+      failpoint: async (point) => {
         if (point !== 'before-publish') return;
         await s.redis.set(s.keys.buildLock(VERSION), 'other-owner');
         await s.redis.rPush(othersStaging, 'their-work');
@@ -333,7 +333,7 @@ describe('daily build', () => {
     await seed(30, 0);
     const tampering: BuildDeps = {
       ...deps,
-      at: async (point) => {
+      failpoint: async (point) => {
         if (point !== 'before-publish') return;
         for await (const batch of s.redis.scanKeys(`${s.prefix}*queue:{${VERSION}}:staging:*`)) for (const key of batch) await s.redis.rPush(key, 'extra-id');
       },
@@ -348,7 +348,7 @@ describe('daily build', () => {
     const yesterday = new Date(AT.getTime() - DAY);
     const older = versionFor(yesterday, 'Asia/Shanghai');
     // While yesterday's build is between its write and its publish, today's build completes.
-    const racing: BuildDeps = { ...deps, at: async (point) => void (point === 'before-publish' && (await runDailyBuild(deps, { at: AT }))) };
+    const racing: BuildDeps = { ...deps, failpoint: async (point) => void (point === 'before-publish' && (await runDailyBuild(deps, { at: AT }))) };
     const result = await runDailyBuild(racing, { at: yesterday });
     expect(result).toMatchObject({ version: older, status: 'superseded' });
     expect(await s.redis.get(s.keys.current)).toBe(VERSION);

@@ -17,3 +17,4 @@ export * from './audit-trail';
 export * from './variant-stats';
 export * from './held-version';
 export * from './ramp-store';
+export * from './version-store';

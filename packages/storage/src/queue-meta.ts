@@ -1,7 +1,7 @@
 /** The meta hash of one version (SPEC R10): what a build wrote, read back by API, worker and CLI. */
 import { MIN_OFFSET_BUCKETS, type BlockRun } from '@feed/domain';
 import type { Redis } from './redis-client';
-import { slotKeys, type QueueSlot, type RedisKeys } from './redis-keys';
+import { liveOrShadowKeys, type LiveOrShadow, type RedisKeys } from './redis-keys';
 
 export interface QueueMeta {
   version: string;
@@ -75,7 +75,7 @@ export function decodeMeta(fields: Record<string, string>): QueueMeta | null {
   };
 }
 
-/** A version's live meta, or (`slot: 'shadow'`) the meta of its shadow build (R20). */
-export async function readMeta(redis: Redis, keys: RedisKeys, version: string, slot: QueueSlot = 'live'): Promise<QueueMeta | null> {
-  return decodeMeta((await redis.hGetAll(slotKeys(keys, version, slot).meta)) as Record<string, string>);
+/** A version's live meta, or (`which: 'shadow'`) the meta of its shadow build (R20). */
+export async function readMeta(redis: Redis, keys: RedisKeys, version: string, which: LiveOrShadow = 'live'): Promise<QueueMeta | null> {
+  return decodeMeta((await redis.hGetAll(liveOrShadowKeys(keys, version, which).meta)) as Record<string, string>);
 }

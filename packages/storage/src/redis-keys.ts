@@ -75,11 +75,11 @@ export function createRedisKeys(prefix = '') {
 export type RedisKeys = ReturnType<typeof createRedisKeys>;
 
 /** A version's live keys (what the API serves) or its shadow build's own keys (R20). */
-export type QueueSlot = 'live' | 'shadow';
+export type LiveOrShadow = 'live' | 'shadow';
 
-/** The queue, scores and meta keys of `version` in `slot`. */
-export function slotKeys(keys: RedisKeys, version: string, slot: QueueSlot): { queue: string; scores: string; meta: string } {
-  return slot === 'shadow'
+/** The queue, scores and meta keys of `version` (live or shadow, `which`). */
+export function liveOrShadowKeys(keys: RedisKeys, version: string, which: LiveOrShadow): { queue: string; scores: string; meta: string } {
+  return which === 'shadow'
     ? { queue: keys.shadowQueue(version), scores: keys.shadowScores(version), meta: keys.shadowMeta(version) }
     : { queue: keys.queue(version), scores: keys.scores(version), meta: keys.meta(version) };
 }

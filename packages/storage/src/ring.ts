@@ -35,7 +35,11 @@ export interface RingVersion {
   expiresAt: number;
 }
 
-/** The version's ring as published, or null when its queue or meta is gone (expired, deleted). */
+/**
+ * The version's ring as published, or null when its queue or meta is gone (expired, deleted).
+ * Readable, not complete: a queue whose length disagrees with its meta is still read here (its
+ * claims may come short); whether a version is complete is VersionStore.completeness's to say.
+ */
 export async function readRingVersion(redis: Redis, keys: RedisKeys, version: string): Promise<RingVersion | null> {
   const [[length, buildId, offsetBuckets], expiresAt] = await Promise.all([
     redis.hmGet(keys.meta(version), ['length', 'buildId', 'offsetBuckets']),

@@ -43,7 +43,7 @@ export class ClockSkewProbe {
     }
   }
 
-  /** Measures in the background unless one was made within SKEW_MEASURE_EVERY_MS (called at each settings refresh). */
+  /** Measures in the background unless one was made within SKEW_MEASURE_EVERY_MS (called at each read-state refresh). */
   maybeMeasure(): void {
     const now = performance.now();
     if (this.measuring || now - this.lastMeasuredAt < SKEW_MEASURE_EVERY_MS) return;

@@ -1,6 +1,6 @@
 /**
  * Explain (for the people who tune the feed): what a user's next page would be and why, without
- * moving their offset. It scans the ring with the feed's own module (ring-page.ts), reading the
+ * moving their offset. It scans the ring with the feed's own module (ring-scan.ts), reading the
  * offset instead of claiming it. Replayable: the build is deterministic, so a version can be
  * rebuilt with `pnpm cli build --at` and explained again.
  */
@@ -9,7 +9,7 @@ import { readMeta, readOffset, readRecordedScores, readRingVersion, type Redis, 
 import type { Identity } from '../http/identity';
 import type { UserHistory } from '../users/user-history';
 import type { Verdict } from './candidate-verdict';
-import { RingReader, scanRing } from './ring-page';
+import { RingReader, scanRing } from './ring-scan';
 import type { VideoCatalog } from './video-catalog';
 
 export interface ExplainedCandidate {

@@ -13,15 +13,15 @@
  */
 import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { claimPositions, Deadline, DeadlineSpentError, RedisCallError, unclaimPositions, type Claim, type Redis, type RedisKeys, type RingVersion, type Variant } from '@feed/storage';
+import { claimPositions, Deadline, DeadlineSpentError, RedisCallError, unclaimPositions, VersionStore, type Claim, type Redis, type RedisKeys, type RingVersion, type Variant } from '@feed/storage';
 import { AppError, unavailable } from '@feed/http';
 import { annotateRequestSpan, inSpan } from '@feed/telemetry';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics, SkipReason } from '../metrics';
-import { RingReader, scanRing } from './ring-page';
+import { RingReader, scanRing } from './ring-scan';
 import type { QueueCopies } from './queue-copies';
 import { ClockSkewProbe } from './clock-skew';
-import { FeedSettingsCache, type FeedSettings } from './feed-settings';
+import { FeedReadStateCache, type FeedReadState } from './feed-read-state';
 import { VariantReadout } from './variant-readout';
 import type { VideoCatalog, VideoInfo } from './video-catalog';
 import type { UserFilter, UserHistory } from '../users/user-history';
@@ -63,7 +63,7 @@ export function rolloutBucket(key: string): number {
 interface PageRequest {
   identity: Identity;
   pageSize: number;
-  settings: FeedSettings;
+  readState: FeedReadState;
   deadline: Deadline;
   requestId?: string;
 }
@@ -71,16 +71,17 @@ interface PageRequest {
 type Strategy = (request: PageRequest) => Promise<FeedPage>;
 
 export class FeedService {
-  readonly settings: FeedSettingsCache;
+  readonly readState: FeedReadStateCache;
   /** Pages and engagement per variant (D7); the interaction routes count into it too. */
   readonly readout: VariantReadout;
   /** Where the ids at claimed positions come from (shared with explain). */
   readonly reader: RingReader;
-  /** This host's clock against Redis's (feed_clock_skew_seconds), measured at settings refreshes. */
+  /** This host's clock against Redis's (feed_clock_skew_seconds), measured at read-state refreshes. */
   readonly clockSkew: ClockSkewProbe;
+  private readonly versions: VersionStore;
   private readonly strategies: Record<StrategyName, Strategy> = {
-    ring: (r) => this.ringPage(r, r.settings.current),
-    'previous-version': (r) => this.ringPage(r, r.settings.previous !== r.settings.current ? r.settings.previous : null),
+    ring: (r) => this.ringPage(r, r.readState.current),
+    'previous-version': (r) => this.ringPage(r, r.readState.previous !== r.readState.current ? r.readState.previous : null),
     'legacy-set': (r) => this.legacyPage(r),
     'mongo-fallback': (r) => this.mongoPage(r),
   };
@@ -94,31 +95,32 @@ export class FeedService {
     private readonly options: FeedOptions,
   ) {
     this.clockSkew = new ClockSkewProbe(redis, keys, metrics.clockSkew);
-    const showRollout = ({ rollout }: FeedSettings) => {
+    this.versions = new VersionStore(redis, keys);
+    const showRollout = ({ rollout }: FeedReadState) => {
       metrics.rolloutEnabled.set(rollout.enabled ? 1 : 0);
       metrics.rolloutPercent.set(rollout.percent);
     };
-    this.settings = new FeedSettingsCache(redis, keys, options.currentCacheMs, { enabled: options.enabled, percent: options.percent }, (settings) => {
-      showRollout(settings);
+    this.readState = new FeedReadStateCache(redis, keys, options.currentCacheMs, { enabled: options.enabled, percent: options.percent }, (readState) => {
+      showRollout(readState);
       this.clockSkew.maybeMeasure();
       // Each version or build seen is copied ahead of its first reads, at a jittered moment (R22).
-      for (const ring of settings.rings.values()) if (ring) options.queueCopies?.preload(ring);
+      for (const ring of readState.rings.values()) if (ring) options.queueCopies?.preload(ring);
     });
     // Until Redis is first read, the environment's values are in force.
-    showRollout(this.settings.lastKnown());
+    showRollout(this.readState.lastKnown());
     this.readout = new VariantReadout(redis, keys, metrics, (identity) => this.variantOf(identity));
     this.reader = new RingReader(redis, keys, options.queueCopies);
   }
 
   /** The variant that serves this user under the rollout in force (D7): read as a page request reads it. */
   async variantOf(identity: Identity): Promise<Variant> {
-    const settings = await this.currentSettings(new Deadline(this.options.redisDeadlineMs));
-    return this.chainFor(identity, settings)[0] === 'ring' ? 'ring' : 'legacy';
+    const readState = await this.currentReadState(new Deadline(this.options.redisDeadlineMs));
+    return this.chainFor(identity, readState)[0] === 'ring' ? 'ring' : 'legacy';
   }
 
   /** The strategies tried for this user, in order. */
-  chainFor(identity: Identity, settings: FeedSettings): StrategyName[] {
-    const { enabled, percent } = settings.rollout;
+  chainFor(identity: Identity, readState: FeedReadState): StrategyName[] {
+    const { enabled, percent } = readState.rollout;
     const inRollout = enabled && rolloutBucket(identity.key) < percent;
     return inRollout ? ['ring', 'previous-version', 'legacy-set', 'mongo-fallback'] : ['legacy-set', 'mongo-fallback'];
   }
@@ -126,15 +128,15 @@ export class FeedService {
   /** The next page for this user, from the first strategy of the chain that works. */
   async nextPage(identity: Identity, pageSize: number, requestId?: string): Promise<FeedPage> {
     const deadline = new Deadline(this.options.redisDeadlineMs);
-    const settings = await this.currentSettings(deadline, requestId);
-    const chain = this.chainFor(identity, settings);
+    const readState = await this.currentReadState(deadline, requestId);
+    const chain = this.chainFor(identity, readState);
     const variant: Variant = chain[0] === 'ring' ? 'ring' : 'legacy';
     this.readout.countHealth(variant, 'request');
     const failures: string[] = [];
     try {
       for (const [index, name] of chain.entries()) {
         try {
-          const page = await this.strategies[name]({ identity, pageSize, settings, deadline, requestId });
+          const page = await this.strategies[name]({ identity, pageSize, readState, deadline, requestId });
           this.metrics.pages.inc({ strategy: name });
           this.readout.count(variant, 'page');
           annotateRequestSpan({ 'feed.strategy': name, 'feed.queue_version': page.queueVersion, 'feed.videos': page.vInfos.length });
@@ -163,16 +165,17 @@ export class FeedService {
     }
   }
 
-  /** Fresh settings, or the last known ones when Redis does not answer within the deadline. */
-  private async currentSettings(deadline: Deadline, requestId?: string): Promise<FeedSettings> {
-    const cached = this.settings.peek();
+  /** A fresh read state, or the last known one when Redis does not answer within the deadline. */
+  private async currentReadState(deadline: Deadline, requestId?: string): Promise<FeedReadState> {
+    const cached = this.readState.peek();
     if (cached) return cached;
     try {
-      return await deadline.run(() => this.settings.get(), 'feed settings');
+      return await deadline.run(() => this.readState.get(), 'feed read state');
     } catch (err) {
+      // 'settings': the label's name from before the rename (a dashboard and alert contract).
       this.metrics.redisFailures.inc({ operation: 'settings' });
-      logger.warn('feed settings unreadable, using the last known', { requestId, err: err instanceof Error ? err.message : String(err) });
-      return this.settings.lastKnown();
+      logger.warn('feed read state unreadable, using the last known', { requestId, err: err instanceof Error ? err.message : String(err) });
+      return this.readState.lastKnown();
     }
   }
 
@@ -216,15 +219,15 @@ export class FeedService {
 
   /**
    * Claims positions of `version`'s ring until the page is full or one whole circle was scanned
-   * (ring-page.ts). Every claimed position is either served or skipped, so the offset moves past
+   * (ring-scan.ts). Every claimed position is either served or skipped, so the offset moves past
    * exactly what this request looked at. A claim that happened is served: past the deadline only
    * further claims are given up.
    */
   private async ringPage(request: PageRequest, version: string | null): Promise<FeedPage> {
     if (!version) throw new NotApplicable('no such version');
-    const ring = request.settings.rings.get(version);
+    const ring = request.readState.rings.get(version);
     if (!ring) {
-      this.settings.invalidate();
+      this.readState.invalidate();
       throw new NotApplicable(`queue of version ${version} is gone`);
     }
     const { identity, pageSize } = request;
@@ -248,7 +251,7 @@ export class FeedService {
             throw err;
           });
           if (ids.length < claim.count) {
-            this.settings.invalidate();
+            this.readState.invalidate();
             throw new NotApplicable(`queue of version ${version} is gone`);
           }
           return { start: claim.offset, ids };
@@ -266,7 +269,7 @@ export class FeedService {
       else skips.set(verdict, (skips.get(verdict) ?? 0) + 1);
     }
     for (const [reason, count] of skips) this.metrics.skipped.inc({ reason }, count);
-    this.metrics.currentVersion.set(Number(request.settings.current) || 0);
+    this.metrics.currentVersion.set(Number(request.readState.current) || 0);
     return {
       vInfos: served,
       totalPages: Math.ceil(ring.length / BLOCK_SIZE),
@@ -278,10 +281,7 @@ export class FeedService {
 
   /** The old behaviour: random ids from the legacy set (SRANDMEMBER), re-checked against R1. */
   private async legacyPage({ identity, pageSize, deadline }: PageRequest): Promise<FeedPage> {
-    const [ids, size] = await deadline.run(
-      () => Promise.all([this.redis.sRandMemberCount(this.keys.legacyIds, pageSize), this.redis.sCard(this.keys.legacyIds)]),
-      'legacy set',
-    );
+    const { ids, size } = await deadline.run(() => this.versions.sampleLegacy(pageSize), 'legacy set');
     if (ids.length === 0) throw new NotApplicable('legacy set is empty');
     const vInfos = await this.catalog.servable(ids, identity.userId);
     return { vInfos, totalPages: Math.ceil(size / BLOCK_SIZE), hasNext: size > 0, queueVersion: 'legacy' };

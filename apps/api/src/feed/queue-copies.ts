@@ -2,19 +2,19 @@
  * The API's in-process copies of published queues (SPEC R22): a published queue never changes,
  * so each instance reads it once per version and build, and claims then touch only the user's
  * offset bucket. A copy is 12 bytes a video (the ids' bytes; 12 MB per million videos), loaded in
- * the background in chunks, and used only once verified: every chunk full, the total equal to
- * `meta.length`, and the meta's build id unchanged from before the first chunk to after the last
- * (a forced rebuild in place during the load discards it). Until a copy is ready the feed reads
+ * the background in chunks, and used only once verified: every chunk full, and after the last the
+ * version complete (VersionStore.completeness) with the length and build id it had before the
+ * first (a forced rebuild in place during the load discards it). Until a copy is ready the feed reads
  * the claimed positions from Redis (LRANGE). At most `maxCopies` are kept, together at most
  * `maxBytes` (their share of API_MEMORY_BUDGET_MB), least recently used dropped first: today's,
  * yesterday's (R17's fallback) and one being replaced. A queue larger than `maxBytes` alone is
  * never copied: its positions stay in Redis.
- * Loads are preloads: an instance starts one when its settings refresh first names a version or
+ * Loads are preloads: an instance starts one when its read-state refresh first names a version or
  * build id (`preload`), after a random delay of up to `jitterMs`, so at the daily switch the
  * instances' LRANGEs to the master that owns `{V}` are spread in time, not all at the first miss.
  */
 import { logger } from '@feed/logger';
-import { readQueueRange, readRingVersion, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
+import { VersionStore, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
 
 const ID_BYTES = 12;
 const HEX_ID = /^[0-9a-f]{24}$/;
@@ -39,16 +39,19 @@ export class QueueCopies {
   private readonly scheduled = new Map<string, NodeJS.Timeout>();
   /** Builds too large for `maxBytes` (version/buildId). */
   private readonly oversized = new Set<string>();
+  private readonly versions: VersionStore;
 
   constructor(
-    private readonly redis: Redis,
-    private readonly keys: RedisKeys,
+    redis: Redis,
+    keys: RedisKeys,
     private readonly maxCopies: number,
     private readonly onLoaded: (version: string, bytes: number) => void = () => undefined,
     private readonly maxBytes = Infinity,
     private readonly jitterMs = PRELOAD_JITTER_MS,
     private readonly random: () => number = Math.random,
-  ) {}
+  ) {
+    this.versions = new VersionStore(redis, keys);
+  }
 
   /**
    * Schedules the load of `ring`'s copy after a random delay within `jitterMs`, unless it is held,
@@ -72,7 +75,7 @@ export class QueueCopies {
   idsAt(ring: RingVersion, start: number, count: number): string[] | undefined {
     const copy = this.copies.get(ring.version);
     if (!copy || !sameBuild(copy, ring)) {
-      // Normally scheduled already by the settings refresh that named this ring.
+      // Normally scheduled already by the read-state refresh that named this ring.
       this.preload(ring);
       return undefined;
     }
@@ -125,16 +128,16 @@ export class QueueCopies {
     const ids = Buffer.alloc(ring.length * ID_BYTES);
     for (let start = 0; start < ring.length; start += LOAD_CHUNK) {
       const count = Math.min(LOAD_CHUNK, ring.length - start);
-      const chunk = await readQueueRange(this.redis, this.keys, ring.version, ring.length, start, count);
+      const chunk = await this.versions.readQueueRange(ring.version, ring.length, start, count);
       if (chunk.length !== count) throw new Error(`queue ${ring.version} is shorter than meta.length ${ring.length}`);
       chunk.forEach((id, i) => {
         if (!HEX_ID.test(id)) throw new Error(`queue ${ring.version} holds "${id}" at ${start + i}, not a 24-hex id`);
         ids.write(id, (start + i) * ID_BYTES, ID_BYTES, 'hex');
       });
     }
-    const [after, listed] = await Promise.all([readRingVersion(this.redis, this.keys, ring.version), this.redis.lLen(this.keys.queue(ring.version))]);
-    if (!after || !sameBuild(after, ring)) throw new Error(`queue ${ring.version} was rebuilt or removed while being copied`);
-    if (listed !== ring.length) throw new Error(`queue ${ring.version} holds ${listed} ids, meta.length says ${ring.length}`);
+    const after = await this.versions.completeness(ring.version);
+    if (!after.complete) throw new Error(`queue ${ring.version} is not complete: ${after.problem}`);
+    if (!sameBuild(after, ring)) throw new Error(`queue ${ring.version} was rebuilt while being copied`);
     this.copies.delete(ring.version);
     this.copies.set(ring.version, { buildId: ring.buildId, length: ring.length, ids });
     while (this.copies.size > this.maxCopies || this.bytes() > this.maxBytes) this.copies.delete(this.copies.keys().next().value!);

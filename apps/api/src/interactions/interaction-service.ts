@@ -51,7 +51,7 @@ export class InteractionService {
   }
 
   /** Brings the video's counters up to its records when this record is not counted yet. */
-  private async follow(kind: CounterKind, record: { _id: Types.ObjectId; videoId: Types.ObjectId; dirty: boolean; active: boolean } | null): Promise<void> {
+  private async tallyIfUncounted(kind: CounterKind, record: { _id: Types.ObjectId; videoId: Types.ObjectId; dirty: boolean; active: boolean } | null): Promise<void> {
     if (!record?.dirty) return;
     await this.hooks.afterRecord?.();
     await tallyCounters(this.videos, this.records, kind, record.videoId, { hooks: this.hooks, record: record._id, active: record.active });
@@ -70,7 +70,7 @@ export class InteractionService {
     const now = new Date();
     const upserted = await this.upsertRecord(model, userId, videoId, now);
     if (upserted.inserted) {
-      await this.follow(kind, upserted.record);
+      await this.tallyIfUncounted(kind, upserted.record);
       return { active: true, changed: true, first: true };
     }
     let record: ToggleRecord | null = upserted.record;
@@ -84,7 +84,7 @@ export class InteractionService {
       record = turnedOn ?? (await model.findById(record._id).lean());
     }
     // Unchanged, it still completes the count when an earlier attempt crashed before it.
-    await this.follow(kind, record);
+    await this.tallyIfUncounted(kind, record);
     return { active: true, changed, first: false };
   }
 
@@ -116,7 +116,7 @@ export class InteractionService {
     const turnedOff = await model
       .findOneAndUpdate({ userId, videoId, active: true }, [keepShown, { $set: { active: false, dirty: true, changedAt: new Date() } }], { returnDocument: 'after', updatePipeline: true })
       .lean();
-    await this.follow(kind, turnedOff ?? (await model.findOne({ userId, videoId }).lean()));
+    await this.tallyIfUncounted(kind, turnedOff ?? (await model.findOne({ userId, videoId }).lean()));
     return { active: false, changed: Boolean(turnedOff), first: false };
   }
 
@@ -144,7 +144,7 @@ export class InteractionService {
       if (!record.videoId.equals(videoId)) throw new AppError(409, 'idempotency_conflict', 'Idempotency-Key was already used for another video');
       created = false;
     }
-    await this.follow('comments', record);
+    await this.tallyIfUncounted('comments', record);
     return { commentId: record._id.toHexString(), created };
   }
 
@@ -161,7 +161,7 @@ export class InteractionService {
     // Someone else's comment is reported as missing: ids are not a way to probe other users.
     const record = deleted ?? (await comments.findOne({ _id: commentId, userId }).lean());
     if (!record) throw notFound(`comment ${commentId} does not exist`);
-    await this.follow('comments', record);
+    await this.tallyIfUncounted('comments', record);
     return { deleted: Boolean(deleted) };
   }
 
@@ -191,7 +191,7 @@ export class InteractionService {
       counted = !record.counted && record.dirty;
       first = false;
     }
-    await this.follow('shares', record);
+    await this.tallyIfUncounted('shares', record);
     return { counted, first, valid: true };
   }
 }

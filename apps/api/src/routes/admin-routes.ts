@@ -94,7 +94,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   const environment: Rollout = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
   /** The values in force after a change; this instance applies them at once, the others within CURRENT_CACHE_MS. */
   const rolloutInForce = async () => {
-    feed.settings.invalidate();
+    feed.readState.invalidate();
     return { ...resolveRollout(environment, await readRolloutOverride(redis, keys)), environment };
   };
   router.get('/api/admin/rollout', async (_req, res) => {

@@ -4,8 +4,8 @@
  * Every CHECK_EVERY_MS each replica tries to hold a Redis lease; the holder compares Redis with
  * what should be there and repairs the difference without a human:
  *   - the daily build's job scheduler and the counter repair's exist (upserted again if not);
- *   - a complete version is current: today's once today's cron time has passed, else
- *     yesterday's or today's; its queue length equals `meta.length`;
+ *   - a complete version (VersionStore.completeness) is current: today's once today's cron time
+ *     has passed, else yesterday's or today's;
  *   - the legacy random set exists.
  * A missing or incomplete version is repaired by one build job with a deterministic id per
  * version (`repair-V`): replicas never pile up builds, and a failed repair is re-queued on the
@@ -34,7 +34,7 @@ import type { Job, Queue } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import { versionFor } from '@feed/domain';
 import type { Logger } from '@feed/logger';
-import { readHeldVersion, runScript, withDeadline, type Redis, type RedisKeys } from '@feed/storage';
+import { readHeldVersion, runScript, VersionStore, withDeadline, type Redis, type RedisKeys } from '@feed/storage';
 import type { WorkerMetrics } from '../metrics';
 import { SCHEDULER_ID, type BuildJobData } from '../jobs/build-queue';
 import { COUNTER_REPAIR_SCHEDULER_ID } from '../jobs/counter-repair';
@@ -94,16 +94,15 @@ async function versionProblem(deps: ControllerDeps, today: string, due: string):
   // version users still read is checked all the same, and repaired as itself.
   const dueHeld = current < due && ((await readHeldVersion(redis, keys))?.version ?? '') >= due;
   if (current < due && !dueHeld) return { reason: 'version-behind', detail: `current ${current} is older than the due version ${due}`, target: today, force: false, current };
-  const [length, metaLength, legacy] = await Promise.all([redis.lLen(keys.queue(current)), redis.hGet(keys.meta(current), 'length'), redis.exists(keys.legacyIds)]);
+  const versions = new VersionStore(redis, keys);
+  const [completeness, legacy] = await Promise.all([versions.completeness(current), versions.legacyExists()]);
   // A current later than today (on-call switched ahead) is repaired as itself: a build of today
   // would only be a shadow of an older day. Today's is rebuilt in place (its offsets kept); an
   // older current is replaced by today's.
   const target = dueHeld || current > today ? current : today;
   const force = dueHeld || current >= today;
-  if (metaLength == null || Number(metaLength) !== length) {
-    return { reason: 'queue-incomplete', detail: `current ${current}: queue length ${length}, meta.length ${metaLength ?? 'missing'}`, target, force, current };
-  }
-  if (legacy === 0) return { reason: 'legacy-missing', detail: 'the legacy random set is missing', target, force, current };
+  if (!completeness.complete) return { reason: 'queue-incomplete', detail: `current ${current}: ${completeness.problem}`, target, force, current };
+  if (!legacy) return { reason: 'legacy-missing', detail: 'the legacy random set is missing', target, force, current };
   return null;
 }
 

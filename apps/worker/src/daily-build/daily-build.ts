@@ -21,17 +21,14 @@ import type { CandidateColumns } from './candidate-columns';
 import {
   clearHeldVersion,
   countUsersWithOffset,
-  encodeMeta,
   makeCurrent,
-  offsetBucketKeys,
+  PublishRefusedError,
   readHeldVersion,
-  readMeta,
-  runScript,
-  slotKeys,
+  VersionStore,
   writeHeldVersion,
   type AuditTrail,
   type QueueMeta,
-  type QueueSlot,
+  type LiveOrShadow,
   type Redis,
   type RedisKeys,
   type SwitchOutcome,
@@ -87,7 +84,7 @@ export interface BuildDeps {
   /** On-call's trail (D6): a held build is recorded there (absent: logged only). */
   audit?: AuditTrail;
   /** Test hook: runs at each point of the publish sequence, to inject failures and process kills. */
-  at?: (point: PublishPoint) => Promise<void>;
+  failpoint?: (point: PublishPoint) => Promise<void>;
 }
 
 /** The build's dependencies for a process configured by `config`. */
@@ -152,7 +149,7 @@ type Plan = { publish: 'current' } | { publish: 'shadow'; reason?: string } | { 
 async function plan(deps: BuildDeps, version: string, options: BuildOptions): Promise<Plan> {
   if (options.shadow) return { publish: 'shadow' };
   const current = await deps.redis.get(deps.keys.current);
-  if (!options.force && current === version && (await deps.redis.hExists(deps.keys.meta(version), 'completedAt'))) {
+  if (!options.force && current === version && (await versionStore(deps).isFinished(version))) {
     return { skip: { version, status: 'already-current', timings: {} } };
   }
   if (options.switch) return { publish: 'current' };
@@ -221,16 +218,8 @@ export function assemble(candidates: CandidateColumns, documentIssues: DocumentI
   return { candidates, order, meta };
 }
 
-/** This build's staging keys: its lock token in their names, so no other build ever touches them. */
-function stagingKeys(deps: Pick<BuildDeps, 'keys'>, version: string, lock: BuildLock) {
-  const { keys } = deps;
-  return {
-    queue: keys.queueStaging(version, lock.token),
-    scores: keys.scoresStaging(version, lock.token),
-    meta: keys.metaStaging(version, lock.token),
-    legacy: keys.legacyIdsStaging(lock.token),
-  };
-}
+/** The store of the build's version keys. */
+const versionStore = (deps: Pick<BuildDeps, 'redis' | 'keys'>) => new VersionStore(deps.redis, deps.keys);
 
 /**
  * The version's offset buckets (R22): a forced rebuild keeps the live version's (its users keep
@@ -238,21 +227,21 @@ function stagingKeys(deps: Pick<BuildDeps, 'keys'>, version: string, lock: Build
  */
 async function planOffsetBuckets(deps: BuildDeps, version: string): Promise<number> {
   const { redis, keys } = deps;
-  const live = await readMeta(redis, keys, version);
+  const versions = versionStore(deps);
+  const live = await versions.readMeta(version);
   if (live) return live.offsetBuckets;
   const current = await redis.get(keys.current);
-  const before = current ? await readMeta(redis, keys, current) : null;
+  const before = current ? await versions.readMeta(current) : null;
   if (!current || !before) return offsetBucketsFor(0);
   return offsetBucketsFor(await countUsersWithOffset(redis, keys, current, before.offsetBuckets));
 }
 
 /** Staged keys expire like published ones: a build killed before publishing leaves nothing for ever. */
 async function writeStaging(deps: BuildDeps, build: AssembledBuild, lock: BuildLock, signal?: AbortSignal): Promise<void> {
-  const staging = stagingKeys(deps, build.meta.version, lock);
-  await writeIds(deps.redis, staging.queue, build.candidates, build.order, 'RPUSH', signal);
-  await writeScores(deps.redis, staging.scores, build.candidates, build.order, signal);
-  await deps.redis.hSet(staging.meta, encodeMeta(build.meta));
-  await Promise.all([staging.queue, staging.scores, staging.meta].map((key) => deps.redis.expire(key, deps.keyTtlHours * 3600)));
+  await versionStore(deps).stage(build.meta, lock, deps.keyTtlHours * 3600, async (lists) => {
+    await writeIds(deps.redis, lists.queue, build.candidates, build.order, 'RPUSH', signal);
+    await writeScores(deps.redis, lists.scores, build.candidates, build.order, signal);
+  });
 }
 
 /**
@@ -262,31 +251,21 @@ async function writeStaging(deps: BuildDeps, build: AssembledBuild, lock: BuildL
  */
 async function verifyStaging(deps: BuildDeps, build: AssembledBuild): Promise<void> {
   if (build.meta.length === 0) throw new BuildVerificationError('no eligible videos: refusing to publish an empty queue');
-  await deps.at?.('before-publish');
+  await deps.failpoint?.('before-publish');
 }
 
 /**
- * Publishes the staged queue, scores and meta as the version's keys in `slot`, with their expiry
- * (72 h from now, R10), in one script that first checks the lock is still ours
- * (`lua/publish-version.lua`). A forced rebuild of a live version then gives its offset buckets
- * the same expiry (they are in other slots; a new version's buckets get it from their first claim).
+ * Publishes the staged queue, scores and meta (a promote: the held shadow's, `from: 'shadow'`) as
+ * the version's keys (live or shadow, `which`), with their expiry (72 h from now, R10): VersionStore.publish. A
+ * refused publish (the lock lost, lengths that disagree) is a failed verification.
  */
-export async function publish(deps: Pick<BuildDeps, 'redis' | 'keys' | 'keyTtlHours'>, meta: QueueMeta, lock: BuildLock, slot: QueueSlot, source?: { queue: string; scores: string; meta: string }): Promise<void> {
-  const { redis, keys } = deps;
-  const { version } = meta;
-  // A promote publishes a held shadow's keys (promote-held.ts); a build, its staging keys.
-  const staging = source ?? stagingKeys(deps, version, lock);
-  const target = slotKeys(keys, version, slot);
-  const ttlSeconds = deps.keyTtlHours * 3600;
-  // A shadow never touches what readers of the version use: its offsets among them (R20).
-  const rebuildInPlace = slot === 'live' && (await redis.exists(keys.meta(version))) === 1;
+export async function publish(deps: Pick<BuildDeps, 'redis' | 'keys' | 'keyTtlHours'>, meta: QueueMeta, lock: BuildLock, which: LiveOrShadow, from: 'staging' | 'shadow' = 'staging'): Promise<void> {
   try {
-    await runScript(redis, 'publish-version', [lock.key, staging.queue, staging.scores, staging.meta, target.queue, target.scores, target.meta], [lock.token, String(ttlSeconds), String(meta.length)]);
+    await versionStore(deps).publish(meta, lock, which, deps.keyTtlHours * 3600, from);
   } catch (err) {
-    if (err instanceof Error && /LOCK_LOST|LENGTH_MISMATCH/.test(err.message)) throw new BuildVerificationError(err.message);
+    if (err instanceof PublishRefusedError) throw new BuildVerificationError(err.message);
     throw err;
   }
-  if (rebuildInPlace) await Promise.all(offsetBucketKeys(keys, meta).map((key) => redis.expire(key, ttlSeconds)));
 }
 
 /** R20: the shadow's own keys; the version's live queue, meta and offsets are never touched. */
@@ -302,39 +281,32 @@ async function publishShadow(deps: BuildDeps, meta: QueueMeta, lock: BuildLock):
 async function switchCurrent(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, allowOlder: boolean): Promise<SwitchOutcome> {
   const { redis, keys } = deps;
   await publish(deps, meta, lock, 'live');
-  await deps.at?.('after-publish');
+  await deps.failpoint?.('after-publish');
   const outcome = await makeCurrent(redis, keys, meta.version, allowOlder);
-  await deps.at?.('after-switch');
+  await deps.failpoint?.('after-switch');
   if (outcome.switched) {
     meta.switchedAt = new Date().toISOString();
-    await redis.hSet(keys.meta(meta.version), 'switchedAt', meta.switchedAt);
+    await versionStore(deps).markSwitched(meta.version, meta.switchedAt);
   }
   return outcome;
 }
 
 /** The legacy random feed's id set (R17), refilled from the same queue, swapped in whole. */
 async function refillLegacySet(deps: BuildDeps, build: AssembledBuild, lock: BuildLock, signal?: AbortSignal): Promise<void> {
-  const { redis, keys } = deps;
-  const staging = stagingKeys(deps, build.meta.version, lock).legacy;
-  await writeIds(redis, staging, build.candidates, build.order, 'SADD', signal);
-  await redis.expire(staging, deps.keyTtlHours * 3600);
-  await deps.at?.('legacy-staged');
-  await redis.rename(staging, keys.legacyIds);
-  await deps.at?.('after-legacy');
-}
-
-/** Deletes what this build staged and did not publish: only its own keys (their names hold its token). */
-async function dropStaging(deps: BuildDeps, version: string, lock: BuildLock): Promise<void> {
-  const staging = stagingKeys(deps, version, lock);
-  await deps.redis.del([staging.queue, staging.scores, staging.meta]);
-  await deps.redis.del(staging.legacy);
+  await versionStore(deps).refillLegacy(
+    lock,
+    deps.keyTtlHours * 3600,
+    (stagingSet) => writeIds(deps.redis, stagingSet, build.candidates, build.order, 'SADD', signal),
+    () => deps.failpoint?.('legacy-staged') ?? Promise.resolve(),
+  );
+  await deps.failpoint?.('after-legacy');
 }
 
 /** The gate's verdict on `meta` against the version current now (its live meta): R23. */
 async function judgeGate(deps: BuildDeps, meta: QueueMeta, options: BuildOptions): Promise<GateVerdict> {
   const { redis, keys } = deps;
   const current = await redis.get(keys.current);
-  const currentMeta = current ? await readMeta(redis, keys, current) : null;
+  const currentMeta = current ? await versionStore(deps).readMeta(current) : null;
   return judgeRelease(releaseFigures(meta), currentMeta ? releaseFigures(currentMeta) : null, { holdDrop: deps.holdDrop, skip: options.skipGate });
 }
 
@@ -346,7 +318,7 @@ async function holdVersion(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, ve
   const { redis, keys, logger } = deps;
   meta.shadow = true;
   await publishShadow(deps, meta, lock);
-  await redis.hSet(keys.shadowMeta(meta.version), 'shadow', '1');
+  await versionStore(deps).markShadow(meta.version, 'shadow', true);
   const held = { version: meta.version, buildId: meta.buildId, heldAt: new Date().toISOString(), current: verdict.current?.version ?? null, verdict: { outcome: verdict.outcome, reasons: verdict.reasons, compared: verdict.compared, holdDrop: verdict.holdDrop } };
   // A later day's hold stays the record: this is then a rebuild of an older current (the
   // controller repairing its lost queue while the due day is held). Replacing the record would
@@ -460,12 +432,12 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
       writeBackScores(deps.videos, candidates, generatedAt, { signal, onBatch: (written, total) => run.progress('scores', 90 + (9 * written) / total) }),
     );
     meta.completedAt = new Date().toISOString();
-    await redis.hSet(keys.meta(version), 'completedAt', meta.completedAt);
+    await versionStore(deps).markFinished(version, meta.completedAt);
     logger.info('daily build done', { version, length: meta.length, high: meta.highCount, fresh: meta.newCount, scoresWritten, timings: run.timings });
     await run.progress('done', 100);
     return { version, status: 'built', meta, scoresWritten, verdict, timings: run.timings };
   } catch (err) {
-    await dropStaging(deps, version, lock).catch(() => undefined);
+    await versionStore(deps).dropStaging(version, lock).catch(() => undefined);
     logger.error('daily build failed', { version, err });
     throw err;
   } finally {

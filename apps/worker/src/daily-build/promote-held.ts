@@ -8,7 +8,7 @@
  * judged: a later shadow build of the day (another buildId on the shadow keys) is refused.
  */
 import type { Logger } from '@feed/logger';
-import { clearHeldVersion, makeCurrent, readHeldVersion, readMeta, slotKeys, type AuditEntry, type AuditTrail, type HeldVersion, type Redis, type RedisKeys } from '@feed/storage';
+import { clearHeldVersion, makeCurrent, readHeldVersion, VersionStore, type AuditEntry, type AuditTrail, type HeldVersion, type Redis, type RedisKeys } from '@feed/storage';
 import { acquireBuildLock, type BuildLock } from './build-lock';
 import { publish } from './daily-build';
 
@@ -41,40 +41,24 @@ export interface PromoteResult {
   held: HeldVersion;
 }
 
-/** Ids a command when the legacy set is refilled from the promoted queue. */
-const LEGACY_BATCH = 5000;
-
-/** The legacy random set (R17) from the promoted queue, staged under this lock's token and swapped in whole. */
-async function refillLegacyFromQueue(deps: PromoteDeps, version: string, lock: BuildLock): Promise<void> {
-  const { redis, keys } = deps;
-  const staging = keys.legacyIdsStaging(lock.token);
-  const length = await redis.lLen(keys.queue(version));
-  for (let start = 0; start < length; start += LEGACY_BATCH) {
-    const ids = await redis.lRange(keys.queue(version), start, start + LEGACY_BATCH - 1);
-    if (ids.length > 0) await redis.sAdd(staging, ids);
-  }
-  await redis.expire(staging, deps.keyTtlHours * 3600);
-  await redis.rename(staging, keys.legacyIds);
-}
-
 async function promoteLocked(deps: PromoteDeps, held: HeldVersion, lock: BuildLock): Promise<string | null> {
   const { redis, keys } = deps;
   const { version } = held;
-  const shadow = await readMeta(redis, keys, version, 'shadow');
+  const versions = new VersionStore(redis, keys);
+  const shadow = await versions.readMeta(version, 'shadow');
   if (!shadow || shadow.buildId !== held.buildId) {
     throw new PromoteRefusedError(409, `the shadow keys of ${version} are not the held build ${held.buildId} (${shadow ? `a later shadow build ${shadow.buildId} replaced it` : 'they expired'}): build the day again`);
   }
-  const source = slotKeys(keys, version, 'shadow');
   // Live from here on: the meta says so before it is renamed into place.
-  await redis.hSet(source.meta, 'shadow', '0');
-  await publish(deps, { ...shadow, shadow: false }, lock, 'live', source);
+  await versions.markShadow(version, 'shadow', false);
+  await publish(deps, { ...shadow, shadow: false }, lock, 'live', 'shadow');
   const outcome = await makeCurrent(redis, keys, version);
   if (!outcome.switched) throw new PromoteRefusedError(409, `current holds the newer ${outcome.current}: ${version} stays published, not current`);
-  const now = new Date().toISOString();
-  await redis.hSet(keys.meta(version), 'switchedAt', now);
-  await refillLegacyFromQueue(deps, version, lock);
-  // Complete: a later build of the day finds it current and done (its score write-back waits for the next day's build).
-  await redis.hSet(keys.meta(version), 'completedAt', new Date().toISOString());
+  await versions.markSwitched(version, new Date().toISOString());
+  // The legacy random set (R17) from the promoted queue, staged under this lock's token and swapped in whole.
+  await versions.refillLegacyFromQueue(version, lock, deps.keyTtlHours * 3600);
+  // Finished: a later build of the day finds it current and done (its score write-back waits for the next day's build).
+  await versions.markFinished(version, new Date().toISOString());
   await clearHeldVersion(redis, keys, version);
   if ((await redis.get(keys.shadow)) === version) await redis.del(keys.shadow);
   return outcome.replaced;

@@ -9,12 +9,15 @@ import { countDuplicates, expandBlocks, fullBlockRatio } from '@feed/domain';
 import { CHECK_EVERY_MS } from '../controller/desired-state';
 import { SCHEDULER_ID } from '../jobs/build-queue';
 import { rampView } from './inspect-ramp';
-import { countUsersWithOffset, readHeldVersion, readMeta, readRolloutOverride, readVariantStats, resolveRollout, slotKeys, variantReadout, type AuditTrail, type HeldVersion, type QueueMeta, type QueueSlot, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { countUsersWithOffset, readHeldVersion, readRolloutOverride, readVariantStats, resolveRollout, variantReadout, VersionStore, type AuditTrail, type HeldVersion, type QueueMeta, type LiveOrShadow, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 
 export interface VersionReport {
   version: string;
   role: Array<'current' | 'previous' | 'shadow'>;
   meta: QueueMeta | null;
+  /** Whether the version's keys are whole (VersionStore.completeness), and what is wrong when not. */
+  complete: boolean;
+  problem?: string;
   queueLength: number;
   ttlSeconds: number;
   usersWithOffset: number;
@@ -48,20 +51,22 @@ export async function versionPointers(redis: Redis, keys: RedisKeys): Promise<Po
 }
 
 /** One version's report; `pointers` (read once by the caller) give its roles. A shadow has no readers, so no offsets. */
-export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers, slot: QueueSlot = 'live'): Promise<VersionReport> {
-  const { queue } = slotKeys(keys, version, slot);
-  const [meta, queueLength, ttlSeconds] = await Promise.all([readMeta(redis, keys, version, slot), redis.lLen(queue), redis.ttl(queue)]);
-  const usersWithOffset = slot === 'shadow' || !meta ? 0 : await countUsersWithOffset(redis, keys, version, meta.offsetBuckets);
+export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers, which: LiveOrShadow = 'live'): Promise<VersionReport> {
+  const versions = new VersionStore(redis, keys);
+  const [meta, completeness, { length: queueLength, ttlSeconds }] = await Promise.all([versions.readMeta(version, which), versions.completeness(version, which), versions.queueState(version, which)]);
+  const usersWithOffset = which === 'shadow' || !meta ? 0 : await countUsersWithOffset(redis, keys, version, meta.offsetBuckets);
   const blocks = meta ? expandBlocks(meta.blocks) : [];
   const compositions: Record<string, number> = {};
   for (const b of blocks) compositions[`${b.high}+${b.fresh}`] = (compositions[`${b.high}+${b.fresh}`] ?? 0) + 1;
-  const role = slot === 'shadow' ? (['shadow'] as const) : (['current', 'previous'] as const).filter((r) => pointers[r] === version);
-  return { version, role: [...role], meta, queueLength, ttlSeconds, usersWithOffset, fullBlockRatio: fullBlockRatio(blocks), compositions };
+  const role = which === 'shadow' ? (['shadow'] as const) : (['current', 'previous'] as const).filter((r) => pointers[r] === version);
+  const complete = completeness.complete ? { complete: true } : { complete: false, problem: completeness.problem };
+  return { version, role: [...role], meta, ...complete, queueLength, ttlSeconds, usersWithOffset, fullBlockRatio: fullBlockRatio(blocks), compositions };
 }
 
 /** How `other`'s queue (live, or its shadow build's) differs from `base`'s live queue. */
-export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string, otherSlot: QueueSlot = 'live'): Promise<VersionDiff> {
-  const [a, b] = await Promise.all([redis.lRange(keys.queue(base), 0, -1), redis.lRange(slotKeys(keys, other, otherSlot).queue, 0, -1)]);
+export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string, otherWhich: LiveOrShadow = 'live'): Promise<VersionDiff> {
+  const versions = new VersionStore(redis, keys);
+  const [a, b] = await Promise.all([versions.readQueue(base), versions.readQueue(other, otherWhich)]);
   const inA = new Set(a);
   const both = b.filter((id) => inA.has(id)).length;
   const inB = new Set(b);
@@ -77,17 +82,9 @@ export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, 
   };
 }
 
-/** Versions that still have a meta hash (they expire with their TTL). */
-export async function listVersions(redis: Redis, keys: RedisKeys): Promise<string[]> {
-  const versions = new Set<string>();
-  const match = keys.meta('*');
-  for await (const batch of redis.scanKeys(match, 500)) {
-    for (const key of batch) {
-      const version = /\{(\d{8})\}$/.exec(key)?.[1];
-      if (version) versions.add(version);
-    }
-  }
-  return [...versions].sort().reverse();
+/** Versions that still have a meta hash (they expire with their TTL), newest first. */
+export function listVersions(redis: Redis, keys: RedisKeys): Promise<string[]> {
+  return new VersionStore(redis, keys).listVersions();
 }
 
 /** The version the release gate held (R23), beside current: each compared figure, and how to promote it. */
@@ -141,7 +138,7 @@ interface ScoreHistogram {
 
 /** The written-back recommendScore of the first queued videos, in equal-width buckets. */
 async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel, version: string): Promise<ScoreHistogram> {
-  const ids = await redis.lRange(keys.queue(version), 0, SCORE_SAMPLE - 1);
+  const ids = await new VersionStore(redis, keys).readQueue(version, 'live', 0, SCORE_SAMPLE - 1);
   const docs = await videos
     .find({ _id: { $in: ids.map((id) => new Types.ObjectId(id)) } })
     .select({ recommendScore: 1 })

@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   await runDailyBuild(
     {
       ...deps,
-      at: async (point) => {
+      failpoint: async (point) => {
         if (point === killAt) process.kill(process.pid, 'SIGKILL');
       },
     },

@@ -72,15 +72,22 @@ export const TALLY_BATCH = 200;
 /** Compare-and-set attempts of one tally before it leaves the rest to the repair job. */
 const MAX_ATTEMPTS = 50;
 
-/** A record as the last tally counted it: its id and whether it was counted as active. */
-interface BatchEntry {
-  r: Types.ObjectId;
-  to: boolean;
-}
-
+/**
+ * The stored format of a video's tally state, `counterTally.<kind>` in its document (models/video.ts):
+ *   { seq: number, batch: [{ r: ObjectId, to: boolean }, ...] }
+ * `seq` is the last tally's sequence number (step 4's compare-and-set), `batch` the records it
+ * counted (at most TALLY_BATCH). The entry's names are one letter because every video document
+ * carries them; renaming them is a data migration, not a refactor.
+ */
 interface TallyState {
   seq: number;
   batch: BatchEntry[];
+}
+
+/** A record as the last tally counted it: `r` its `_id`, `to` the `active` state it was counted as. */
+interface BatchEntry {
+  r: Types.ObjectId;
+  to: boolean;
 }
 
 export interface CounterHooks {

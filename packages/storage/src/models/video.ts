@@ -34,7 +34,8 @@ const videoSchema = new Schema(
     recommendShareCount: { type: Number, default: 0 },
     recommendScore: { type: Number, default: 0 },
     recommendScoreAt: { type: Date },
-    // Per kind of interaction, the last tally that moved the counters above (R3, counters/counter-tally.ts).
+    // Per kind of interaction, the last tally that moved the counters above (R3): { <kind>: { seq, batch: [{ r, to }] } },
+    // the format TallyState in counters/counter-tally.ts documents.
     counterTally: { type: Schema.Types.Mixed, select: false },
     // Set by `pnpm cli init-history` (R5) once this video's counters were initialised.
     recommendInitVersion: { type: Number },

@@ -1,6 +1,7 @@
 /**
- * What a user sees next from a ring (SPEC R11): one module for the feed, which claims the
- * positions, and for explain, which only reads them.
+ * The scan of a ring (SPEC R11): which claimed positions a user is served and which are skipped;
+ * one module for the feed, which claims the positions, and for explain, which only reads them.
+ * The page itself is assembled in feed-service.ts (`ringPage`).
  *
  *  - `RingReader.idsAt` gives the ids at ring positions: from the instance's verified copy of the
  *    published queue, or from Redis (LRANGE) until that copy is loaded;

@@ -8,7 +8,7 @@
  */
 import { readRingVersion, readRolloutOverride, resolveRollout, type Redis, type RedisKeys, type RingVersion, type Rollout, type RolloutInForce } from '@feed/storage';
 
-export interface FeedSettings {
+export interface FeedReadState {
   current: string | null;
   previous: string | null;
   /** The published rings of current and previous; null where the queue or meta is gone. */
@@ -16,9 +16,9 @@ export interface FeedSettings {
   rollout: RolloutInForce;
 }
 
-export class FeedSettingsCache {
-  private cached?: { value: FeedSettings; expiresAt: number };
-  private inflight?: Promise<FeedSettings>;
+export class FeedReadStateCache {
+  private cached?: { value: FeedReadState; expiresAt: number };
+  private inflight?: Promise<FeedReadState>;
 
   constructor(
     private readonly redis: Redis,
@@ -26,20 +26,20 @@ export class FeedSettingsCache {
     private readonly ttlMs: number,
     /** The environment's rollout, in force when no override is set or Redis cannot be read. */
     private readonly defaults: Rollout,
-    private readonly onRefresh: (settings: FeedSettings) => void = () => undefined,
+    private readonly onRefresh: (readState: FeedReadState) => void = () => undefined,
   ) {}
 
-  /** The cached settings while fresh, without waiting. */
-  peek(now = Date.now()): FeedSettings | undefined {
+  /** The cached read state while fresh, without waiting. */
+  peek(now = Date.now()): FeedReadState | undefined {
     return this.cached && this.cached.expiresAt > now ? this.cached.value : undefined;
   }
 
-  /** The last settings read, however old; with nothing read yet, the environment's rollout and no version. */
-  lastKnown(): FeedSettings {
+  /** The last read state read, however old; with nothing read yet, the environment's rollout and no version. */
+  lastKnown(): FeedReadState {
     return this.cached?.value ?? { current: null, previous: null, rings: new Map(), rollout: resolveRollout(this.defaults, {}) };
   }
 
-  async get(now = Date.now()): Promise<FeedSettings> {
+  async get(now = Date.now()): Promise<FeedReadState> {
     const fresh = this.peek(now);
     if (fresh) return fresh;
     // Once per instance per expiry, however many requests arrive meanwhile: two round trips in
@@ -59,7 +59,7 @@ export class FeedSettingsCache {
     return this.inflight;
   }
 
-  /** Forget the cached settings (the version they name turned out to be gone, or on-call changed the rollout). */
+  /** Forget the cached read state (the version it names turned out to be gone, or on-call changed the rollout). */
   invalidate(): void {
     this.cached = undefined;
   }

@@ -1,0 +1,191 @@
+/**
+ * A version's keys in Redis (SPEC R10, R17, R20, R22) and what may be done with them: the apps
+ * ask this store and never send commands on a version's keys nor parse their names.
+ *
+ * A version is its queue (LIST of ids), its scores (LIST, one per position) and its meta (HASH,
+ * queue-meta.ts), live or as a shadow build's own copy (R20), plus its offset buckets (ring.ts).
+ * A build writes them under staging names holding its lock token, and `publish` renames them
+ * into place in one script (lua/publish-version.lua). The legacy random set (R17) is refilled
+ * the same way: staged under the token, swapped in whole.
+ *
+ * "Complete" is defined once, by `completeness`: the controller (R21), the API's queue copies
+ * (R22) and the inspector ask it. The publish script checks the same before it renames (it runs
+ * inside Redis and cannot call this): see its header.
+ */
+import { runScript } from './lua-scripts';
+import { encodeMeta, readMeta, type QueueMeta } from './queue-meta';
+import type { Redis } from './redis-client';
+import { liveOrShadowKeys, VERSION_PATTERN, type LiveOrShadow, type RedisKeys } from './redis-keys';
+import { offsetBucketKeys, readQueueRange } from './ring';
+
+/**
+ * Whether a version's keys are whole: its meta names a positive length and its queue holds
+ * exactly that many ids. Scores are not part of it: explain shows a missing score as none.
+ */
+export type Completeness = { complete: true; length: number; buildId: string } | { complete: false; problem: string };
+
+/** The publish script refused (nothing changed): the lock was lost, or the staged keys disagree with the build's length. */
+export class PublishRefusedError extends Error {}
+
+/** The lock a publish runs under: its key and the token the staged keys are named by. */
+export interface PublishLock {
+  key: string;
+  token: string;
+}
+
+/** Ids a command when the legacy set is refilled from a published queue. */
+const LEGACY_BATCH = 5000;
+
+export class VersionStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  /** The version's meta (live or shadow, `which`), or null when it has none. */
+  readMeta(version: string, which: LiveOrShadow = 'live'): Promise<QueueMeta | null> {
+    return readMeta(this.redis, this.keys, version, which);
+  }
+
+  /** The one definition of a complete version (see `Completeness`), with what is wrong when it is not. */
+  async completeness(version: string, which: LiveOrShadow = 'live'): Promise<Completeness> {
+    const { queue, meta } = liveOrShadowKeys(this.keys, version, which);
+    const [[metaLength, buildId], queueLength] = await Promise.all([this.redis.hmGet(meta, ['length', 'buildId']), this.redis.lLen(queue)]);
+    const length = Number(metaLength);
+    if (metaLength === null || !(length > 0) || queueLength !== length) {
+      return { complete: false, problem: `queue length ${queueLength}, meta.length ${metaLength ?? 'missing'}` };
+    }
+    return { complete: true, length, buildId: buildId ?? '' };
+  }
+
+  /** Whether every step after the version's switch ran (meta `completedAt`): a build that failed after it is run again. */
+  async isFinished(version: string): Promise<boolean> {
+    return (await this.redis.hExists(this.keys.meta(version), 'completedAt')) === 1;
+  }
+
+  /** Records in the live meta when the version became current. */
+  async markSwitched(version: string, at: string): Promise<void> {
+    await this.redis.hSet(this.keys.meta(version), 'switchedAt', at);
+  }
+
+  /** Records in the live meta that every step after the switch ran (`isFinished`). */
+  async markFinished(version: string, at: string): Promise<void> {
+    await this.redis.hSet(this.keys.meta(version), 'completedAt', at);
+  }
+
+  /** Sets the shadow flag of the `which` meta (a held build says it is a shadow; a promoted one, before its publish, that it is live). */
+  async markShadow(version: string, which: LiveOrShadow, shadow: boolean): Promise<void> {
+    await this.redis.hSet(liveOrShadowKeys(this.keys, version, which).meta, 'shadow', shadow ? '1' : '0');
+  }
+
+  /**
+   * Stages one build's queue, scores and meta under its lock token (no other build touches them):
+   * `writeLists` fills the queue and scores lists it is given; the meta is written after them, and
+   * all three get `ttlSeconds`, so a build killed before publishing leaves nothing for ever.
+   */
+  async stage(meta: QueueMeta, lock: PublishLock, ttlSeconds: number, writeLists: (lists: { queue: string; scores: string }) => Promise<void>): Promise<void> {
+    const staged = this.stagingKeys(meta.version, lock.token);
+    await writeLists(staged);
+    await this.redis.hSet(staged.meta, encodeMeta(meta));
+    await Promise.all([staged.queue, staged.scores, staged.meta].map((key) => this.redis.expire(key, ttlSeconds)));
+  }
+
+  /** Deletes what a build staged and did not publish: only its own keys (their names hold its token). */
+  async dropStaging(version: string, lock: PublishLock): Promise<void> {
+    const staged = this.stagingKeys(version, lock.token);
+    await this.redis.del([staged.queue, staged.scores, staged.meta]);
+    await this.redis.del(this.keys.legacyIdsStaging(lock.token));
+  }
+
+  /**
+   * Publishes the build's staged keys (or, `from: 'shadow'`, the version's shadow copy: a promote)
+   * as the version's keys (live or shadow, `which`), expiring in `ttlSeconds`, in one script that first checks the
+   * lock is still ours and the lengths agree (lua/publish-version.lua); refused with
+   * PublishRefusedError. A rebuild of a live version in place then gives its offset buckets the same
+   * expiry (they are in other slots; a new version's buckets get it from their first claim).
+   */
+  async publish(meta: QueueMeta, lock: PublishLock, which: LiveOrShadow, ttlSeconds: number, from: 'staging' | 'shadow' = 'staging'): Promise<void> {
+    const { version } = meta;
+    const source = from === 'shadow' ? liveOrShadowKeys(this.keys, version, 'shadow') : this.stagingKeys(version, lock.token);
+    const target = liveOrShadowKeys(this.keys, version, which);
+    // A shadow never touches what readers of the version use: its offsets among them (R20).
+    const rebuildInPlace = which === 'live' && (await this.redis.exists(target.meta)) === 1;
+    try {
+      await runScript(this.redis, 'publish-version', [lock.key, source.queue, source.scores, source.meta, target.queue, target.scores, target.meta], [lock.token, String(ttlSeconds), String(meta.length)]);
+    } catch (err) {
+      if (err instanceof Error && /LOCK_LOST|LENGTH_MISMATCH/.test(err.message)) throw new PublishRefusedError(err.message);
+      throw err;
+    }
+    if (rebuildInPlace) await Promise.all(offsetBucketKeys(this.keys, meta).map((key) => this.redis.expire(key, ttlSeconds)));
+  }
+
+  /**
+   * Refills the legacy random set (R17): `fill` adds the ids to the staging set it is given (named
+   * by the lock's token), which gets `ttlSeconds` and is then renamed over the set in one step, so
+   * readers never see it half filled. `beforeSwap` runs between the two (a failpoint).
+   */
+  async refillLegacy(lock: PublishLock, ttlSeconds: number, fill: (stagingSet: string) => Promise<void>, beforeSwap?: () => Promise<void>): Promise<void> {
+    const staging = this.keys.legacyIdsStaging(lock.token);
+    await fill(staging);
+    await this.redis.expire(staging, ttlSeconds);
+    await beforeSwap?.();
+    await this.redis.rename(staging, this.keys.legacyIds);
+  }
+
+  /** Refills the legacy set from the version's published live queue (a promote: no build columns at hand). */
+  async refillLegacyFromQueue(version: string, lock: PublishLock, ttlSeconds: number): Promise<void> {
+    const queue = this.keys.queue(version);
+    await this.refillLegacy(lock, ttlSeconds, async (staging) => {
+      const length = await this.redis.lLen(queue);
+      for (let start = 0; start < length; start += LEGACY_BATCH) {
+        const ids = await this.redis.lRange(queue, start, start + LEGACY_BATCH - 1);
+        if (ids.length > 0) await this.redis.sAdd(staging, ids);
+      }
+    });
+  }
+
+  /** Whether the legacy random set exists (the controller refills it when not). */
+  async legacyExists(): Promise<boolean> {
+    return (await this.redis.exists(this.keys.legacyIds)) === 1;
+  }
+
+  /** Up to `count` random ids of the legacy set (SRANDMEMBER), and its size. */
+  async sampleLegacy(count: number): Promise<{ ids: string[]; size: number }> {
+    const [ids, size] = await Promise.all([this.redis.sRandMemberCount(this.keys.legacyIds, count), this.redis.sCard(this.keys.legacyIds)]);
+    return { ids, size };
+  }
+
+  /** Ids of the version's queue (live or shadow, `which`) at list positions [start, stop] (LRANGE: -1 is the last). */
+  readQueue(version: string, which: LiveOrShadow = 'live', start = 0, stop = -1): Promise<string[]> {
+    return this.redis.lRange(liveOrShadowKeys(this.keys, version, which).queue, start, stop);
+  }
+
+  /** The ids at ring positions [start, start + count) of the live queue, wrapping at `length`. */
+  readQueueRange(version: string, length: number, start: number, count: number): Promise<string[]> {
+    return readQueueRange(this.redis, this.keys, version, length, start, count);
+  }
+
+  /** The queue's length and seconds to expiry, live or shadow (-2: no queue, -1: no expiry). */
+  async queueState(version: string, which: LiveOrShadow = 'live'): Promise<{ length: number; ttlSeconds: number }> {
+    const { queue } = liveOrShadowKeys(this.keys, version, which);
+    const [length, ttlSeconds] = await Promise.all([this.redis.lLen(queue), this.redis.ttl(queue)]);
+    return { length, ttlSeconds };
+  }
+
+  /** Versions that still have a live meta (they expire with their TTL), newest first. */
+  async listVersions(): Promise<string[]> {
+    const versions = new Set<string>();
+    // The glob matches meta:{V} only (a staging or shadow meta ends after the tag); the name is parsed here, beside redis-keys.ts.
+    for await (const batch of this.redis.scanKeys(this.keys.meta('*'), 500)) {
+      for (const key of batch) {
+        const version = /\{([^{}]*)\}$/.exec(key)?.[1];
+        if (version && VERSION_PATTERN.test(version)) versions.add(version);
+      }
+    }
+    return [...versions].sort().reverse();
+  }
+
+  private stagingKeys(version: string, token: string): { queue: string; scores: string; meta: string } {
+    return { queue: this.keys.queueStaging(version, token), scores: this.keys.scoresStaging(version, token), meta: this.keys.metaStaging(version, token) };
+  }
+}
