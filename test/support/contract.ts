@@ -91,6 +91,41 @@ export class Contract {
   }
 }
 
+/** The document the process at `origin` serves, read once it answers (a failed read is tried again). */
+const originContracts = new Map<string, Promise<Contract>>();
+function contractAt(origin: string): Promise<Contract> {
+  let contract = originContracts.get(origin);
+  if (!contract) {
+    contract = fetch(`${origin}/openapi.json`).then(async (res) => {
+      if (res.status !== 200) throw new Error(`${origin} serves no OpenAPI document at /openapi.json (${res.status})`);
+      return new Contract((await res.json()) as OpenApiDocument);
+    });
+    originContracts.set(origin, contract);
+    contract.catch(() => originContracts.delete(origin));
+  }
+  return contract;
+}
+
+/** What the document served at `url`'s origin does not describe of a fetch answer, or null. */
+export async function fetchAnswerProblem(method: string, url: string, res: globalThis.Response): Promise<string | null> {
+  const { origin, pathname } = new URL(url);
+  const text = await res.clone().text();
+  const body: unknown = text && res.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : text;
+  return (await contractAt(origin)).problem(method, pathname, { status: res.status, headers: Object.fromEntries(res.headers), body });
+}
+
+/**
+ * fetch for the process tests: each answer checked against the document the process at its
+ * origin serves, rejected (naming the drift) when the document does not describe it. A process
+ * that does not answer at all rejects as fetch does.
+ */
+export async function contractFetch(url: string, init?: RequestInit): Promise<globalThis.Response> {
+  const res = await fetch(url, init);
+  const problem = await fetchAnswerProblem(init?.method ?? 'GET', url, res);
+  if (problem) throw new Error(problem);
+  return res;
+}
+
 /** The document each app serves, read once per app (a test builds its app anew: a WeakMap drops it after). */
 const contracts = new WeakMap<object, Promise<Contract>>();
 const urlContracts = new Map<string, Promise<Contract>>();

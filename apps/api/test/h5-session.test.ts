@@ -15,7 +15,7 @@ import { createHttpServer } from '@feed/http';
 import { demoVideo } from '@feed/demo-data';
 import { interactionModels, videoModel } from '@feed/storage';
 import type { paths } from '../../../test/support/api-openapi';
-import { Contract, type OpenApiDocument } from '../../../test/support/contract';
+import { fetchAnswerProblem } from '../../../test/support/contract';
 import { testApi } from '../../../test/support/api';
 import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
 import { useTestServices } from '../../../test/support/services';
@@ -43,23 +43,18 @@ beforeEach(async () => {
 });
 
 /** Fails a call whose answer the served document does not describe. */
-async function contractCheck(): Promise<Middleware> {
-  const contract = new Contract((await (await fetch(`${baseUrl}/openapi.json`)).json()) as OpenApiDocument);
-  return {
-    async onResponse({ request, response }) {
-      const text = await response.clone().text();
-      const body: unknown = text && response.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : text;
-      const problem = contract.problem(request.method, new URL(request.url).pathname, { status: response.status, headers: Object.fromEntries(response.headers), body });
-      if (problem) throw new Error(problem);
-      return undefined;
-    },
-  };
-}
+const contractCheck: Middleware = {
+  async onResponse({ request, response }) {
+    const problem = await fetchAnswerProblem(request.method, request.url, response);
+    if (problem) throw new Error(problem);
+    return undefined;
+  },
+};
 
 /** The H5 client for one identity: a user's token, or a guest's device id. */
-async function h5Client(identity: Record<string, string>) {
+function h5Client(identity: Record<string, string>) {
   const client = createClient<paths>({ baseUrl, headers: identity });
-  client.use(await contractCheck());
+  client.use(contractCheck);
   return client;
 }
 
@@ -70,7 +65,7 @@ describe('an H5 session through the typed client', () => {
   }, 30_000);
 
   it('when a guest pages, views, shares and asks the watch count, then each answer is the documented one', async () => {
-    const guest = await h5Client({ 'X-Device-Id': 'h5-guest-device-1' });
+    const guest = h5Client({ 'X-Device-Id': 'h5-guest-device-1' });
     const first = await guest.GET('/api/app/vid/module/short/all', { params: { query: { pageSize: 5 } } });
     const second = await guest.GET('/api/app/vid/module/short/all', { params: { query: { pageSize: 5 } } });
     expect(first.response.status).toBe(200);
@@ -87,7 +82,7 @@ describe('an H5 session through the typed client', () => {
   });
 
   it('when a user pages, views, likes, unlikes, collects, comments, shares and asks the watch count, then each answers as documented and the viewed video is not served again', async () => {
-    const user = await h5Client(bearer('h5-user'));
+    const user = h5Client(bearer('h5-user'));
     const page = await user.GET('/api/app/recommend/vid/list', { params: { query: { pageSize: 3 } } });
     expect(page.data!.queueVersion).toBe('20260724');
     const [video] = page.data!.vInfos;
