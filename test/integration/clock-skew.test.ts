@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { tsx, waitUntil } from '../../tools/support/processes';
+import { contractFetch } from '../support/contract';
 import { bearer, publishQueue } from '../support/feed-fixtures';
 import { startTestDeployable } from '../support/deployables';
 import { useTestServices } from '../support/services';
@@ -44,7 +45,7 @@ describe.each([
     });
     s.disposeAfter(() => api.process.stop('SIGKILL'));
     const page = async (user: string) => {
-      const res = await fetch(`${api.base}/api/app/recommend/vid/list?pageSize=${PAGE}`, { headers: bearer(user) });
+      const res = await contractFetch(`${api.base}/api/app/recommend/vid/list?pageSize=${PAGE}`, { headers: bearer(user) });
       const body = (await res.json()) as { queueVersion: string; vInfos: Array<{ vid: string }> };
       return { status: res.status, version: body.queueVersion, vids: body.vInfos.map((v) => v.vid) };
     };
@@ -54,7 +55,7 @@ describe.each([
       const pages = [await page(user), await page(user), await page(user)];
       expect({ user, pages }).toEqual({ user, pages: [0, 1, 2].map((n) => ({ status: 200, version: VERSION, vids: ids.slice(n * PAGE, (n + 1) * PAGE) })) });
     }
-    const metrics = await (await fetch(`${api.base}/metrics`)).text();
+    const metrics = await (await contractFetch(`${api.base}/metrics`)).text();
     const skew = Number(/^feed_clock_skew_seconds (\S+)$/m.exec(metrics)?.[1]);
     expect(Math.abs(skew - expectedSkew)).toBeLessThan(1);
     expect(metrics).not.toMatch(/^feed_redis_failures_total\{operation="ring"\} [1-9]/m);

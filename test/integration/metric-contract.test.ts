@@ -13,6 +13,7 @@ import { seedVideos } from '@feed/demo-data';
 import { connectRedis, createRedisKeys, deleteKeysWithPrefix, videoModel, type Redis } from '@feed/storage';
 import { ROOT, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { startTestDeployable } from '../support/deployables';
+import { contractFetch } from '../support/contract';
 import { bearer, setOffset } from '../support/feed-fixtures';
 import { testMongoUrl } from '../support/mongo';
 
@@ -91,25 +92,25 @@ describe('metric contract (D5)', () => {
   it('when both deployables have built, served, counted and degraded, then every metric and label the alerts query is exported', async () => {
     const [worker, api] = await Promise.all([startDeployable('worker'), startDeployable('api')]);
     // The controller's first-start build (no build by hand), then reads and a like.
-    await waitUntil('a ring page', async () => /^\d{8}$/.test(((await (await fetch(`${api}/api/app/recommend/vid/list`, { headers: bearer('metrics-user') })).json()) as { queueVersion: string }).queueVersion), 60_000);
-    const page = (await (await fetch(`${api}/api/app/recommend/vid/list`, { headers: bearer('metrics-user') })).json()) as { queueVersion: string; vInfos: Array<{ vid: string }> };
-    await fetch(`${api}/api/app/vid/like`, { method: 'POST', headers: { ...bearer('metrics-user'), 'Content-Type': 'application/json' }, body: JSON.stringify({ vid: page.vInfos[0].vid }) });
-    await fetch(`${api}/api/app/vid/like`, { method: 'POST', headers: { ...bearer('metrics-user'), 'Content-Type': 'application/json' }, body: '{"vid":"not-an-id"}' });
+    await waitUntil('a ring page', async () => /^\d{8}$/.test(((await (await contractFetch(`${api}/api/app/recommend/vid/list`, { headers: bearer('metrics-user') })).json()) as { queueVersion: string }).queueVersion), 60_000);
+    const page = (await (await contractFetch(`${api}/api/app/recommend/vid/list`, { headers: bearer('metrics-user') })).json()) as { queueVersion: string; vInfos: Array<{ vid: string }> };
+    await contractFetch(`${api}/api/app/vid/like`, { method: 'POST', headers: { ...bearer('metrics-user'), 'Content-Type': 'application/json' }, body: JSON.stringify({ vid: page.vInfos[0].vid }) });
+    await contractFetch(`${api}/api/app/vid/like`, { method: 'POST', headers: { ...bearer('metrics-user'), 'Content-Type': 'application/json' }, body: '{"vid":"not-an-id"}' });
     // A view, so the next page skips a candidate (feed_skipped_videos_total{reason}).
-    await fetch(`${api}/api/app/vid/view`, { method: 'POST', headers: { ...bearer('metrics-user'), 'Content-Type': 'application/json' }, body: JSON.stringify({ vid: page.vInfos[0].vid }) });
+    await contractFetch(`${api}/api/app/vid/view`, { method: 'POST', headers: { ...bearer('metrics-user'), 'Content-Type': 'application/json' }, body: JSON.stringify({ vid: page.vInfos[0].vid }) });
     await setOffset(redis, keys, page.queueVersion, 'u:metrics-user', 0);
-    await fetch(`${api}/api/app/recommend/vid/list`, { headers: bearer('metrics-user') });
+    await contractFetch(`${api}/api/app/recommend/vid/list`, { headers: bearer('metrics-user') });
     // A degradation: the current queue gone (the controller puts it back; this read comes first or not, either counts).
     await redis.del(keys.queue(page.queueVersion));
-    await fetch(`${api}/api/app/recommend/vid/list`, { headers: bearer('degraded-user') });
+    await contractFetch(`${api}/api/app/recommend/vid/list`, { headers: bearer('degraded-user') });
 
     // The readiness probe the kubelet sends: feed_dependency_up{dependency} reports its last answer
     // (before any probe there is no answer to report, so no sample).
-    expect((await fetch(`${api}/readyz`)).status).toBe(200);
+    expect((await contractFetch(`${api}/readyz`)).status).toBe(200);
 
     const scraped = new Map<string, Set<string>>();
     for (const base of [api, worker]) {
-      for (const [name, labels] of exported(await (await fetch(`${base}/metrics`)).text())) scraped.set(name, new Set([...(scraped.get(name) ?? []), ...labels]));
+      for (const [name, labels] of exported(await (await contractFetch(`${base}/metrics`)).text())) scraped.set(name, new Set([...(scraped.get(name) ?? []), ...labels]));
     }
     const wanted = queried();
     expect(wanted.size).toBeGreaterThan(5);

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { declaredLabels } from '@feed/telemetry';
 import { createApiMetrics, declareHttpRoutes, HTTP_STATUSES } from '@feed/api';
 import { createWorkerMetrics } from '@feed/worker';
-import request from 'supertest';
+import request from '../support/contract';
 import { ROOT } from '../../tools/support/processes';
 import { testApi } from '../support/api';
 import { useTestServices } from '../support/services';

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import mongoose, { type Connection } from 'mongoose';
-import request from 'supertest';
+import request from '../support/contract';
 import { seedVideos } from '@feed/demo-data';
 import { HANDLED_COMMANDS } from '@feed/embedded-mongo';
 import { createLogger } from '@feed/logger';

@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import mongoose, { type Connection } from 'mongoose';
-import request from 'supertest';
+import request from '../support/contract';
 import { loadConfig, type Config } from '@feed/config';
 import { createLogger } from '@feed/logger';
 import { connectRedis, createRedisKeys, deleteKeysWithPrefix, offsetSlot, readRingVersion, videoModel, type Redis } from '@feed/storage';

@@ -13,6 +13,7 @@ import { loadConfig } from '@feed/config';
 import { closeRedis, connectRedis, createRedisKeys, videoModel, type Redis } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { cli, freePort, holdPort, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { contractFetch } from '../support/contract';
 import { bearer, offsetOf, publishQueue } from '../support/feed-fixtures';
 import { delayingProxy } from '../support/tcp-proxies';
 import { testMongoUrl } from '../support/mongo';
@@ -45,7 +46,7 @@ afterAll(async () => {
 });
 
 const feed = async (base: string, user = 'fault-user') => {
-  const res = await fetch(`${base}/api/app/recommend/vid/list`, { headers: bearer(user) });
+  const res = await contractFetch(`${base}/api/app/recommend/vid/list`, { headers: bearer(user) });
   return { status: res.status, body: (await res.json()) as { queueVersion: string; vInfos: unknown[] } };
 };
 
@@ -66,8 +67,8 @@ describe('the API without Redis', () => {
     const api = startProcess(tsx('tools/start-one.ts', 'api'), { NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${redisPort}`, PORT: String(apiPort), CURRENT_CACHE_MS: '200', LOG_LEVEL: 'error' });
     running.push(api);
     const base = `http://127.0.0.1:${apiPort}`;
-    await waitUntil('api listening without redis', async () => (await fetch(`${base}/healthz`)).ok, 20_000);
-    const ready = await fetch(`${base}/readyz`);
+    await waitUntil('api listening without redis', async () => (await contractFetch(`${base}/healthz`)).ok, 20_000);
+    const ready = await contractFetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: 'degraded', redis: 'down', mongo: 'ok' });
     const page = await feed(base);
@@ -82,7 +83,7 @@ describe('the API without Redis', () => {
     await publishQueue(client, createRedisKeys(), VERSION, ids);
     await client.close();
     await waitUntil('ring pages after redis came up', async () => (await feed(base)).body.queueVersion === VERSION, 15_000);
-    expect((await (await fetch(`${base}/readyz`)).json())).toMatchObject({ status: 'ready', redis: 'ok' });
+    expect((await (await contractFetch(`${base}/readyz`)).json())).toMatchObject({ status: 'ready', redis: 'ok' });
   }, 60_000);
 });
 
@@ -112,7 +113,7 @@ describe('a stalled Redis (SIGSTOP)', () => {
       // the wait, the stall did not end it.
       expect(page.body.queueVersion).toBe('fallback');
     }
-    const ready = await fetch(`${base}/readyz`);
+    const ready = await contractFetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ status: 'degraded', redis: 'down' });
 
@@ -148,7 +149,7 @@ describe('concurrent pages of one user during a stall (R11)', () => {
     await new Promise((resolve) => api.once('listening', resolve));
     const base = `http://127.0.0.1:${(api.address() as { port: number }).port}`;
     const page = async (user: string) => {
-      const res = await fetch(`${base}/api/app/recommend/vid/list?pageSize=5`, { headers: bearer(user) });
+      const res = await contractFetch(`${base}/api/app/recommend/vid/list?pageSize=5`, { headers: bearer(user) });
       const body = (await res.json()) as { queueVersion: string; vInfos: Array<{ vid: string }> };
       return { version: body.queueVersion, vids: body.vInfos.map((v) => v.vid) };
     };
@@ -221,7 +222,7 @@ describe('the worker and the CLI with Redis gone', () => {
     const worker = startProcess(tsx('tools/start-one.ts', 'worker'), { NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, WORKER_PORT: String(workerPort), LOG_LEVEL: 'warn' });
     running.push(worker);
     const base = `http://127.0.0.1:${workerPort}`;
-    await waitUntil('worker listening', async () => (await fetch(`${base}/healthz`)).ok, 30_000);
+    await waitUntil('worker listening', async () => (await contractFetch(`${base}/healthz`)).ok, 30_000);
     await server.stop('SIGKILL');
     const auth = { Authorization: `Basic ${Buffer.from('admin:local-admin-password').toString('base64')}` };
     // The inspector's storage client fails fast; bull-board's ioredis queues, so the worker's
@@ -232,7 +233,7 @@ describe('the worker and the CLI with Redis gone', () => {
       '/admin/queues/api/queues': /^no answer from the stores within 2000 ms/,
     };
     for (const route of Object.keys(expected)) {
-      const res = await fetch(`${base}${route}`, { headers: auth });
+      const res = await contractFetch(`${base}${route}`, { headers: auth });
       expect(res.status).toBe(503);
       expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(expected[route]);
     }

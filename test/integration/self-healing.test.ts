@@ -18,6 +18,7 @@ import { createRedisKeys, videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { BUILD_QUEUE, SCHEDULER_ID, bullConnectionFactory } from '@feed/worker';
 import { freePort, startMongoProcess, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { contractFetch } from '../support/contract';
 import { testMongoUrl } from '../support/mongo';
 
 const run = promisify(execFile);
@@ -39,13 +40,13 @@ async function startDeployable(name: 'api' | 'worker', extraEnv: Record<string, 
   const port = await freePort();
   const env = { NODE_ENV: 'test', LOG_LEVEL: 'warn', REDIS_URL: `redis://127.0.0.1:${redisPort}`, MONGO_URL: mongoUrl, PORT: String(port), WORKER_PORT: String(port), CURRENT_CACHE_MS: '1000', ...extraEnv };
   running.push(startProcess(tsx('tools/start-one.ts', name), env));
-  await waitUntil(`${name} listening`, () => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false), 30_000);
+  await waitUntil(`${name} listening`, () => contractFetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false), 30_000);
   return port;
 }
 
 /** The version of the page a guest gets: a YYYYMMDD when the ring served it. */
 async function pageVersion(): Promise<string> {
-  const res = await fetch(`http://127.0.0.1:${apiPort}/api/app/recommend/vid/list`, { headers: { 'X-Device-Id': `healing-${randomBytes(4).toString('hex')}` } });
+  const res = await contractFetch(`http://127.0.0.1:${apiPort}/api/app/recommend/vid/list`, { headers: { 'X-Device-Id': `healing-${randomBytes(4).toString('hex')}` } });
   return ((await res.json()) as { queueVersion: string }).queueVersion;
 }
 

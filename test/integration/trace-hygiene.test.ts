@@ -11,6 +11,7 @@ import mongoose, { type Connection } from 'mongoose';
 import { seedVideos } from '@feed/demo-data';
 import { connectRedis, deleteKeysWithPrefix, videoModel, type Redis } from '@feed/storage';
 import { freePort, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { contractFetch } from '../support/contract';
 import { startTestDeployable } from '../support/deployables';
 import { bearer } from '../support/feed-fixtures';
 import { testMongoUrl } from '../support/mongo';
@@ -90,11 +91,11 @@ describe('trace hygiene (D5, D4)', () => {
     const [api, worker] = await Promise.all([startDeployable('api', traced), startDeployable('worker', traced)]);
     const query = `token=${SECRET}&page=2&token=${SECRET}x`;
     const requests = [
-      fetch(`${api.base}/api/app/recommend/vid/list?${query}`, { headers: bearer('hygiene-user') }),
-      fetch(`${api.base}/api/app/vid/view?${query}`, { method: 'POST', headers: { ...bearer('hygiene-user'), 'Content-Type': 'application/json' }, body: '{"vid":"not-an-id"}' }),
-      fetch(`${api.base}/no/such/route?${query}`),
-      fetch(`${worker.base}/admin/inspector/api/summary?${query}`, { headers: ADMIN }),
-      fetch(`${worker.base}/admin/queues/api/queues?${query}`, { headers: ADMIN }),
+      contractFetch(`${api.base}/api/app/recommend/vid/list?${query}`, { headers: bearer('hygiene-user') }),
+      contractFetch(`${api.base}/api/app/vid/view?${query}`, { method: 'POST', headers: { ...bearer('hygiene-user'), 'Content-Type': 'application/json' }, body: '{"vid":"not-an-id"}' }),
+      contractFetch(`${api.base}/no/such/route?${query}`),
+      contractFetch(`${worker.base}/admin/inspector/api/summary?${query}`, { headers: ADMIN }),
+      contractFetch(`${worker.base}/admin/queues/api/queues?${query}`, { headers: ADMIN }),
     ];
     await Promise.all((await Promise.all(requests)).map((res) => res.arrayBuffer()));
     await waitUntil('the five requests exported', async () => recordedQueries().length >= requests.length, 20_000);

@@ -11,6 +11,7 @@ import mongoose, { type Connection } from 'mongoose';
 import { seedVideos } from '@feed/demo-data';
 import { connectRedis, deleteKeysWithPrefix, videoModel, type Redis } from '@feed/storage';
 import { tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { contractFetch } from '../support/contract';
 import { startTestDeployable } from '../support/deployables';
 import { bearer } from '../support/feed-fixtures';
 import { testMongoUrl } from '../support/mongo';
@@ -119,8 +120,8 @@ describe('OpenTelemetry traces (D5)', () => {
     }
 
     const api = await startDeployable('api');
-    await waitUntil('a ring page', async () => /^\d{8}$/.test(((await (await fetch(`${api}/api/app/recommend/vid/list`, { headers: bearer('warm-up') })).json()) as { queueVersion: string }).queueVersion), 30_000);
-    const res = await fetch(`${api}/api/app/recommend/vid/list`, { headers: { ...bearer('traced-user'), 'X-Request-Id': 'trace-me-1' } });
+    await waitUntil('a ring page', async () => /^\d{8}$/.test(((await (await contractFetch(`${api}/api/app/recommend/vid/list`, { headers: bearer('warm-up') })).json()) as { queueVersion: string }).queueVersion), 30_000);
+    const res = await contractFetch(`${api}/api/app/recommend/vid/list`, { headers: { ...bearer('traced-user'), 'X-Request-Id': 'trace-me-1' } });
     expect(res.status).toBe(200);
 
     await waitUntil('the feed read exported', async () => spans.some((s) => attribute(s, 'http.request_id') === 'trace-me-1'), 15_000);

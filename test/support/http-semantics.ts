@@ -1,5 +1,5 @@
 /** Checks of SPEC C's HTTP semantics over a deployable's whole route table (both deployables' tests use them). */
-import request from 'supertest';
+import request, { type Test } from './contract';
 import type { Express } from 'express';
 import type { Connection } from 'mongoose';
 import { routeTable } from '@feed/http';
@@ -34,6 +34,6 @@ export function concreteRoutes(app: Express, param: string): Array<{ pattern: st
 export const PROBE_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'TRACE'] as const;
 
 /** A request of `method` (supertest names them in lower case). */
-export function send(app: Express, method: string, path: string): request.Test {
+export function send(app: Express, method: string, path: string): Test {
   return request(app)[method.toLowerCase() as 'get' | 'post' | 'put' | 'delete' | 'patch' | 'head' | 'trace'](path);
 }

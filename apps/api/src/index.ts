@@ -11,3 +11,4 @@ export { guestIdentity, userIdentity, type Identity } from './http/identity';
 export { UserHistory } from './users/user-history';
 export { InteractionService } from './interactions/interaction-service';
 export { QueueCopies } from './feed/queue-copies';
+export { openApiDocument } from './openapi';

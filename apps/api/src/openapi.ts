@@ -56,7 +56,11 @@ interface Operation {
   responses: Record<string, object>;
 }
 
-const operation = ({ tag, ...fields }: Operation) => ({ tags: [tag], ...fields });
+/** Any route's answer to a failure nobody expected (the error handler: a bug, logged with its stack). */
+const bug = { 500: error('An unexpected failure (a bug): `internal`, logged with its stack and the request id') };
+
+/** Every route but the probes, the metrics and this document reads a store (the error handler: 503). */
+const operation = ({ tag, responses, ...fields }: Operation) => ({ tags: [tag], ...fields, responses: { ...(tag === 'operations' ? {} : unavailable), ...responses, ...bug } });
 
 const feedPage = (operationId: string, summary: string, description: string) =>
   operation({

@@ -1,4 +1,4 @@
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import type { Express } from 'express';
 import { videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';

@@ -4,7 +4,7 @@
  */
 import http, { type Server } from 'node:http';
 import type { Browser } from 'playwright-core';
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import { videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { browserIt, hasBrowser, launchBrowser } from '../../../test/support/browser';

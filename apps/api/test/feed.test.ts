@@ -1,4 +1,4 @@
-import request from 'supertest';
+import request, { type Response } from '../../../test/support/contract';
 import type { Express } from 'express';
 import { auditTrail, connectRedis, videoModel, type VideoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
@@ -33,7 +33,7 @@ beforeEach(async () => {
 const page = (user: string, pageSize = 20, path = '/api/app/recommend/vid/list') =>
   request(app).get(path).query({ pageSize, pageNumber: 1 }).set(bearer(user));
 
-const vids = (res: request.Response) => (res.body.vInfos as Array<{ vid: string }>).map((v) => v.vid);
+const vids = (res: Response) => (res.body.vInfos as Array<{ vid: string }>).map((v) => v.vid);
 
 describe('GET /api/app/recommend/vid/list (ring read)', () => {
   it('when a user visits first, then they get the first 20 of the queue and the documented shape', async () => {

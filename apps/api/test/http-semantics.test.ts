@@ -3,7 +3,7 @@
  * by hand): HEAD answers as GET would, with no body and no side effect; a known path with a
  * method it does not take is 405 with `Allow`; auth schemes are case-insensitive.
  */
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import type { Express } from 'express';
 import { videoModel } from '@feed/storage';
 import type { Api } from '../src/app';

@@ -1,5 +1,5 @@
 import mongoose from 'mongoose';
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import type { Express } from 'express';
 import { interactionModels, repairPendingCounters, videoModel, type CounterHooks, type InteractionModels, type VideoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';

@@ -5,7 +5,7 @@
  */
 import { getHeapStatistics } from 'node:v8';
 import fc from 'fast-check';
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import { loadConfig } from '@feed/config';
 import { readRingVersion, videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';

@@ -4,7 +4,7 @@
  * values in every field of some documents among normal ones.
  */
 import fc from 'fast-check';
-import request from 'supertest';
+import request, { type Response } from '../../../test/support/contract';
 import type { Express } from 'express';
 import { mongo, Types } from 'mongoose';
 import { videoModel, type VideoModel } from '@feed/storage';
@@ -93,7 +93,7 @@ const scenario = fc.record({
 
 type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never;
 
-const vids = (res: request.Response) => (res.body.vInfos as Array<{ vid: string }>).map((v) => v.vid);
+const vids = (res: Response) => (res.body.vInfos as Array<{ vid: string }>).map((v) => v.vid);
 
 /** Inserts the scenario's documents as other services would (the driver, no schema); returns the normal ids and the hex ids of all ObjectId documents. */
 async function insert({ normal, odd }: Scenario) {
@@ -111,7 +111,7 @@ function shuffled<T>(items: T[], order: Scenario['order']): T[] {
 }
 
 /** Every served item has the documented shape: finite counters, an ISO date or null. */
-function expectWellFormed(res: request.Response) {
+function expectWellFormed(res: Response) {
   for (const item of res.body.vInfos as Array<Record<string, unknown>>) {
     expect(item.vid).toMatch(/^[0-9a-f]{24}$/);
     for (const field of ['likeCount', 'collectCount', 'commentCount', 'shareCount', 'durationSec']) expect({ field, finite: Number.isFinite(item[field]) }).toEqual({ field, finite: true });
@@ -133,7 +133,7 @@ describe('odd video documents on every read strategy (R1a, C)', () => {
         const { normalIds, objectIds } = await insert(sc);
         const queue = shuffled(objectIds, sc.order);
         const page = (user: string) => request(app).get('/api/app/recommend/vid/list').query({ pageSize: 50 }).set(bearer(user));
-        const servesAllNormal = (res: request.Response, queueVersion: string) => {
+        const servesAllNormal = (res: Response, queueVersion: string) => {
           expect(res.status).toBe(200);
           expect(res.body.queueVersion).toBe(queueVersion);
           expectWellFormed(res);

@@ -4,7 +4,7 @@
  * rebuild in place (a new build id) is copied again; a queue that disagrees with its meta is
  * never copied (the feed keeps reading positions from Redis); copies are bounded.
  */
-import request from 'supertest';
+import request, { type Response } from '../../../test/support/contract';
 import { readRingVersion, videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import type { Api } from '../src/app';
@@ -24,7 +24,7 @@ beforeAll(async () => {
   ids = docs.map((d) => d._id!.toHexString());
 });
 
-const vids = (res: request.Response) => res.body.vInfos.map((v: { vid: string }) => v.vid);
+const vids = (res: Response) => res.body.vInfos.map((v: { vid: string }) => v.vid);
 const copyLoads = async (api: Api) => (await api.metrics.registry.getSingleMetric('feed_queue_copy_loads_total')!.get()).values[0]?.value ?? 0;
 
 /** The queue's list rewritten behind the meta's back: only a reader of the list sees it. */

@@ -4,7 +4,7 @@
  * entry the trail could not take is logged at error level with who and the values.
  */
 import mongoose from 'mongoose';
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { logger } from '@feed/logger';
 import { useTestServices } from '../../../test/support/services';

@@ -4,7 +4,7 @@
  * percent pauses a running ramp first), each with a clear 4xx and an audit entry.
  */
 import mongoose from 'mongoose';
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { auditTrail, readRamp, readStepReadout, videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';

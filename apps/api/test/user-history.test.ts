@@ -1,4 +1,4 @@
-import request from 'supertest';
+import request, { type Response } from '../../../test/support/contract';
 import type { Express } from 'express';
 import { videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
@@ -34,7 +34,7 @@ async function nextDay(queue = ids): Promise<string> {
 
 const feed = (headers: Record<string, string>, pageSize = 5) =>
   request(app).get('/api/app/recommend/vid/list').query({ pageSize }).set(headers);
-const vids = (res: request.Response) => (res.body.vInfos as Array<{ vid: string }>).map((v) => v.vid);
+const vids = (res: Response) => (res.body.vInfos as Array<{ vid: string }>).map((v) => v.vid);
 const view = (headers: Record<string, string>, vid: string) => request(app).post('/api/app/vid/view').set(headers).send({ vid }).expect(200);
 
 describe('recently viewed (V1, V2)', () => {
@@ -67,7 +67,7 @@ describe('recently viewed (V1, V2)', () => {
   });
 
   it('when the view window expires, then the videos come back', async () => {
-    const shortLived = testApi(s, { viewHistoryTtlDays: 0.05 / 86400 });
+    const shortLived = testApi(s, { viewHistoryTtlDays: 0.5 / 86400 });
     await request(shortLived.app).post('/api/app/vid/view').set(bearer('expiring')).send({ vid: ids[0] }).expect(200);
     const key = s.keys.views('u:expiring');
     expect(await s.redis.pTTL(key)).toBeGreaterThan(0);

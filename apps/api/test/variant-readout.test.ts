@@ -3,7 +3,7 @@
  * one outside, are driven through both feeds; pages and engagement are counted for the variant
  * of the user at the time of the action, in Prometheus and in Redis's hourly tally.
  */
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import { readVariantStats, videoModel, type VariantTally } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import type { Api } from '../src/app';

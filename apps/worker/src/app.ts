@@ -1,6 +1,7 @@
 /**
  * The worker's HTTP surface, admin parts behind credentials: the job dashboard (bull-board),
- * where on-call watches builds and triggers a rebuild, and the queue inspector; `/metrics`; `/healthz`; `/readyz`.
+ * where on-call watches builds and triggers a rebuild, and the queue inspector; `/metrics`; `/healthz`; `/readyz`;
+ * `/openapi.json`, the document of all but bull-board's own routes (./openapi.ts).
  */
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler } from 'express';
@@ -15,9 +16,10 @@ import { auditTrail, type Redis, type RedisKeys, type VideoModel } from '@feed/s
 import { asDashboardRequest, auditedQueue } from './jobs/audited-queue';
 import { inspectorRoutes } from './inspect/inspector-routes';
 import { readiness } from './readiness';
+import { DASHBOARD_PATH, workerOpenApiDocument } from './openapi';
 import type { WorkerMetrics } from './metrics';
 
-export const DASHBOARD_PATH = '/admin/queues';
+export { DASHBOARD_PATH };
 export const INSPECTOR_PATH = '/admin/inspector';
 const REALM = 'feed-worker';
 
@@ -71,6 +73,9 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
   app.get('/readyz', readiness({ redis, keys, videos }));
   app.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+  app.get('/openapi.json', (_req, res) => {
+    res.json(workerOpenApiDocument);
   });
 
   const board = new ExpressAdapter();

@@ -4,7 +4,7 @@
  * inspector and on the job dashboard (bull-board) alike.
  */
 import type { Server } from 'node:http';
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import { configureLogger, createLogger, logger } from '@feed/logger';
 import { videoModel } from '@feed/storage';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';

@@ -7,7 +7,7 @@
 import type { Server } from 'node:http';
 import type { Browser } from 'playwright-core';
 import { PNG } from 'pngjs';
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import { createLogger } from '@feed/logger';
 import { addVariantStats, auditTrail, changeRollout, saveRamp, variantField, videoModel, type VideoModel } from '@feed/storage';
 import { advanceRamp, emptyReadout, startRamp, type RampState } from '@feed/domain';

@@ -1,5 +1,5 @@
 import { QueueEvents } from 'bullmq';
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import { createLogger } from '@feed/logger';
 import { videoModel, type VideoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Worker, type Job } from 'bullmq';
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import mongoose, { type Connection } from 'mongoose';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { createLogger } from '@feed/logger';

@@ -3,7 +3,7 @@
  * the dashboard's are bull-board's): HEAD answers as GET would with no body and no side effect,
  * an unsupported method on a known path is 405 with `Allow`.
  */
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import type { Express } from 'express';
 import { createLogger } from '@feed/logger';
 import { videoModel } from '@feed/storage';

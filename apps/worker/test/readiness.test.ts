@@ -5,12 +5,13 @@
 import express from 'express';
 import mongoose from 'mongoose';
 import { Queue } from 'bullmq';
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import { connectRedis, videoModel } from '@feed/storage';
 import { createWorkerApp } from '../src/app';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { createWorkerMetrics } from '../src/metrics';
 import { readiness } from '../src/readiness';
+import { workerOpenApiDocument } from '../src/openapi';
 import { useTestServices } from '../../../test/support/services';
 
 const s = useTestServices('readyz');
@@ -28,7 +29,13 @@ async function closedMongo() {
   return videoModel(connection);
 }
 
-const probe = (deps: Parameters<typeof readiness>[0]) => request(express().get('/readyz', readiness(deps))).get('/readyz');
+/** The probe alone, beside the worker's document (which the contract check reads). */
+const probe = (deps: Parameters<typeof readiness>[0]) =>
+  request(
+    express()
+      .get('/readyz', readiness(deps))
+      .get('/openapi.json', (_req, res) => void res.json(workerOpenApiDocument)),
+  ).get('/readyz');
 
 describe('worker /readyz', () => {
   it('when the worker app is asked with both stores up, then /readyz is 200 and /healthz too', async () => {

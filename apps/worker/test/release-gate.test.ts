@@ -6,7 +6,7 @@
  * switches current to it. The CLI's `--promote` and `--skip-gate` are in tools/test/cli.test.ts.
  */
 import { Queue, QueueEvents } from 'bullmq';
-import request from 'supertest';
+import request from '../../../test/support/contract';
 import { createLogger } from '@feed/logger';
 import { auditTrail, readHeldVersion, readMeta, videoModel, type AuditTrail, type VideoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';

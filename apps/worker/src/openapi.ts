@@ -1,0 +1,268 @@
+/**
+ * OpenAPI 3.1 description of the worker's own HTTP surface, served at /openapi.json: the probes,
+ * the metrics, the queue inspector's page, JSON and its one action. bull-board's dashboard is
+ * named but not described (its JSON API is bull-board's, versioned with it): the
+ * `x-unspecified-paths` extension says so. Lint clean under `redocly lint` (recommended rules),
+ * run by the tests, which also check every response they get against it.
+ */
+import { VERSION_PATTERN } from '@feed/storage';
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: object) => ({ content: { 'application/json': { schema } } });
+const ok = (schema: object, description = 'OK') => ({ description, ...json(schema) });
+const error = (description: string) => ({ description, ...json(ref('Error')) });
+const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });
+
+/** Node's server answers any route so (SPEC C: slow clients are bounded). */
+const slowClient = { 408: { description: 'The request was not received within HTTP_HEADERS_TIMEOUT_MS (headers) or HTTP_REQUEST_TIMEOUT_MS (whole request); no body' } };
+const bug = { 500: error('An unexpected failure (a bug): `internal`, logged with its stack and the request id') };
+const adminRefusals = {
+  401: error('Missing or invalid admin credentials (ADMIN_USER / ADMIN_PASSWORD); a WWW-Authenticate challenge'),
+  503: error('A store did not answer within 2 s'),
+};
+const adminSecurity = [{ adminBasic: [] }];
+
+interface Operation {
+  operationId: string;
+  tag: 'operations' | 'inspector';
+  summary: string;
+  description: string;
+  security: object[];
+  parameters?: object[];
+  responses: Record<string, object>;
+}
+
+const operation = ({ tag, responses, ...fields }: Operation) => ({ tags: [tag], ...fields, responses: { ...responses, ...slowClient, ...bug } });
+const html = (description: string) => ({ description, content: { 'text/html': { schema: { type: 'string' } } } });
+
+const counts = { type: 'object', additionalProperties: { type: 'integer', minimum: 0 } };
+
+/** bull-board's job dashboard (app.ts mounts it here). */
+export const DASHBOARD_PATH = '/admin/queues';
+
+export const workerOpenApiDocument = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Short-video feed worker',
+    version: '1.0.0',
+    description: "The worker's HTTP surface: probes and metrics for the orchestrator, and on-call's queue inspector (behind the admin credentials). The job dashboard at /admin/queues is bull-board's.",
+  },
+  servers: [{ url: '/', description: 'The host that served this document' }],
+  'x-unspecified-paths': [{ prefix: DASHBOARD_PATH, description: "bull-board's job dashboard and its JSON API (behind the admin credentials): bull-board's own, not described here" }],
+  tags: [
+    { name: 'operations', description: 'Probes, metrics and this document: no credentials' },
+    { name: 'inspector', description: "On-call's queue inspector (R20, R23): behind the admin credentials (HTTP Basic)" },
+  ],
+  components: {
+    securitySchemes: {
+      adminBasic: { type: 'http', scheme: 'basic', description: 'ADMIN_USER and ADMIN_PASSWORD; the scheme name in any case (RFC 7235)' },
+    },
+    schemas: {
+      Error: {
+        type: 'object',
+        required: ['error'],
+        properties: { error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } } },
+      },
+      Readiness: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['status', 'redis', 'mongo'],
+        properties: {
+          status: { type: 'string', enum: ['ready', 'unavailable'], description: 'unavailable while either store does not answer within 1 s' },
+          redis: { type: 'string', enum: ['ok', 'down'] },
+          mongo: { type: 'string', enum: ['ok', 'down'] },
+        },
+      },
+      Pointers: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['current', 'previous', 'shadow'],
+        properties: { current: { type: ['string', 'null'] }, previous: { type: ['string', 'null'] }, shadow: { type: ['string', 'null'] } },
+      },
+      VersionReport: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['version', 'role', 'meta', 'queueLength', 'ttlSeconds', 'usersWithOffset', 'fullBlockRatio', 'compositions'],
+        properties: {
+          version: { type: 'string', pattern: VERSION_PATTERN.source },
+          role: { type: 'array', items: { type: 'string', enum: ['current', 'previous', 'shadow'] } },
+          meta: { type: ['object', 'null'], description: "The build's meta hash: build id, sizes, blocks, offset buckets, timings" },
+          queueLength: { type: 'integer', minimum: 0 },
+          ttlSeconds: { type: 'integer', description: "The queue key's TTL (-2: gone, -1: none)" },
+          usersWithOffset: { type: 'integer', minimum: 0 },
+          fullBlockRatio: { type: 'number', minimum: 0, maximum: 1, description: 'Blocks that are exactly 17 high + 3 new, over all blocks' },
+          compositions: { ...counts, description: 'Blocks by composition, e.g. "17+3": 10' },
+        },
+      },
+      VersionDiff: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['base', 'other', 'baseLength', 'otherLength', 'overlap', 'onlyInBase', 'onlyInOther', 'duplicatesInOther'],
+        properties: {
+          base: { type: 'string' },
+          other: { type: 'string' },
+          baseLength: { type: 'integer', minimum: 0 },
+          otherLength: { type: 'integer', minimum: 0 },
+          overlap: { type: 'number', minimum: 0, maximum: 1, description: "Ids in both queues over the larger queue's length" },
+          onlyInBase: { type: 'integer', minimum: 0 },
+          onlyInOther: { type: 'integer', minimum: 0 },
+          duplicatesInOther: { type: 'integer', minimum: 0 },
+        },
+      },
+      HeldVersion: {
+        type: 'object',
+        required: ['version', 'buildId', 'heldAt', 'current', 'verdict', 'promote'],
+        properties: {
+          version: { type: 'string' },
+          buildId: { type: 'string' },
+          heldAt: { type: 'string', format: 'date-time' },
+          current: { type: ['string', 'null'], description: 'current when it was judged' },
+          verdict: { type: 'object', required: ['outcome', 'reasons'], properties: { outcome: { type: 'string' }, reasons: { type: 'array', items: ref('HoldReason') } }, description: "The release gate's verdict (R23): outcome, reasons, each compared figure" },
+          promote: {
+            type: 'object',
+            required: ['command', 'endpoint', 'dashboardJob'],
+            properties: { command: { type: 'string' }, endpoint: { type: 'string' }, dashboardJob: { type: 'string' } },
+            description: 'The one action that makes it current, three ways',
+          },
+        },
+      },
+      HoldReason: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string', description: 'e.g. length-drop, candidate-drop' }, message: { type: 'string' } } },
+      BuildSchedule: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['nextBuildAt', 'nextBuildAtLocal', 'lastRepair'],
+        properties: {
+          nextBuildAt: { type: ['string', 'null'], format: 'date-time', description: 'The next run BullMQ has scheduled; null when the scheduler is missing' },
+          nextBuildAtLocal: { type: ['string', 'null'], description: 'The same instant in the business time zone, with its name' },
+          error: { type: 'string', description: "The scheduler is missing, or the controller stopped a repair (R21)" },
+          lastRepair: { type: ['object', 'null'], additionalProperties: { type: 'string' } },
+        },
+      },
+      InspectorSummary: {
+        type: 'object',
+        description: "The inspector page's data",
+        additionalProperties: false,
+        required: ['pointers', 'held', 'versions', 'shadow', 'shadowDiff', 'scores', 'rollout', 'schedule', 'readout', 'ramp', 'audit'],
+        properties: {
+          pointers: ref('Pointers'),
+          held: nullable(ref('HeldVersion')),
+          versions: { type: 'array', items: ref('VersionReport'), description: 'The last week of versions in Redis, newest first' },
+          shadow: nullable(ref('VersionReport')),
+          shadowDiff: nullable(ref('VersionDiff')),
+          scores: {
+            type: ['object', 'null'],
+            description: "recommendScore of the head of current's queue (up to 2000), in 12 equal-width buckets",
+            required: ['version', 'sampled', 'buckets'],
+            properties: {
+              version: { type: 'string' },
+              sampled: { type: 'integer', minimum: 0 },
+              buckets: { type: 'array', items: { type: 'object', required: ['from', 'to', 'count'], properties: { from: { type: 'number' }, to: { type: 'number' }, count: { type: 'integer', minimum: 0 } } } },
+            },
+          },
+          rollout: { type: 'object', required: ['enabled', 'percent'], properties: { enabled: { type: 'boolean' }, percent: { type: 'integer', minimum: 0, maximum: 100 } }, description: 'The rollout in force and where each value comes from' },
+          schedule: ref('BuildSchedule'),
+          readout: {
+            type: 'array',
+            description: 'The V2 vs legacy readout of the last 24 h (D7): per variant, pages, views and rates (null without views)',
+            items: { type: 'object', required: ['variant', 'pages', 'views'], properties: { variant: { type: 'string', enum: ['ring', 'legacy'] }, pages: { type: 'integer', minimum: 0 }, views: { type: 'integer', minimum: 0 } } },
+          },
+          ramp: { type: ['object', 'null'], description: 'The rollout ramp (R23): its steps and verdicts; `{ error }` when unreadable; null when none' },
+          audit: { type: 'array', items: { type: 'object', required: ['action', 'actor', 'via'], properties: { action: { type: 'string' }, actor: { type: 'string' }, via: { type: 'string' } } }, description: "On-call's last 50 audit entries (D6), newest first" },
+        },
+      },
+      Promoted: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['version', 'status', 'replaced', 'reasons'],
+        properties: {
+          version: { type: 'string' },
+          status: { const: 'promoted' },
+          replaced: { type: ['string', 'null'], description: 'The version that was current' },
+          reasons: { type: 'array', items: ref('HoldReason'), description: 'Why the release gate had held it' },
+        },
+      },
+    },
+  },
+  paths: {
+    '/healthz': {
+      get: operation({
+        operationId: 'liveness',
+        tag: 'operations',
+        summary: 'Liveness',
+        description: 'The process answers (independent of both stores).',
+        security: [],
+        responses: { 200: ok({ type: 'object', additionalProperties: false, required: ['status'], properties: { status: { const: 'ok' } } }) },
+      }),
+    },
+    '/readyz': {
+      get: operation({
+        operationId: 'readiness',
+        tag: 'operations',
+        summary: 'Readiness',
+        description: 'Ready while both stores answer: without either a worker can neither build nor show its dashboard.',
+        security: [],
+        responses: { 200: ok(ref('Readiness')), 503: { description: 'A store does not answer', ...json(ref('Readiness')) } },
+      }),
+    },
+    '/metrics': {
+      get: operation({
+        operationId: 'metrics',
+        tag: 'operations',
+        summary: 'Prometheus metrics',
+        description: "The worker's metrics in the Prometheus text format.",
+        security: [],
+        responses: { 200: { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } } },
+      }),
+    },
+    '/openapi.json': {
+      get: operation({ operationId: 'openApiDocument', tag: 'operations', summary: 'This document', description: "The OpenAPI 3.1 document of the worker's HTTP surface.", security: [], responses: { 200: ok({ type: 'object' }) } }),
+    },
+    [DASHBOARD_PATH]: {
+      get: operation({
+        operationId: 'dashboard',
+        tag: 'inspector',
+        summary: 'The job dashboard',
+        description: "bull-board's page: on-call watches builds and adds a job (every job it starts is audited, D6). Its JSON API below this path is bull-board's.",
+        security: adminSecurity,
+        responses: { 200: html('The dashboard page'), ...adminRefusals },
+      }),
+    },
+    '/admin/inspector': {
+      get: operation({
+        operationId: 'inspectorPage',
+        tag: 'inspector',
+        summary: 'The inspector page',
+        description: 'The page, at `/admin/inspector/`: it loads `api/summary` relative to itself, so the path without its slash is redirected there.',
+        security: adminSecurity,
+        responses: { 200: html('The page (at /admin/inspector/)'), 301: { description: 'To /admin/inspector/ (asked without the slash)', headers: { Location: { schema: { type: 'string' } } } }, ...adminRefusals },
+      }),
+    },
+    '/admin/inspector/api/summary': {
+      get: operation({
+        operationId: 'inspectorSummary',
+        tag: 'inspector',
+        summary: "The inspector's data",
+        description: "The last week's versions, the shadow and its diff from current, current's scores, the rollout in force, the next build, the V2 vs legacy readout (D7), the ramp and the held version (R23), the audit trail (D6).",
+        security: adminSecurity,
+        responses: { 200: ok(ref('InspectorSummary')), ...adminRefusals },
+      }),
+    },
+    '/admin/inspector/api/held/{version}/promote': {
+      post: operation({
+        operationId: 'promoteHeld',
+        tag: 'inspector',
+        summary: 'Promote the held version',
+        description: 'Makes the version the release gate held (R23) current, as the admin user (audited, D6).',
+        security: adminSecurity,
+        parameters: [{ name: 'version', in: 'path', required: true, description: 'YYYYMMDD', schema: { type: 'string' } }],
+        responses: {
+          200: ok(ref('Promoted')),
+          400: error('The version is not YYYYMMDD'),
+          404: { description: 'That version is not the held one (`not_held`)', ...json(ref('Error')) },
+          409: error('Its shadow keys are not the held build any more (`conflict`): build the day again'),
+          ...adminRefusals,
+        },
+      }),
+    },
+  },
+};

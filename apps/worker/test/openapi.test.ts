@@ -1,0 +1,62 @@
+/**
+ * The worker's OpenAPI document (issue 34): it describes every route the worker itself registers
+ * (bull-board's are named as unspecified), lints clean, and every endpoint's real answers match
+ * it (test/support/contract checks each response of this file, as of every worker test).
+ */
+import type { Express } from 'express';
+import { routeTable } from '@feed/http';
+import { createLogger } from '@feed/logger';
+import { videoModel } from '@feed/storage';
+import { createWorkerApp } from '../src/app';
+import { startBuildQueue } from '../src/jobs/build-queue';
+import { bullConnectionFactory } from '../src/jobs/bull-connection';
+import { createWorkerMetrics } from '../src/metrics';
+import { DASHBOARD_PATH, workerOpenApiDocument } from '../src/openapi';
+import { useTestServices } from '../../../test/support/services';
+import request from '../../../test/support/contract';
+import { redoclyLint } from '../../../test/support/redocly';
+
+const s = useTestServices('worker-openapi');
+const logger = createLogger({ silent: true });
+const ADMIN = { Authorization: `Basic ${Buffer.from('oncall:inspect-pass').toString('base64')}` };
+let app: Express;
+
+beforeEach(async () => {
+  const videos = videoModel(s.mongo);
+  const deps = { redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 };
+  const jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: s.config.buildRetryDelayMs, logger, metrics: createWorkerMetrics(), deps, process: false });
+  s.disposeAfter(() => jobs.close());
+  app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos });
+});
+
+describe("the worker's OpenAPI document", () => {
+  it("when the worker's routes are listed, then each of its own is documented with its methods and the document has no other", () => {
+    const registered = routeTable(app)
+      .filter(({ path }) => !path.startsWith(DASHBOARD_PATH))
+      .flatMap(({ path, methods }) => methods.filter((m) => m !== 'HEAD').map((m) => `${m} ${path.replace(/:(\w+)/g, '{$1}')}`));
+    const documented = Object.entries(workerOpenApiDocument.paths)
+      .filter(([path]) => path !== DASHBOARD_PATH)
+      .flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
+    // Express routes `/x/` as `/x` (non-strict routing), as the document does.
+    expect([...new Set(registered.map((route) => route.replace(/(.)\/$/, '$1')))].sort()).toEqual(documented.sort());
+  });
+
+  it('when the served document is linted (redocly, recommended rules), then it has no error and no warning', async () => {
+    const served = (await request(app).get('/openapi.json').expect(200)).body;
+    expect(served).toEqual(JSON.parse(JSON.stringify(workerOpenApiDocument)));
+    expect(await redoclyLint(served)).toEqual({ totals: { errors: 0, warnings: 0, ignored: 0 }, problems: [] });
+  }, 30_000);
+
+  it('when every endpoint is called, with and without credentials, then each answer is the documented one', async () => {
+    for (const path of ['/healthz', '/readyz', '/metrics']) await request(app).get(path).expect(200);
+    for (const path of [DASHBOARD_PATH, '/admin/inspector', '/admin/inspector/', '/admin/inspector/api/summary']) {
+      await request(app).get(path).expect(401);
+      await request(app).get(path).set(ADMIN).expect((res) => expect(res.status).toBeLessThan(400));
+    }
+    const summary = await request(app).get('/admin/inspector/api/summary').set(ADMIN).expect(200);
+    expect(summary.body.pointers).toEqual({ current: null, previous: null, shadow: null });
+    await request(app).post('/admin/inspector/api/held/20260724/promote').set(ADMIN).expect(404);
+    await request(app).post('/admin/inspector/api/held/tomorrow/promote').set(ADMIN).expect(400);
+    await request(app).post('/admin/inspector/api/held/20260724/promote').expect(401);
+  });
+});
