@@ -82,11 +82,13 @@ export const workerOpenApiDocument = {
       VersionReport: {
         type: 'object',
         additionalProperties: false,
-        required: ['version', 'role', 'meta', 'queueLength', 'ttlSeconds', 'usersWithOffset', 'fullBlockRatio', 'compositions'],
+        required: ['version', 'role', 'meta', 'complete', 'queueLength', 'ttlSeconds', 'usersWithOffset', 'fullBlockRatio', 'compositions'],
         properties: {
           version: { type: 'string', pattern: VERSION_PATTERN.source },
           role: { type: 'array', items: { type: 'string', enum: ['current', 'previous', 'shadow'] } },
           meta: { type: ['object', 'null'], description: "The build's meta hash: build id, sizes, blocks, offset buckets, timings" },
+          complete: { type: 'boolean', description: "Whether the version's keys are whole: its meta, and a queue of exactly meta.length ids (VersionStore.completeness)" },
+          problem: { type: 'string', description: 'What is not whole, when complete is false' },
           queueLength: { type: 'integer', minimum: 0 },
           ttlSeconds: { type: 'integer', description: "The queue key's TTL (-2: gone, -1: none)" },
           usersWithOffset: { type: 'integer', minimum: 0 },
