@@ -6,32 +6,19 @@
 import mongoose from 'mongoose';
 import request from '../../../test/support/contract';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
-import { auditTrail, readRamp, readStepReadout, videoModel } from '@feed/storage';
-import { demoVideo } from '@feed/demo-data';
+import { auditTrail, readRamp, readStepReadout } from '@feed/storage';
 import type { Api } from '../src/app';
 import { useTestServices } from '../../../test/support/services';
-import { testApi } from '../../../test/support/api';
-import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
+import { LEGACY_USERS_AT_30, RING_USERS_AT_30, testApi, useSplitRollout } from '../../../test/support/api';
+import { bearer } from '../../../test/support/feed-fixtures';
 
 const s = useTestServices('rollout-ramp', { CURRENT_CACHE_MS: '0' });
-let api: Api;
-let ids: string[];
 const VERSION = '20260724';
-// Buckets computed outside the service (FNV-1a 32 of "u:<id>", mod 100): below 30 is the ring.
-const RING_USERS = ['rollout-6', 'rollout-34', 'rollout-82'];
-const LEGACY_USERS = ['rollout-149', 'rollout-21'];
-
-beforeAll(async () => {
-  const docs = Array.from({ length: 30 }, () => demoVideo({ reviewAt: new Date(Date.now() - 5 * 86400_000) }));
-  await videoModel(s.mongo).insertMany(docs);
-  ids = docs.map((d) => d._id!.toHexString());
-});
-
-beforeEach(async () => {
-  await publishQueue(s.redis, s.keys, VERSION, ids);
-  await s.redis.sAdd(s.keys.legacyIds, ids);
-  api = testApi(s, { shortRecommendV2Percent: 30 });
-});
+const split = useSplitRollout(s, VERSION);
+const RING_USERS = RING_USERS_AT_30;
+const LEGACY_USERS = LEGACY_USERS_AT_30.slice(0, 2);
+let api: Api;
+beforeEach(() => ({ api } = split));
 
 const admin = () => ({ Authorization: `Basic ${Buffer.from(`${s.config.adminUser}:${s.config.adminPassword}`).toString('base64')}` });
 const page = (user: string) => request(api.app).get('/api/app/recommend/vid/list').set(bearer(user)).expect(200);

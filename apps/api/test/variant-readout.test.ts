@@ -4,33 +4,21 @@
  * of the user at the time of the action, in Prometheus and in Redis's hourly tally.
  */
 import request from '../../../test/support/contract';
-import { readVariantStats, videoModel, type VariantTally } from '@feed/storage';
-import { demoVideo } from '@feed/demo-data';
+import { readVariantStats, type VariantTally } from '@feed/storage';
 import type { Api } from '../src/app';
 import { guestIdentity } from '../src/http/identity';
 import { useTestServices } from '../../../test/support/services';
-import { testApi } from '../../../test/support/api';
-import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
+import { LEGACY_USERS_AT_30, RING_USERS_AT_30, useSplitRollout } from '../../../test/support/api';
+import { bearer } from '../../../test/support/feed-fixtures';
 
 const s = useTestServices('readout', { CURRENT_CACHE_MS: '0' });
+const VERSION = '20260724';
+const split = useSplitRollout(s, VERSION);
+const RING_USERS = RING_USERS_AT_30;
+const LEGACY_USERS = LEGACY_USERS_AT_30;
 let api: Api;
 let ids: string[];
-const VERSION = '20260724';
-// Buckets computed outside the service (FNV-1a 32 of "u:<id>", mod 100): below 30 is the ring.
-const RING_USERS = ['rollout-6', 'rollout-34', 'rollout-82'];
-const LEGACY_USERS = ['rollout-149', 'rollout-21', 'rollout-22'];
-
-beforeAll(async () => {
-  const docs = Array.from({ length: 30 }, () => demoVideo({ reviewAt: new Date(Date.now() - 5 * 86400_000) }));
-  await videoModel(s.mongo).insertMany(docs);
-  ids = docs.map((d) => d._id!.toHexString());
-});
-
-beforeEach(async () => {
-  await publishQueue(s.redis, s.keys, VERSION, ids);
-  await s.redis.sAdd(s.keys.legacyIds, ids);
-  api = testApi(s, { shortRecommendV2Percent: 30 });
-});
+beforeEach(() => ({ api, ids } = split));
 
 const counter = async (name: string, labels: Record<string, string>) => {
   const metric = await api.metrics.registry.getSingleMetric(name)!.get();
