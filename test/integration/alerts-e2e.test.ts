@@ -90,8 +90,8 @@ beforeAll(async () => {
   const env = { REDIS_URL: `redis://127.0.0.1:${redisPort}`, REDIS_KEY_PREFIX: '', VIDEO_CACHE_MS: '0', CURRENT_CACHE_MS: '0', BUILD_RETRY_DELAY_MS: '200', REDIS_DEADLINE_MS: '2000' };
   const scope = { prefix: '', mongoUrl: proxied.toString() };
   const [apiDeployable, workerDeployable] = await Promise.all([
-    startTestDeployable(tsx('tools/start-one.ts', 'api'), scope, env, 90_000),
-    startTestDeployable(tsx('tools/start-one.ts', 'worker'), scope, env, 90_000),
+    startTestDeployable(tsx('tools/start-one.ts', 'api'), scope, env, { startupMs: 90_000 }),
+    startTestDeployable(tsx('tools/start-one.ts', 'worker'), scope, env, { startupMs: 90_000 }),
   ]);
   running.push(apiDeployable.process, workerDeployable.process);
   [api, worker] = [apiDeployable.base, workerDeployable.base];

@@ -14,6 +14,7 @@ import { demoVideo } from '@feed/demo-data';
 import { versionFor } from '@feed/domain';
 import { cli, exited, freePort, listening, ROOT, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { bearer, publishQueue } from '../support/feed-fixtures';
+import { startTestDeployable, type TestDeployable } from '../support/deployables';
 import { useTestServices } from '../support/services';
 
 const run = promisify(execFile);
@@ -36,15 +37,13 @@ beforeEach(async () => {
   await s.redis.sAdd(s.keys.legacyIds, queue);
 });
 
-const answers = (port: number, route = '/healthz') => fetch(`http://127.0.0.1:${port}${route}`).then((r) => r.ok, () => false);
 const portClosed = async (port: number) => !(await listening(port));
 
-async function startDeployable(name: 'api' | 'worker', env: Record<string, string> = {}): Promise<{ process: Managed; port: number }> {
-  const port = await freePort();
-  const child = startProcess(tsx('tools/start-one.ts', name), { ...baseEnv(), PORT: String(port), WORKER_PORT: String(port), ...env });
-  stopAfter(child);
-  await waitUntil(`${name} listening`, () => answers(port), 30_000);
-  return { process: child, port };
+/** `tools/start-one.ts <name>` on the running test's prefix, killed after the test. */
+async function startDeployable(name: 'api' | 'worker', env: Record<string, string> = {}): Promise<TestDeployable> {
+  const deployable = await startTestDeployable(tsx('tools/start-one.ts', name), { prefix: s.prefix, mongoUrl: s.config.mongoUrl! }, { LOG_LEVEL: 'warn', ...env });
+  stopAfter(deployable.process);
+  return deployable;
 }
 
 /**
@@ -191,17 +190,14 @@ describe('compiled deployables (D3 pnpm build, pnpm deploy)', () => {
     expect(await portClosed(port)).toBe(true);
 
     // The same deployable with private secrets of 32+ characters starts and serves.
-    const privately = startProcess([main], {
-      ...baseEnv(),
+    const { process: privately } = await startTestDeployable([main], { prefix: s.prefix, mongoUrl: s.config.mongoUrl! }, {
+      LOG_LEVEL: 'warn',
       NODE_OPTIONS: '',
       NODE_ENV: 'production',
       AUTH_JWT_SECRET: randomBytes(24).toString('base64url'),
       ADMIN_PASSWORD: randomBytes(24).toString('base64url'),
-      PORT: String(port),
-      WORKER_PORT: String(port),
-    });
+    }, { port });
     stopAfter(privately);
-    await waitUntil(`the deployed ${name} listening`, () => answers(port), 30_000);
     privately.child.kill('SIGTERM');
     expect(await exited(privately)).toBe(0);
   }, 60_000);
@@ -211,14 +207,10 @@ describe('compiled deployables (D3 pnpm build, pnpm deploy)', () => {
       const installed = (await run('ls', [path.join(dir, name, 'node_modules/.pnpm')])).stdout;
       expect(installed).not.toMatch(/^(tsx|typescript|@feed\+embedded-mongo)@/m);
     }
-    const [apiPort, workerPort] = await Promise.all([freePort(), freePort()]);
-    const env = { ...baseEnv(), NODE_OPTIONS: '', PORT: String(apiPort), WORKER_PORT: String(workerPort) };
     const main = (name: string) => path.join(dir, name, require(path.join(dir, name, 'package.json')).main as string);
-    const api = startProcess([main('api')], env);
-    const worker = startProcess([main('worker')], env);
+    const deployed = (name: string) => startTestDeployable([main(name)], { prefix: s.prefix, mongoUrl: s.config.mongoUrl! }, { LOG_LEVEL: 'warn', NODE_OPTIONS: '' });
+    const [{ process: api, port: apiPort }, { process: worker }] = await Promise.all([deployed('api'), deployed('worker')]);
     stopAfter(api, worker);
-    await waitUntil('deployed api', () => answers(apiPort), 30_000);
-    await waitUntil('deployed worker', () => answers(workerPort), 30_000);
     const page = (await (await fetch(`http://127.0.0.1:${apiPort}/api/app/recommend/vid/list`, { headers: bearer('deployed-user') })).json()) as { queueVersion: string; vInfos: unknown[] };
     expect(page.queueVersion).toBe(VERSION);
     expect(page.vInfos).toHaveLength(20);

@@ -83,7 +83,7 @@ function exported(text: string): Map<string, Set<string>> {
 }
 
 async function startDeployable(name: 'api' | 'worker'): Promise<string> {
-  const deployable = await startTestDeployable(tsx('tools/start-one.ts', name), { prefix, mongoUrl }, { CURRENT_CACHE_MS: '0' }, 90_000);
+  const deployable = await startTestDeployable(tsx('tools/start-one.ts', name), { prefix, mongoUrl }, { CURRENT_CACHE_MS: '0' }, { startupMs: 90_000 });
   running.push(deployable.process);
   return deployable.base;
 }

@@ -11,12 +11,12 @@ import mongoose, { type Connection } from 'mongoose';
 import request from '../support/contract';
 import { seedVideos } from '@feed/demo-data';
 import { HANDLED_COMMANDS } from '@feed/embedded-mongo';
-import { createLogger } from '@feed/logger';
 import { initRecommendHistory, interactionModels, repairPendingCounters, videoModel } from '@feed/storage';
 import { runDailyBuild } from '@feed/worker';
 import { bearer } from '../support/feed-fixtures';
 import { testMongoUrl } from '../support/mongo';
 import { useTestServices } from '../support/services';
+import { testBuildDeps } from '../support/build-deps';
 import { testApi } from '../support/api';
 
 const s = useTestServices('mongo_commands');
@@ -46,7 +46,7 @@ describe('the commands the product sends to MongoDB', () => {
     const videos = videoModel(conn);
     // More than one read batch (2,000): the build reads with getMore.
     await seedVideos(videos, { videos: 2_100, fresh: 5 });
-    const build = await runDailyBuild({ redis: s.redis, keys: s.keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 });
+    const build = await runDailyBuild(testBuildDeps(s, videos));
     expect(build.status).toBe('built');
 
     const { app } = testApi(s, {}, { mongo: conn });

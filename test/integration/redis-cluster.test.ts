@@ -15,6 +15,7 @@ import { seedVideos } from '@feed/demo-data';
 import { createApp } from '@feed/api';
 import { BUILD_QUEUE, bullConnectionFactory, createWorkerMetrics, listVersions, reportVersion, runDailyBuild, startBuildQueue, versionPointers } from '@feed/worker';
 import { QueueEvents } from 'bullmq';
+import { testBuildDeps } from '../support/build-deps';
 import { bearer } from '../support/feed-fixtures';
 import { startLocalCluster, type LocalCluster } from '../support/redis-cluster';
 import { testMongoUrl } from '../support/mongo';
@@ -73,10 +74,7 @@ afterAll(async () => {
 
 /** A build of the day `at` names, run in this process as the worker runs it. */
 async function build(at: string) {
-  return runDailyBuild(
-    { redis, keys, videos: videoModel(mongo), logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 },
-    { at: new Date(at) },
-  );
+  return runDailyBuild(testBuildDeps({ config, redis, keys }, videoModel(mongo)), { at: new Date(at) });
 }
 
 describe('on a Redis Cluster', () => {
@@ -143,7 +141,7 @@ describe('on a Redis Cluster', () => {
       retryDelayMs: config.buildRetryDelayMs,
       logger,
       metrics: createWorkerMetrics(),
-      deps: { redis, keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 },
+      deps: testBuildDeps({ config, redis, keys }, videos),
     });
     const eventsConnection = bullConnectionFactory(config)();
     const events = new QueueEvents(BUILD_QUEUE, { connection: eventsConnection, prefix: keys.bullPrefix });

@@ -12,10 +12,11 @@ import { createApp } from '@feed/api';
 import { loadConfig } from '@feed/config';
 import { closeRedis, connectRedis, createRedisKeys, videoModel, type Redis } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
-import { cli, freePort, holdPort, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { cli, freePort, holdPort, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { contractFetch } from '../support/contract';
 import { bearer, offsetOf, publishQueue } from '../support/feed-fixtures';
 import { delayingProxy } from '../support/tcp-proxies';
+import { startTestDeployable } from '../support/deployables';
 import { testMongoUrl } from '../support/mongo';
 
 const VERSION = '20260724';
@@ -62,12 +63,10 @@ async function ownRedis(): Promise<{ port: number; server: Managed; client: Redi
 describe('the API without Redis', () => {
   it('when Redis was never started, then the API listens, is ready (degraded) and serves MongoDB pages; when Redis comes, ring pages return', async () => {
     // Held (connections reset) until Redis starts on it: no parallel test's server can take it.
-    const [held, apiPort] = await Promise.all([holdPort(), freePort()]);
+    const held = await holdPort();
     const redisPort = held.port;
-    const api = startProcess(tsx('tools/start-one.ts', 'api'), { NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${redisPort}`, PORT: String(apiPort), CURRENT_CACHE_MS: '200', LOG_LEVEL: 'error' });
+    const { process: api, base } = await startTestDeployable(tsx('tools/start-one.ts', 'api'), { redisUrl: `redis://127.0.0.1:${redisPort}`, mongoUrl }, { CURRENT_CACHE_MS: '200', LOG_LEVEL: 'error' }, { startupMs: 20_000 });
     running.push(api);
-    const base = `http://127.0.0.1:${apiPort}`;
-    await waitUntil('api listening without redis', async () => (await contractFetch(`${base}/healthz`)).ok, 20_000);
     const ready = await contractFetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: 'degraded', redis: 'down', mongo: 'ok' });
@@ -218,11 +217,8 @@ describe('the worker and the CLI with Redis gone', () => {
   it('when Redis is killed, then the worker answers admin requests 503 within its deadline and still stops on SIGTERM within 10 s', async () => {
     const { port, server, client } = await ownRedis();
     await client.close();
-    const workerPort = await freePort();
-    const worker = startProcess(tsx('tools/start-one.ts', 'worker'), { NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, WORKER_PORT: String(workerPort), LOG_LEVEL: 'warn' });
+    const { process: worker, base } = await startTestDeployable(tsx('tools/start-one.ts', 'worker'), { redisUrl: `redis://127.0.0.1:${port}`, mongoUrl }, { LOG_LEVEL: 'warn' });
     running.push(worker);
-    const base = `http://127.0.0.1:${workerPort}`;
-    await waitUntil('worker listening', async () => (await contractFetch(`${base}/healthz`)).ok, 30_000);
     await server.stop('SIGKILL');
     const auth = { Authorization: `Basic ${Buffer.from('admin:local-admin-password').toString('base64')}` };
     // The inspector's storage client fails fast; bull-board's ioredis queues, so the worker's

@@ -17,7 +17,8 @@ import { versionFor } from '@feed/domain';
 import { createRedisKeys, videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { BUILD_QUEUE, SCHEDULER_ID, bullConnectionFactory } from '@feed/worker';
-import { freePort, startMongoProcess, startProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { freePort, startMongoProcess, startRedis, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { startTestDeployable } from '../support/deployables';
 import { contractFetch } from '../support/contract';
 import { testMongoUrl } from '../support/mongo';
 
@@ -37,11 +38,9 @@ let apiPort: number;
 const redisCli = (...args: string[]) => run('redis-cli', ['-p', String(redisPort), ...args]).then((r) => r.stdout.trim());
 
 async function startDeployable(name: 'api' | 'worker', extraEnv: Record<string, string> = {}): Promise<number> {
-  const port = await freePort();
-  const env = { NODE_ENV: 'test', LOG_LEVEL: 'warn', REDIS_URL: `redis://127.0.0.1:${redisPort}`, MONGO_URL: mongoUrl, PORT: String(port), WORKER_PORT: String(port), CURRENT_CACHE_MS: '1000', ...extraEnv };
-  running.push(startProcess(tsx('tools/start-one.ts', name), env));
-  await waitUntil(`${name} listening`, () => contractFetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false), 30_000);
-  return port;
+  const deployable = await startTestDeployable(tsx('tools/start-one.ts', name), { redisUrl: `redis://127.0.0.1:${redisPort}`, mongoUrl }, { LOG_LEVEL: 'warn', CURRENT_CACHE_MS: '1000', ...extraEnv });
+  running.push(deployable.process);
+  return deployable.port;
 }
 
 /** The version of the page a guest gets: a YYYYMMDD when the ring served it. */

@@ -62,7 +62,7 @@ afterAll(async () => {
 
 async function startDeployable(name: 'api' | 'worker', env: Record<string, string>): Promise<{ base: string; process: Managed }> {
   // The SDK's modules make the start slower: a longer bound than the default on a shared machine.
-  const deployable = await startTestDeployable(tsx(`apps/${name}/src/main.ts`), { prefix, mongoUrl }, { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', ...env }, 90_000);
+  const deployable = await startTestDeployable(tsx(`apps/${name}/src/main.ts`), { prefix, mongoUrl }, { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', ...env }, { startupMs: 90_000 });
   running.push(deployable.process);
   return deployable;
 }

@@ -11,7 +11,8 @@ import { versionFor } from '@feed/domain';
 import { seedVideos } from '@feed/demo-data';
 import { videoModel } from '@feed/storage';
 import { BUILD_QUEUE, buildJobOptions, bullConnectionFactory, type BuildJobData } from '@feed/worker';
-import { exited, freePort, startMongoProcess, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { exited, freePort, startMongoProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { startTestDeployable } from '../support/deployables';
 import { publishQueue } from '../support/feed-fixtures';
 import { throttledProxy, type ThrottledProxy } from '../support/tcp-proxies';
 import { onRealMongo } from '../support/mongo';
@@ -79,18 +80,8 @@ function throughProxy(): string {
 }
 
 async function startWorker(workerMongoUrl: string): Promise<{ worker: Managed; port: number }> {
-  const port = await freePort();
-  const worker = startProcess(tsx('tools/start-one.ts', 'worker'), {
-    NODE_ENV: 'test',
-    LOG_LEVEL: 'warn',
-    REDIS_URL: process.env.TEST_REDIS_URL!,
-    REDIS_KEY_PREFIX: s.prefix,
-    MONGO_URL: workerMongoUrl,
-    WORKER_PORT: String(port),
-    BUILD_RETRY_DELAY_MS: String(RETRY_DELAY_MS),
-  });
+  const { process: worker, port } = await startTestDeployable(tsx('tools/start-one.ts', 'worker'), { prefix: s.prefix, mongoUrl: workerMongoUrl }, { LOG_LEVEL: 'warn', BUILD_RETRY_DELAY_MS: String(RETRY_DELAY_MS) });
   s.disposeAfter(() => worker.stop('SIGKILL'));
-  await waitUntil('worker listening', () => answers(port), 30_000);
   return { worker, port };
 }
 

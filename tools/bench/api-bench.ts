@@ -13,8 +13,6 @@ import mongoose from 'mongoose';
 import { createClient } from 'redis';
 import { loadConfig } from '@feed/config';
 import { connectRedis, createRedisKeys, offsetBucketKeys, videoModel, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
-import { createLogger } from '@feed/logger';
-import { runDailyBuild } from '@feed/worker';
 import { seedVideos } from '@feed/demo-data';
 import { startProcess, tsx, waitUntil, type Managed } from '../support/processes';
 import { startLocalCluster } from '../../test/support/redis-cluster';
@@ -144,7 +142,7 @@ async function switchMoment(redis: Redis, keys: RedisKeys, videos: VideoModel, m
     }
   });
   const tomorrow = new Date(Date.now() + 24 * 3600_000);
-  await runDailyBuild({ redis, keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 1, lockTtlMs: 60_000 }, { at: tomorrow, switch: true });
+  await buildBenchVersion(redis, keys, videos, { at: tomorrow, switch: true });
   await Promise.all(masters.map((m) => m.configResetStat()));
   const lrangeBySecond: number[][] = masters.map(() => []);
   for (let second = 0; second < SWITCH_WINDOW_S; second++) {

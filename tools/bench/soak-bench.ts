@@ -16,7 +16,8 @@ import autocannon from 'autocannon';
 import jwt from 'jsonwebtoken';
 import { videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
-import { freePort, startProcess, waitUntil, type Managed } from '../support/processes';
+import type { Managed } from '../support/processes';
+import { startTestDeployable } from '../support/deployables';
 import { argValue, benchStores, buildBenchVersion } from './support';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -46,13 +47,9 @@ export async function runSoakBench(): Promise<void> {
     await videos.init();
     await seedVideos(videos, { videos: videoCount - Math.round(videoCount / 50), fresh: Math.round(videoCount / 50) });
     await buildBenchVersion(redis, keys, videos);
-    const port = await freePort();
     const env = {
       NODE_ENV: 'production',
       LOG_LEVEL: 'error',
-      PORT: String(port),
-      MONGO_URL: mongoUri,
-      REDIS_KEY_PREFIX: prefix,
       AUTH_JWT_SECRET: SECRET,
       ADMIN_PASSWORD: randomBytes(24).toString('hex'),
       ...(budget === undefined ? {} : { API_MEMORY_BUDGET_MB: budget }),
@@ -60,9 +57,8 @@ export async function runSoakBench(): Promise<void> {
     // What infra/Dockerfile.api's command does: the V8 flag first, from the same setting.
     const heapFlag = execFileSync(process.execPath, [heapFlagScript], { env: { ...process.env, ...env } }).toString();
     console.log(`api: node ${heapFlag} dist/main.js, API_MEMORY_BUDGET_MB=${budget ?? 'default'}`);
-    api = startProcess([...(heapFlag ? [heapFlag] : []), entry], env);
-    const base = `http://127.0.0.1:${port}`;
-    await waitUntil('the compiled API', () => fetch(`${base}/healthz`).then((r) => r.ok, () => false), 30_000);
+    let base: string;
+    ({ process: api, base } = await startTestDeployable([...(heapFlag ? [heapFlag] : []), entry], { redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', mongoUrl: mongoUri, prefix }, env));
     const tokens = Array.from({ length: users }, (_, i) => jwt.sign({ sub: `soak-user-${i}` }, SECRET, { algorithm: 'HS256' }));
     const pid = api.child.pid!;
     const samples: Array<{ at: number; rss: number; heap: number; limit: number; video: number; token: number; copies: number }> = [];

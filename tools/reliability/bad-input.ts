@@ -1,9 +1,12 @@
 /**
  * Generated bad input for every endpoint: wrong types, huge values, `$`-operators (NoSQL
  * injection), invalid ObjectIds, unicode, broken JSON, expired or tampered tokens.
- * Each case names the 4xx it must get.
+ * Each case names the 4xx it must get. The suite's group `bad input` sends them all.
  */
 import type jwt from 'jsonwebtoken';
+import mongoose from 'mongoose';
+import { interactionModels, videoModel } from '@feed/storage';
+import { expect, type Suite } from './suite';
 
 export interface BadInputCase {
   name: string;
@@ -103,4 +106,39 @@ export function badInputCases(ctx: { api: string; validVideo: string; secret: st
   add({ name: 'unknown route', method: 'GET', url: `${api}/api/app/does-not-exist`, headers: user, expect: [404] });
   add({ name: 'wrong method', method: 'DELETE', url: `${api}/api/app/recommend/vid/list`, headers: user, expect: [405] });
   return cases;
+}
+
+/** Group `bad input`: every case above answered as it says, with a JSON error, and nothing written. */
+export async function badInputChecks(suite: Suite): Promise<void> {
+  const { api, check, env, queue, redisClient, secret, summary, token } = suite;
+  await check('bad input', 'malformed queries, bodies, headers and tokens against every endpoint', async () => {
+    const conn = await mongoose.createConnection(env.MONGO_URL).asPromise();
+    const records = interactionModels(conn);
+    const snapshot = async () =>
+      JSON.stringify({
+        likes: await records.likes.countDocuments(),
+        collects: await records.collects.countDocuments(),
+        comments: await records.comments.countDocuments(),
+        shares: await records.shares.countDocuments(),
+        counters: await videoModel(conn).aggregate([{ $group: { _id: null, l: { $sum: '$likeCount' }, r: { $sum: '$recommendLikeCount' }, s: { $sum: '$recommendShareCount' } } }]),
+        redisKeys: await redisClient.dbSize(),
+      });
+    const before = await snapshot();
+    const cases = badInputCases({ api, validVideo: queue[0], secret, token });
+    const wrong: string[] = [];
+    for (const c of cases) {
+      const res = await fetch(c.url, { method: c.method, headers: c.headers, body: c.body });
+      if (res.status >= 500 || !c.expect.includes(res.status)) wrong.push(`${c.name}: ${res.status} (want ${c.expect.join('/')})`);
+      else if (res.status >= 400) {
+        const body = (await res.json().catch(() => null)) as { error?: { message?: string } } | null;
+        if (!body?.error?.message) wrong.push(`${c.name}: ${res.status} without a JSON error`);
+      }
+    }
+    const after = await snapshot();
+    await conn.close();
+    summary.badInput = `${cases.length} tried, ${wrong.length} wrong, writes ${before === after ? 'none' : 'SOME'}`;
+    expect(wrong.length === 0, wrong.slice(0, 5).join('; '));
+    expect(before === after, `state changed: ${before} -> ${after}`);
+    return summary.badInput;
+  });
 }

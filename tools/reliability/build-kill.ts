@@ -4,8 +4,8 @@
  * SIGKILLed as soon as it logs the given phase, and the time until today's ring is back (current
  * = today's version, complete) is measured. Shared by the Jest test and `pnpm test:reliability`.
  */
-import type { Managed } from '../support/processes';
-import { waitUntil } from '../support/processes';
+import { freePort, waitUntil, type Managed } from '../support/processes';
+import type { Suite } from './suite';
 
 /** The build's phases a kill may land in (daily-build.ts; `publish` is the first step of `switch`). */
 export const KILL_PHASES = ['read', 'assemble', 'write', 'verify', 'switch', 'legacy', 'scores'] as const;
@@ -50,4 +50,40 @@ export async function killBuildAt(phase: KillPhase, setup: KillSetup): Promise<K
   const secondsToRing = Math.round((performance.now() - killedAt) / 100) / 10;
   setup.workers[building] = await replacement;
   return { phase, lastLogged: phases.at(-1) ?? phase, secondsToRing };
+}
+
+/**
+ * Group `kill` (R21): the building worker SIGKILLed at each phase, 3 workers with the default
+ * 30 s lease; about a minute a phase, so only in the full run (or --only kill).
+ */
+export async function killChecks(suite: Suite): Promise<void> {
+  if (suite.options.quick && !suite.options.only?.includes('kill')) return;
+  const { businessDay, check, keys, pageVersion, redisClient, summary } = suite;
+  suite.deadline.refresh();
+  await suite.workerProcess?.stop();
+  const killWorkers: Managed[] = [];
+  const startKillWorker = async () => {
+    const started = await suite.startWorker(await freePort(), { BUILD_LOCK_TTL_MS: '30000' });
+    killWorkers.push(started);
+    return started;
+  };
+  const workers = [await startKillWorker(), await startKillWorker(), await startKillWorker()];
+  const today = () => businessDay(new Date().toISOString());
+  const table: string[] = [];
+  for (const phase of KILL_PHASES) {
+    await check('kill', `3 workers, Redis flushed, the building worker SIGKILLed in its ${phase} phase: today's ring back within 2 minutes`, async () => {
+      const outcome = await killBuildAt(phase, {
+        workers,
+        startWorker: startKillWorker,
+        flush: async () => void (await redisClient.flushAll()),
+        ringIsBack: async () => (await redisClient.get(keys.current)) === today() && Boolean(await redisClient.hExists(keys.meta(today()), 'completedAt')),
+      });
+      table.push(`${phase}: ${outcome.secondsToRing} s`);
+      return `killed after its ${outcome.lastLogged} log line; ring back ${outcome.secondsToRing} s after the kill`;
+    });
+  }
+  summary.killTable = table.join(', ');
+  await Promise.all(killWorkers.map((w) => w.stop('SIGKILL')));
+  suite.workerProcess = await suite.startWorker();
+  await waitUntil('the ring after the kill checks', async () => (await pageVersion()) !== 'legacy', 150_000);
 }

@@ -12,6 +12,7 @@ import { startBuildQueue } from '../src/jobs/build-queue';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { createWorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
+import { testBuildDeps } from '../../../test/support/build-deps';
 import { waitUntil } from '../../../tools/support/processes';
 
 const s = useTestServices('admin_errors');
@@ -20,7 +21,7 @@ let lines: Array<Record<string, unknown>>;
 
 /** The worker with one bug injected on each admin surface: a config read and a queue call that throw TypeErrors. */
 beforeEach(async () => {
-  const jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: s.config.buildRetryDelayMs, logger: createLogger({ silent: true }), metrics: createWorkerMetrics(), deps: { redis: s.redis, keys: s.keys, videos: videoModel(s.mongo), logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 }, process: false });
+  const jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: s.config.buildRetryDelayMs, logger: createLogger({ silent: true }), metrics: createWorkerMetrics(), deps: testBuildDeps(s, videoModel(s.mongo)), process: false });
   jobs.queue.getJobCounts = () => {
     throw new TypeError("injected dashboard bug: Cannot read properties of undefined (reading 'counts')");
   };

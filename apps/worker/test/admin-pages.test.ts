@@ -20,6 +20,7 @@ import { createWorkerMetrics } from '../src/metrics';
 import { browserIt, hasBrowser, launchBrowser } from '../../../test/support/browser';
 import { waitUntil } from '../../../tools/support/processes';
 import { useTestServices } from '../../../test/support/services';
+import { testBuildDeps } from '../../../test/support/build-deps';
 
 
 const s = useTestServices('inspector');
@@ -33,7 +34,7 @@ let base: string;
 let browser: Browser | undefined;
 let jobs: Awaited<ReturnType<typeof startBuildQueue>>;
 
-const buildDeps = () => ({ redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 });
+const buildDeps = () => testBuildDeps(s, videos);
 
 beforeAll(async () => {
   videos = videoModel(s.mongo);

@@ -8,6 +8,7 @@ import { BUILD_QUEUE, SCHEDULER_ID, startBuildQueue } from '../src/jobs/build-qu
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { createWorkerMetrics, type WorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
+import { testBuildDeps } from '../../../test/support/build-deps';
 
 const s = useTestServices('queue');
 let videos: VideoModel;
@@ -35,7 +36,7 @@ beforeEach(async () => {
     retryDelayMs: s.config.buildRetryDelayMs,
     logger,
     metrics,
-    deps: { redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000, now: () => NOW },
+    deps: testBuildDeps(s, videos, { now: () => NOW }),
   });
   const eventsConnection = bullConnectionFactory(s.config)();
   events = new QueueEvents(BUILD_QUEUE, { connection: eventsConnection, prefix: s.keys.bullPrefix });

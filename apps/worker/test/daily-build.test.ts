@@ -1,7 +1,6 @@
 import { createClient, type RedisClientType } from 'redis';
 import { mongo, Types } from 'mongoose';
 import { BLOCK_SIZE, expandBlocks, MIN_OFFSET_BUCKETS, USERS_PER_BUCKET, versionFor } from '@feed/domain';
-import { createLogger } from '@feed/logger';
 import { offsetBucketKeys, offsetSlot, readMeta, videoModel, type VideoModel } from '@feed/storage';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { waitUntil } from '../../../tools/support/processes';
@@ -9,6 +8,7 @@ import { assemble, BuildVerificationError, runDailyBuild, type BuildDeps } from 
 import { CandidateColumns } from '../src/daily-build/candidate-columns';
 import { summarizeVersions } from '../src/inspect/inspect-versions';
 import { useTestServices } from '../../../test/support/services';
+import { testBuildDeps } from '../../../test/support/build-deps';
 import { offsetOf, setOffset } from '../../../test/support/feed-fixtures';
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -26,15 +26,7 @@ beforeAll(async () => {
 
 beforeEach(async () => {
   await videos.deleteMany({});
-  deps = {
-    redis: s.redis,
-    keys: s.keys,
-    videos,
-    logger: createLogger({ silent: true }),
-    businessTimeZone: 'Asia/Shanghai',
-    keyTtlHours: 72,
-    lockTtlMs: 60_000,
-  };
+  deps = testBuildDeps(s, videos);
 });
 
 const queueOf = (version = VERSION) => s.redis.lRange(s.keys.queue(version), 0, -1);

@@ -24,6 +24,7 @@ import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { createWorkerMetrics } from '../src/metrics';
 import { cli, freePort, startRedis, waitUntil, type Managed } from '../../../tools/support/processes';
 import { useTestServices } from '../../../test/support/services';
+import { testBuildDeps } from '../../../test/support/build-deps';
 
 const s = useTestServices('dashboard_audit');
 const logger = createLogger({ silent: true });
@@ -35,7 +36,7 @@ let jobs: Awaited<ReturnType<typeof startBuildQueue>>;
 async function startAdmin(config: Config, redis: Redis, mongo: Connection = s.mongo) {
   const keys = createRedisKeys(config.redisKeyPrefix);
   const videos = videoModel(mongo);
-  jobs = await startBuildQueue({ connection: bullConnectionFactory(config), prefix: keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: config.buildRetryDelayMs, logger, metrics: createWorkerMetrics(), deps: { redis, keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 }, process: false });
+  jobs = await startBuildQueue({ connection: bullConnectionFactory(config), prefix: keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: config.buildRetryDelayMs, logger, metrics: createWorkerMetrics(), deps: testBuildDeps({ config, redis, keys }, videos), process: false });
   const app = createWorkerApp({ config: { ...config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), redis, keys, videos });
   server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));

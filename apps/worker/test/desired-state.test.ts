@@ -4,8 +4,11 @@
  */
 import { Queue, Worker } from 'bullmq';
 import { createLogger } from '@feed/logger';
+import { videoModel } from '@feed/storage';
+import { seedVideos } from '@feed/demo-data';
 import type { BullConnections } from '../src/jobs/bull-connection';
-import { SCHEDULER_ID, type BuildJobData } from '../src/jobs/build-queue';
+import { SCHEDULER_ID, toBuildOptions, type BuildJobData } from '../src/jobs/build-queue';
+import { runDailyBuild } from '../src/daily-build/daily-build';
 import { COUNTER_REPAIR_SCHEDULER_ID } from '../src/jobs/counter-repair';
 import { CHECK_DEADLINE_MS, checkDesiredState, dueVersion, LEASE_MS, MAX_REPAIR_ATTEMPTS, startController, type ControllerDeps } from '../src/controller/desired-state';
 import { buildSchedule } from '../src/inspect/inspect-versions';
@@ -13,6 +16,7 @@ import { publishQueue } from '../../../test/support/feed-fixtures';
 import { waitUntil } from '../../../tools/support/processes';
 import { useTestServices } from '../../../test/support/services';
 import { controllerUnderTest } from './support/controller-under-test';
+import { testBuildDeps } from '../../../test/support/build-deps';
 
 const CRON = '30 4 * * *';
 const TZ = 'Asia/Shanghai';
@@ -98,11 +102,21 @@ describe('the desired-state controller (R21)', () => {
   it('when the legacy set is missing, then a forced rebuild of the current version refills it', async () => {
     await deps.ensureBuildScheduler();
     await deps.ensureCounterRepairScheduler();
-    await publishQueue(s.redis, s.keys, '20260724', IDS);
+    const videos = videoModel(s.mongo);
+    await videos.deleteMany({});
+    await seedVideos(videos, { videos: 40, fresh: 3, now, seed: 5 });
+    const build = testBuildDeps(s, videos, { now: () => now });
+    expect((await runDailyBuild(build)).version).toBe('20260724');
+    const queue = await s.redis.lRange(s.keys.queue('20260724'), 0, -1);
+    await s.redis.del(s.keys.legacyIds);
     expect(await reasons()).toEqual(['legacy-missing']);
-    // Forced: a plain build of the current version completes as already current and refills
-    // nothing (the refill itself: daily-build.test.ts, "the legacy set vanished").
-    expect((await repairJob('20260724'))?.data).toEqual({ force: true });
+    const job = await repairJob('20260724');
+    expect(job?.data).toEqual({ force: true });
+    // The job run as the worker runs it: forced, it rebuilds the current version in place and
+    // refills the set (a plain build would complete as already current and refill nothing).
+    expect((await runDailyBuild(build, toBuildOptions(job!.data, TZ))).status).toBe('built');
+    expect(new Set(await s.redis.sMembers(s.keys.legacyIds))).toEqual(new Set(queue));
+    expect(await reasons()).toEqual([]);
   });
 
   it("when yesterday's version is current, then before today's cron time nothing is due and after it today's build is queued", async () => {

@@ -12,6 +12,7 @@ import { startBuildQueue } from '../src/jobs/build-queue';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { createWorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
+import { testBuildDeps } from '../../../test/support/build-deps';
 import { concreteRoutes, mongoState, PROBE_METHODS, redisState, send } from '../../../test/support/http-semantics';
 
 const s = useTestServices('worker-http');
@@ -21,7 +22,7 @@ let app: Express;
 
 beforeEach(async () => {
   const videos = videoModel(s.mongo);
-  const deps = { redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 };
+  const deps = testBuildDeps(s, videos);
   const jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: s.config.buildRetryDelayMs, logger, metrics: createWorkerMetrics(), deps, process: false });
   s.disposeAfter(() => jobs.close());
   app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos });

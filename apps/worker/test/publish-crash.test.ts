@@ -3,12 +3,12 @@
  * leaves either the old or the new version whole: current names a version whose queue and meta
  * both exist, agree on the length and expire; the next build then completes the day.
  */
-import { createLogger } from '@feed/logger';
 import { videoModel, type VideoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { startProcess, tsx } from '../../../tools/support/processes';
 import { runDailyBuild, type BuildDeps, type PublishPoint } from '../src/daily-build/daily-build';
 import { useTestServices } from '../../../test/support/services';
+import { testBuildDeps } from '../../../test/support/build-deps';
 
 const YESTERDAY = new Date('2026-07-23T06:00:00+08:00');
 const TODAY = new Date('2026-07-24T06:00:00+08:00');
@@ -24,7 +24,7 @@ beforeAll(async () => {
 });
 
 beforeEach(() => {
-  deps = { redis: s.redis, keys: s.keys, videos, logger: createLogger({ silent: true }), businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 };
+  deps = testBuildDeps(s, videos);
 });
 
 /** Runs today's build in a child process that kills itself at `point`; resolves with how it ended. */

@@ -7,7 +7,6 @@
  */
 import { Queue, QueueEvents } from 'bullmq';
 import request from '../../../test/support/contract';
-import { createLogger } from '@feed/logger';
 import { auditTrail, readHeldVersion, readMeta, videoModel, type AuditTrail, type VideoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
@@ -18,6 +17,7 @@ import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { checkDesiredState, MAX_REPAIR_ATTEMPTS, type ControllerDeps } from '../src/controller/desired-state';
 import { createWorkerMetrics, type WorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
+import { testBuildDeps } from '../../../test/support/build-deps';
 import { controllerUnderTest } from './support/controller-under-test';
 import { browserIt, launchBrowser } from '../../../test/support/browser';
 
@@ -42,10 +42,10 @@ beforeEach(async () => {
   await videos.deleteMany({});
   now = DAY1;
   trail = auditTrail(s.mongo, s.prefix);
-  deps = { redis: s.redis, keys: s.keys, videos, logger: createLogger({ silent: true }), businessTimeZone: TZ, keyTtlHours: 72, lockTtlMs: 60_000, now: () => now, audit: trail };
+  deps = testBuildDeps(s, videos, { now: () => now, audit: trail });
 });
 
-const promoteDeps = () => ({ redis: s.redis, keys: s.keys, logger: deps.logger, keyTtlHours: 72, lockTtlMs: 60_000, audit: trail });
+const promoteDeps = () => ({ redis: s.redis, keys: s.keys, logger: deps.logger, keyTtlHours: deps.keyTtlHours, lockTtlMs: deps.lockTtlMs, audit: trail });
 
 /** Day one: 200 videos, built and current. Then 80 % of the catalogue goes (a bad migration) and the clock moves to day two. */
 async function cutCatalogueAfterDayOne(): Promise<void> {

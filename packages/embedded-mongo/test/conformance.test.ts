@@ -5,8 +5,6 @@
 import mongoose, { Schema, type Connection } from 'mongoose';
 import { onRealMongo, testMongoUrl } from '../../../test/support/mongo';
 
-if (!onRealMongo) console.warn('R19 explain checks skipped: they need a real MongoDB (TEST_MONGO_URL); the embedded server has no query planner');
-
 interface Item {
   name: string;
   group: string;
@@ -188,41 +186,6 @@ describe('embedded MongoDB server batches', () => {
     expect(docs[2999].i).toBe(2999);
     // 30 MB through the wire twice: 8-18 s on a loaded 2-core machine, past Jest's default bound.
   }, 90_000);
-});
-
-// Only a real MongoDB has a query planner: R19's indexes are checked there, and only there.
-(onRealMongo ? describe : describe.skip)('R19 indexes (explain, on a real MongoDB)', () => {
-  it('when the build and new-pool queries are explained, then they use the status+newsType indexes', async () => {
-    const { videoModel } = await import('@feed/storage');
-    const videos = videoModel(conn);
-    await videos.init();
-    const plan = JSON.stringify(await videos.find({ status: 'approved', newsType: 'short' }).sort({ recommendScore: -1, reviewAt: -1 }).explain());
-    expect(plan).toContain('status_1_newsType_1_recommendScore_-1_reviewAt_-1');
-    const newPool = JSON.stringify(await videos.find({ status: 'approved', newsType: 'short', reviewAt: { $gte: new Date(Date.now() - 86_400_000) } }).explain());
-    expect(newPool).toContain('IXSCAN');
-  });
-
-  it('when find, count and aggregate are explained, then queryPlanner names the winning index, or COLLSCAN without one', async () => {
-    const { videoModel } = await import('@feed/storage');
-    const videos = videoModel(conn);
-    await videos.init();
-    /** An explain reply as plain JSON (mongoose types it loosely). */
-    const plain = (reply: unknown) => JSON.parse(JSON.stringify(reply));
-    const find = plain(await videos.find({ status: 'approved', newsType: 'short', reviewAt: { $gte: new Date(0) } }).explain());
-    expect(find.queryPlanner.namespace).toMatch(/\.videos$/);
-    expect(JSON.stringify(find.queryPlanner.winningPlan)).toContain('"indexName":"status_1_newsType_1_reviewAt_-1"');
-    // mongoose has no explain for counts: the count command's explain, as the shell sends it.
-    const count = await conn.db!.command({ explain: { count: 'videos', query: { status: 'approved', newsType: 'short' } }, verbosity: 'queryPlanner' });
-    expect(count.queryPlanner.winningPlan.stage).toBe('COUNT');
-    expect(JSON.stringify(count.queryPlanner.winningPlan)).toMatch(/IXSCAN/);
-    const aggregate = await videos.aggregate([{ $match: { status: 'approved', newsType: 'short' } }, { $group: { _id: '$authorId', n: { $sum: 1 } } }]).explain();
-    expect(JSON.stringify(aggregate)).toMatch(/"indexName":"status_1_newsType_1_/);
-    const unindexed = plain(await videos.find({ title: 'x' }).explain());
-    expect(unindexed.queryPlanner.winningPlan.stage).toBe('COLLSCAN');
-    // Model.exists() is a findOne with a projection and options: it answers, and explains too.
-    expect(await videos.exists({ status: 'approved' })).toBeNull();
-    expect(JSON.stringify(await videos.exists({ status: 'approved', newsType: 'short' }).explain())).toMatch(/IXSCAN/);
-  });
 });
 
 // Written from the MongoDB manual's documented behaviour (serverStatus, partial and sparse unique

@@ -1,0 +1,72 @@
+/**
+ * Group `ramp` (R23): two ramps the worker drives by itself over a simulated readout (D7's hourly
+ * hash fed every second with known rates, views split by the percent in force): one halted by a
+ * lower like rate, one reaching 100 %; the audit trail names each step. The shortest dwell (1 min).
+ */
+import { statsHour } from '@feed/storage';
+import { cli, waitUntil } from '../support/processes';
+import { expect, type Suite } from './suite';
+
+export async function rampChecks(suite: Suite): Promise<void> {
+  const { check, env, keys, redisClient, worker } = suite;
+  const RAMP_RATES = { view: 1, like: 0.05, collect: 0.02, share: 0.01, 'not-interested': 0.03, request: 0.2, 'server-error': 0.0002, degraded: 0.0004, 'empty-page': 0.0002 };
+  const feedReadout = (ringLikes: number) => {
+    const timer = setInterval(() => {
+      void (async () => {
+        const [enabled, percent] = await redisClient.hmGet(keys.rollout, ['enabled', 'percent']);
+        const share = enabled === 'false' ? 0 : Number(percent ?? 100) / 100;
+        const key = keys.variantStats(statsHour(new Date()));
+        for (const [variant, views] of [['ring', Math.round(20_000 * share)], ['legacy', Math.round(20_000 * (1 - share))]] as const) {
+          for (const [event, rate] of Object.entries(RAMP_RATES)) await redisClient.hIncrBy(key, `${variant}:${event}`, Math.round(views * (variant === 'ring' && event === 'like' ? ringLikes : rate)));
+        }
+      })().catch(() => undefined);
+    }, 1000);
+    return () => clearInterval(timer);
+  };
+  const storedRamp = async () => JSON.parse((await redisClient.hGet(keys.ramp, 'state')) ?? 'null') as { id: string; status: string; lastGoodPercent: number; haltReasons: string[] } | null;
+  const rampSteps = async (id: string) => {
+    const history = await cli(env, 'rollout', '--history');
+    return history.output.split('\n').filter((line) => line.includes(`ramp ${id} (worker)  ramp-step`)).reverse().map((line) => /"kind":"([^"]+)","percent":(\d+)/.exec(line)?.slice(1).join(' ')).join(', ');
+  };
+  const rollout = async () => redisClient.hGetAll(keys.rollout);
+  // The equal ramp first: the regression's counts stay in their UTC hour, which a later step's readout would include.
+  await check('ramp', 'a ramp 5,100 % with equal variants: reaches 100 %, each step audited', async () => {
+    const stop = feedReadout(RAMP_RATES.like);
+    try {
+      const started = await cli(env, 'rollout', '--ramp', '5,100', '--dwell', '1m');
+      expect(started.code === 0, `ramp refused: ${started.output}`);
+      await waitUntil('the ramp done', async () => (await storedRamp())?.status === 'done', 180_000);
+    } finally {
+      stop();
+    }
+    const ramp = (await storedRamp())!;
+    const inForce = await rollout();
+    expect(inForce.percent === '100' && inForce.enabled === 'true', `rollout after the ramp: ${JSON.stringify(inForce)}`);
+    const metrics = await (await fetch(`${worker}/metrics`)).text();
+    expect(/^feed_ramp_halted 0$/m.test(metrics), 'feed_ramp_halted is not 0 on the worker');
+    const steps = await rampSteps(ramp.id);
+    expect(steps === 'started 5, step-started 5, step-passed 5, done 100', `audited steps: ${steps}`);
+    return `rollout ${JSON.stringify(inForce)}; audit: ${steps}`;
+  });
+
+  await check('ramp', 'a ramp 5,100 % whose ring likes 3 % vs 5 %: halted at 5 % back to 0 %, FeedRampHalted raised, each step audited', async () => {
+    const stop = feedReadout(0.03);
+    try {
+      const started = await cli(env, 'rollout', '--ramp', '5,100', '--dwell', '1m');
+      expect(started.code === 0, `ramp refused: ${started.output}`);
+      await waitUntil('the ramp halted', async () => (await storedRamp())?.status === 'halted', 180_000);
+    } finally {
+      stop();
+    }
+    const ramp = (await storedRamp())!;
+    const inForce = await rollout();
+    expect(inForce.percent === '0', `percent after the halt: ${inForce.percent}`);
+    expect(/^likes: /.test(ramp.haltReasons[0] ?? ''), `halt reasons: ${ramp.haltReasons.join('; ')}`);
+    const metrics = await (await fetch(`${worker}/metrics`)).text();
+    expect(/^feed_ramp_halted 1$/m.test(metrics), 'feed_ramp_halted is not 1 on the worker');
+    const steps = await rampSteps(ramp.id);
+    expect(steps === 'started 5, step-started 5, halted 5', `audited steps: ${steps}`);
+    expect((await cli(env, 'rollout', '--clear')).code === 0, 'rollout --clear failed');
+    return `percent ${inForce.percent}; ${ramp.haltReasons[0]}; audit: ${steps}`;
+  });
+}

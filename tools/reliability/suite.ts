@@ -1,0 +1,200 @@
+/**
+ * The reliability suite's shared state: a Redis of its own and the embedded MongoDB, the API
+ * and the worker deployables on ports of their own (restartable on the same ports: clients keep
+ * their URLs), the checks' results. Each check group (a file beside this one) takes a `Suite`.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import jwt from 'jsonwebtoken';
+import { createClient } from 'redis';
+import { loadConfig } from '@feed/config';
+import { versionFor } from '@feed/domain';
+import { createRedisKeys, offsetSlot, type RedisKeys } from '@feed/storage';
+import { freePort, startMongoProcess, startRedis, tsx, waitUntil, type Managed } from '../support/processes';
+import { startTestDeployable } from '../support/deployables';
+
+/** The groups of checks, in the order they run; `--only` names some of them. */
+export const GROUPS = ['self-healing', 'load', 'bad input', 'counters', 'toggles', 'security', 'faults', 'kill', 'ramp', 'held'] as const;
+export type Group = (typeof GROUPS)[number];
+
+export interface SuiteOptions {
+  /** Shorter load, fewer videos and runs, likes only in the counter burst, no kill checks (unless `only` names them). */
+  quick: boolean;
+  /** These groups only (absent: all). */
+  only?: Group[];
+}
+
+export interface CheckResult {
+  group: Group;
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+export class CheckFailed extends Error {}
+
+export function expect(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new CheckFailed(message);
+}
+
+export interface Suite {
+  options: SuiteOptions;
+  /** The environment of every process the suite starts (production, the suite's stores and ports, private secrets). */
+  env: Record<string, string>;
+  secret: string;
+  adminPassword: string;
+  /** http://127.0.0.1:<port> of the API and of the worker. */
+  api: string;
+  worker: string;
+  keys: RedisKeys;
+  redisClient: ReturnType<typeof createClient>;
+  /** Every process started, for the log scan and the cleanup. */
+  processes: Managed[];
+  redis: Managed;
+  mongoServer: Managed;
+  apiProcess?: Managed;
+  workerProcess?: Managed;
+  /** The version current after the first start, and its queue. */
+  current: string;
+  queue: string[];
+  results: CheckResult[];
+  /** The figures of the summary lines. */
+  summary: Record<string, string>;
+  /** The suite's time budget: it stops by itself past it (refreshed before the long kill checks). */
+  deadline: NodeJS.Timeout;
+  /** Runs the check unless `--only` leaves its group out; records and prints its outcome. */
+  check(group: Group, name: string, fn: () => Promise<string | void>): Promise<void>;
+  runs(group: Group): boolean;
+  token(sub: string, options?: jwt.SignOptions): string;
+  /** The version a build `--at` this instant makes. */
+  businessDay(at: string): string;
+  /** A user's stored offset in `version`, in the bucket its meta names (R22). */
+  offsetOf(version: string, userKey: string): Promise<string | null>;
+  /** The version of a guest's page: a YYYYMMDD when the ring served it. */
+  pageVersion(): Promise<string>;
+  untilRingPage(timeoutMs: number): Promise<string>;
+  /** The suite's Redis started again on its port and directory (its append-only file keeps the data). */
+  restartRedis(): Promise<Managed>;
+  /** The API on its port, once /readyz answers. */
+  startApi(): Promise<Managed>;
+  /** The worker on its port (or `port`, with `env` over the suite's), once /healthz answers. */
+  startWorker(port?: number, env?: Record<string, string>): Promise<Managed>;
+  close(): Promise<void>;
+}
+
+/** The suite's stores started, nothing else yet (`startDeployables`: the API and the worker). */
+export async function createSuite(options: SuiteOptions): Promise<Suite> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'feed-reliability-'));
+  const [redisPort, mongoPort, apiPort, workerPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  // Production refuses published or short secrets (D2): private ones per run.
+  const secret = randomBytes(24).toString('hex');
+  const adminPassword = randomBytes(24).toString('hex');
+  const env: Record<string, string> = {
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'info',
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    MONGO_URL: `mongodb://127.0.0.1:${mongoPort}/reliability`,
+    PORT: String(apiPort),
+    WORKER_PORT: String(workerPort),
+    AUTH_JWT_SECRET: secret,
+    ADMIN_PASSWORD: adminPassword,
+    CURRENT_CACHE_MS: '500',
+    VIDEO_CACHE_MS: '500',
+    BUILD_LOCK_TTL_MS: '4000',
+  };
+  // The time zone the started processes read from this environment (TZ_BUSINESS or its default).
+  const { businessTimeZone } = loadConfig({ ...process.env, ...env });
+  const api = `http://127.0.0.1:${apiPort}`;
+  const keys = createRedisKeys('');
+  const processes: Managed[] = [];
+  const redis = await startRedis(redisPort, dir);
+  const mongoServer = await startMongoProcess(mongoPort);
+  processes.push(mongoServer);
+  const redisClient = createClient({ url: env.REDIS_URL, socket: { reconnectStrategy: () => 100 } });
+  redisClient.on('error', () => undefined);
+  const deadline = setTimeout(() => {
+    console.error('reliability suite exceeded its time budget; stopping');
+    process.exit(2);
+  }, (options.quick ? 6 : 15) * 60_000);
+  deadline.unref();
+  const scope = { redisUrl: env.REDIS_URL, mongoUrl: env.MONGO_URL };
+  const started = (deployable: { process: Managed }) => (processes.push(deployable.process), deployable.process);
+  const token = (sub: string, signOptions: jwt.SignOptions = {}) => jwt.sign({ sub }, secret, { algorithm: 'HS256', expiresIn: '1h', ...signOptions });
+  const pageVersion = async () =>
+    ((await (await fetch(`${api}/api/app/recommend/vid/list`, { headers: { 'X-Device-Id': `healing-${randomBytes(4).toString('hex')}` } })).json()) as { queueVersion: string }).queueVersion;
+  const runs = (group: Group) => !options.only || options.only.includes(group);
+
+  const suite: Suite = {
+    options,
+    env,
+    secret,
+    adminPassword,
+    api,
+    worker: `http://127.0.0.1:${workerPort}`,
+    keys,
+    redisClient,
+    processes,
+    redis,
+    mongoServer,
+    current: '',
+    queue: [],
+    results: [],
+    summary: {},
+    deadline,
+    runs,
+    async check(group, name, fn) {
+      if (!runs(group)) return;
+      const startedAt = Date.now();
+      try {
+        const detail = (await fn()) ?? '';
+        suite.results.push({ group, name, ok: true, detail: `${detail} (${((Date.now() - startedAt) / 1000).toFixed(1)} s)`.trim() });
+        console.log(`ok    ${group}: ${name} ${detail}`);
+      } catch (err) {
+        suite.results.push({ group, name, ok: false, detail: err instanceof Error ? err.message : String(err) });
+        console.log(`FAIL  ${group}: ${name}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    },
+    token,
+    businessDay: (at) => versionFor(new Date(at), businessTimeZone),
+    async offsetOf(version, userKey) {
+      const offsetBuckets = Number(await redisClient.hGet(keys.meta(version), 'offsetBuckets'));
+      const { key, field } = offsetSlot(keys, { version, offsetBuckets }, userKey);
+      return redisClient.hGet(key, field);
+    },
+    pageVersion,
+    async untilRingPage(timeoutMs) {
+      const startedAt = Date.now();
+      await waitUntil('a ring page', async () => /^\d{8}$/.test(await pageVersion()), timeoutMs);
+      return `ring page after ${((Date.now() - startedAt) / 1000).toFixed(1)} s`;
+    },
+    restartRedis: () => startRedis(redisPort, dir),
+    startApi: async () => started(await startTestDeployable(tsx('apps/api/src/main.ts'), scope, env, { port: apiPort, until: '/readyz' })),
+    startWorker: async (port = workerPort, extraEnv = {}) => started(await startTestDeployable(tsx('apps/worker/src/main.ts'), scope, { ...env, ...extraEnv }, { port })),
+    async close() {
+      clearTimeout(deadline);
+      await Promise.all(processes.map((p) => p.stop()));
+      await redisClient.quit().catch(() => undefined);
+      await suite.redis.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return suite;
+}
+
+/** The summary table and lines; the exit code (1 when any check failed). */
+export function report(suite: Suite): number {
+  const { results, summary } = suite;
+  const failed = results.filter((r) => !r.ok);
+  console.log('\n| group | check | result |');
+  console.log('|---|---|---|');
+  for (const r of results) console.log(`| ${r.group} | ${r.name} | ${r.ok ? 'ok' : 'FAILED'}: ${r.detail} |`);
+  console.log(`\nload held: ${summary.load ?? 'n/a'}`);
+  console.log(`faults survived: ${results.filter((r) => r.group === 'faults' && r.ok).length}/${results.filter((r) => r.group === 'faults').length}`);
+  console.log(`bad inputs: ${summary.badInput ?? 'n/a'}`);
+  console.log(`data lost: ${summary.dataLost ?? 'n/a'}`);
+  console.log(`time to repair after a SIGKILL per phase: ${summary.killTable ?? 'n/a'}`);
+  console.log(`reliability: ${results.length - failed.length} passed, ${failed.length} failed`);
+  return failed.length ? 1 : 0;
+}
