@@ -6,6 +6,7 @@
  */
 import type Joi from 'joi';
 import parse from 'joi-to-json';
+import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA } from '@feed/http';
 import { AUDIT_ACTIONS } from '@feed/storage';
 import { objectId, vidBody } from './http/validate';
 import { adQuery, countQuery, pageQuery } from './routes/feed-routes';
@@ -132,14 +133,10 @@ export const openApiDocument = {
     securitySchemes: {
       bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT (HS256, sub = user id)', description: 'Authorization: Bearer <JWT>; the scheme name in any case (RFC 7235)' },
       deviceId: { type: 'apiKey', in: 'header', name: 'X-Device-Id' },
-      adminBasic: { type: 'http', scheme: 'basic', description: 'ADMIN_USER and ADMIN_PASSWORD; the scheme name in any case (RFC 7235)' },
+      adminBasic: ADMIN_BASIC_SCHEME,
     },
     schemas: {
-      Error: {
-        type: 'object',
-        required: ['error'],
-        properties: { error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } } },
-      },
+      Error: ERROR_BODY_SCHEMA,
       VideoInfo: {
         type: 'object',
         description: 'One video as the H5 client shows it (the item of vInfos)',

@@ -5,6 +5,7 @@
  * `x-unspecified-paths` extension says so. Lint clean under `redocly lint` (recommended rules),
  * run by the tests, which also check every response they get against it.
  */
+import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA } from '@feed/http';
 import { VERSION_PATTERN } from '@feed/storage';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -55,14 +56,10 @@ export const workerOpenApiDocument = {
   ],
   components: {
     securitySchemes: {
-      adminBasic: { type: 'http', scheme: 'basic', description: 'ADMIN_USER and ADMIN_PASSWORD; the scheme name in any case (RFC 7235)' },
+      adminBasic: ADMIN_BASIC_SCHEME,
     },
     schemas: {
-      Error: {
-        type: 'object',
-        required: ['error'],
-        properties: { error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } } },
-      },
+      Error: ERROR_BODY_SCHEMA,
       Readiness: {
         type: 'object',
         additionalProperties: false,

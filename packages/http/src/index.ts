@@ -2,3 +2,4 @@
 export * from './errors';
 export * from './basic-auth';
 export * from './http-semantics';
+export * from './openapi-parts';

@@ -1,0 +1,11 @@
+/** The parts both deployables' OpenAPI documents describe alike: the error body (errors.ts) and the admin credentials (basic-auth.ts). */
+
+/** `{ error: { code, message } }`, the body of every error answer (`errorHandler`). */
+export const ERROR_BODY_SCHEMA = {
+  type: 'object',
+  required: ['error'],
+  properties: { error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } } },
+};
+
+/** The admin routes' HTTP Basic scheme (`requireAdmin`). */
+export const ADMIN_BASIC_SCHEME = { type: 'http', scheme: 'basic', description: 'ADMIN_USER and ADMIN_PASSWORD; the scheme name in any case (RFC 7235)' };
