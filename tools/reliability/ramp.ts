@@ -29,42 +29,34 @@ export async function rampChecks(suite: Suite): Promise<void> {
     return history.output.split('\n').filter((line) => line.includes(`ramp ${id} (worker)  ramp-step`)).reverse().map((line) => /"kind":"([^"]+)","percent":(\d+)/.exec(line)?.slice(1).join(' ')).join(', ');
   };
   const rollout = async () => redisClient.hGetAll(keys.rollout);
-  // The equal ramp first: the regression's counts stay in their UTC hour, which a later step's readout would include.
-  await check('ramp', 'a ramp 5,100 % with equal variants: reaches 100 %, each step audited', async () => {
-    const stop = feedReadout(RAMP_RATES.like);
+  /** Starts a ramp 5,100 % over a readout whose ring likes at `ringLikeRate`, until it is `until`; what it left. */
+  const rampUntil = async (ringLikeRate: number, until: 'done' | 'halted') => {
+    const stop = feedReadout(ringLikeRate);
     try {
       const started = await cli(env, 'rollout', '--ramp', '5,100', '--dwell', '1m');
       expect(started.code === 0, `ramp refused: ${started.output}`);
-      await waitUntil('the ramp done', async () => (await storedRamp())?.status === 'done', 180_000);
+      await waitUntil(`the ramp ${until}`, async () => (await storedRamp())?.status === until, 180_000);
     } finally {
       stop();
     }
     const ramp = (await storedRamp())!;
-    const inForce = await rollout();
-    expect(inForce.percent === '100' && inForce.enabled === 'true', `rollout after the ramp: ${JSON.stringify(inForce)}`);
     const metrics = await (await fetch(`${worker}/metrics`)).text();
-    expect(/^feed_ramp_halted 0$/m.test(metrics), 'feed_ramp_halted is not 0 on the worker');
-    const steps = await rampSteps(ramp.id);
+    return { ramp, inForce: await rollout(), haltedGauge: /^feed_ramp_halted (\d+)$/m.exec(metrics)?.[1], steps: await rampSteps(ramp.id) };
+  };
+  // The equal ramp first: the regression's counts stay in their UTC hour, which a later step's readout would include.
+  await check('ramp', 'a ramp 5,100 % with equal variants: reaches 100 %, each step audited', async () => {
+    const { inForce, haltedGauge, steps } = await rampUntil(RAMP_RATES.like, 'done');
+    expect(inForce.percent === '100' && inForce.enabled === 'true', `rollout after the ramp: ${JSON.stringify(inForce)}`);
+    expect(haltedGauge === '0', `feed_ramp_halted is ${haltedGauge} on the worker, not 0`);
     expect(steps === 'started 5, step-started 5, step-passed 5, done 100', `audited steps: ${steps}`);
     return `rollout ${JSON.stringify(inForce)}; audit: ${steps}`;
   });
 
   await check('ramp', 'a ramp 5,100 % whose ring likes 3 % vs 5 %: halted at 5 % back to 0 %, FeedRampHalted raised, each step audited', async () => {
-    const stop = feedReadout(0.03);
-    try {
-      const started = await cli(env, 'rollout', '--ramp', '5,100', '--dwell', '1m');
-      expect(started.code === 0, `ramp refused: ${started.output}`);
-      await waitUntil('the ramp halted', async () => (await storedRamp())?.status === 'halted', 180_000);
-    } finally {
-      stop();
-    }
-    const ramp = (await storedRamp())!;
-    const inForce = await rollout();
+    const { ramp, inForce, haltedGauge, steps } = await rampUntil(0.03, 'halted');
     expect(inForce.percent === '0', `percent after the halt: ${inForce.percent}`);
     expect(/^likes: /.test(ramp.haltReasons[0] ?? ''), `halt reasons: ${ramp.haltReasons.join('; ')}`);
-    const metrics = await (await fetch(`${worker}/metrics`)).text();
-    expect(/^feed_ramp_halted 1$/m.test(metrics), 'feed_ramp_halted is not 1 on the worker');
-    const steps = await rampSteps(ramp.id);
+    expect(haltedGauge === '1', `feed_ramp_halted is ${haltedGauge} on the worker, not 1`);
     expect(steps === 'started 5, step-started 5, halted 5', `audited steps: ${steps}`);
     expect((await cli(env, 'rollout', '--clear')).code === 0, 'rollout --clear failed');
     return `percent ${inForce.percent}; ${ramp.haltReasons[0]}; audit: ${steps}`;

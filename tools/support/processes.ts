@@ -126,7 +126,8 @@ export async function startRedis(port: number, dir: string): Promise<Managed> {
 /** The embedded MongoDB-protocol server (`pnpm cli mongo`) in a child process, once listening. */
 export async function startMongoProcess(port: number): Promise<Managed> {
   const mongo = startProcess(tsx('tools/cli.ts', 'mongo', '--port', String(port)), {});
-  await waitUntil('embedded mongo', async () => mongo.output.join('').includes('listening'));
+  // Its start compiles the CLI with tsx: tens of seconds on a loaded 2-core machine, not 15 s.
+  await waitUntil(`embedded mongo on ${port}`, async () => mongo.output.join('').includes('listening'), 60_000);
   return mongo;
 }
 
