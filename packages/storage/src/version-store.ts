@@ -50,11 +50,13 @@ export class VersionStore {
   /** The one definition of a complete version (see `Completeness`), with what is wrong when it is not. */
   async completeness(version: string, which: LiveOrShadow = 'live'): Promise<Completeness> {
     const { queue, meta } = liveOrShadowKeys(this.keys, version, which);
-    const [[metaLength, buildId], queueLength] = await Promise.all([this.redis.hmGet(meta, ['length', 'buildId']), this.redis.lLen(queue)]);
+    const [[metaLength, buildId, offsetBuckets], queueLength] = await Promise.all([this.redis.hmGet(meta, ['length', 'buildId', 'offsetBuckets']), this.redis.lLen(queue)]);
     const length = Number(metaLength);
     if (metaLength === null || !(length > 0) || queueLength !== length) {
       return { complete: false, problem: `queue length ${queueLength}, meta.length ${metaLength ?? 'missing'}` };
     }
+    // What a reader needs besides the queue (ring.ts readRingVersion): without it the API cannot read the ring.
+    if (!(Number(offsetBuckets) > 0)) return { complete: false, problem: `meta.offsetBuckets ${offsetBuckets ?? 'missing'}: no ring a reader can use` };
     return { complete: true, length, buildId: buildId ?? '' };
   }
 

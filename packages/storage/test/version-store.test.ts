@@ -48,6 +48,14 @@ describe('VersionStore.completeness', () => {
     expect(await store().completeness(V)).toMatchObject({ complete: false });
   });
 
+  it('when the meta lacks its offset layout (offsetBuckets missing or 0), then the version is not complete: no reader could use its ring', async () => {
+    await writeVersion(IDS, IDS.length);
+    await s.redis.hDel(s.keys.meta(V), 'offsetBuckets');
+    expect(await store().completeness(V)).toEqual({ complete: false, problem: 'meta.offsetBuckets missing: no ring a reader can use' });
+    await s.redis.hSet(s.keys.meta(V), 'offsetBuckets', '0');
+    expect(await store().completeness(V)).toMatchObject({ complete: false });
+  });
+
   it('when only the shadow copy is whole, then the shadow is complete and the live version is not', async () => {
     await writeVersion(IDS, IDS.length, 'shadow');
     expect(await store().completeness(V, 'shadow')).toMatchObject({ complete: true, length: 5 });
