@@ -122,6 +122,15 @@ describe('the gated daily switch (R23)', () => {
     await expect(promoteHeldVersion(promoteDeps(), V2, { actor: 'oncall', via: 'cli' })).rejects.toMatchObject({ status: 404 });
   });
 
+  it("when the held build's shadow queue was lost and its meta stayed, then a promote is refused 409 and nothing moves (the meta still says shadow)", async () => {
+    await heldDayTwo();
+    await s.redis.del(s.keys.shadowQueue(V2));
+    await expect(promoteHeldVersion(promoteDeps(), V2, { actor: 'oncall', via: 'api' })).rejects.toMatchObject({ status: 409, message: expect.stringContaining('not whole') });
+    expect(await s.redis.get(s.keys.current)).toBe(V1);
+    expect(await s.redis.hGet(s.keys.shadowMeta(V2), 'shadow')).toBe('1');
+    expect((await readHeldVersion(s.redis, s.keys))?.version).toBe(V2);
+  });
+
   it('when a later shadow build replaced the held build\'s keys, then a promote is refused and current stays', async () => {
     await heldDayTwo();
     expect((await runDailyBuild(deps, { shadow: true })).status).toBe('shadow');

@@ -49,6 +49,9 @@ async function promoteLocked(deps: PromoteDeps, held: HeldVersion, lock: BuildLo
   if (!shadow || shadow.buildId !== held.buildId) {
     throw new PromoteRefusedError(409, `the shadow keys of ${version} are not the held build ${held.buildId} (${shadow ? `a later shadow build ${shadow.buildId} replaced it` : 'they expired'}): build the day again`);
   }
+  // Its queue lost (an eviction, a hand DEL) while its meta stayed: nothing whole to publish.
+  const whole = await versions.completeness(version, 'shadow');
+  if (!whole.complete) throw new PromoteRefusedError(409, `the held build's shadow keys of ${version} are not whole (${whole.problem}): build the day again`);
   // Live from here on: the meta says so before it is renamed into place.
   await versions.markShadow(version, 'shadow', false);
   await publish(deps, { ...shadow, shadow: false }, lock, 'live', 'shadow');
