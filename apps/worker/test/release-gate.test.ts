@@ -171,7 +171,7 @@ describe('the controller over a held day (R23, R21)', () => {
     expect(await buildQueue.getJob(`repair-${V2}`)).toBeUndefined();
   });
 
-  it('when each repair of that version runs and is held over the cut catalogue too, then the due day stays the held one, no build of it is queued, and the repairs stop after their attempts', async () => {
+  it('when each repair of that version runs and is held over the cut catalogue too, then the due day stays the held one (and the shadow), no build of it is queued, and the repairs stop after their attempts', async () => {
     await heldDayTwo();
     await s.redis.del(s.keys.queue(V1));
     const repaired: string[] = [];
@@ -184,6 +184,7 @@ describe('the controller over a held day (R23, R21)', () => {
       expect(await runDailyBuild(deps, { at: new Date(`${at}T12:00:00+08:00`), force })).toMatchObject({ version: V1, status: 'held' });
       await job.remove(); // as the worker's run would leave it: no longer waiting
       expect((await readHeldVersion(s.redis, s.keys))?.version).toBe(V2);
+      expect(await s.redis.get(s.keys.shadow)).toBe(V2);
     }
     expect(repaired).toEqual(Array<string>(MAX_REPAIR_ATTEMPTS).fill(V1));
     expect(await s.redis.hGetAll(s.keys.repairStopped)).toMatchObject({ reason: 'queue-incomplete', version: V1 });

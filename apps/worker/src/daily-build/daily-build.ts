@@ -317,16 +317,18 @@ async function judgeGate(deps: BuildDeps, meta: QueueMeta, options: BuildOptions
 async function holdVersion(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, verdict: GateVerdict): Promise<void> {
   const { redis, keys, logger } = deps;
   meta.shadow = true;
-  await publishShadow(deps, meta, lock);
-  await versionStore(deps).markShadow(meta.version, 'shadow', true);
   const held = { version: meta.version, buildId: meta.buildId, heldAt: new Date().toISOString(), current: verdict.current?.version ?? null, verdict: { outcome: verdict.outcome, reasons: verdict.reasons, compared: verdict.compared, holdDrop: verdict.holdDrop } };
-  // A later day's hold stays the record: this is then a rebuild of an older current (the
-  // controller repairing its lost queue while the due day is held). Replacing the record would
-  // make the due day look unhandled, and the controller would alternate between the two days;
-  // kept, the older day's repairs count as attempts and stop (R21), and promoting the due day
-  // (or `pnpm cli build --skip-gate`) settles both.
+  // A later day's hold stays the record, and `shadow` keeps pointing at it: this is then a
+  // rebuild of an older current (the controller repairing its lost queue while the due day is
+  // held). Replacing the record would make the due day look unhandled, and the controller would
+  // alternate between the two days; kept, the older day's repairs count as attempts and stop
+  // (R21), and promoting the due day (or `pnpm cli build --skip-gate`) settles both.
   const later = await readHeldVersion(redis, keys);
-  if (later && later.version > held.version) {
+  const keepLater = later !== null && later.version > held.version;
+  if (keepLater) await publish(deps, meta, lock, 'shadow');
+  else await publishShadow(deps, meta, lock);
+  await versionStore(deps).markShadow(meta.version, 'shadow', true);
+  if (keepLater) {
     logger.warn('daily build held by the release gate; the later held day stays the one to promote', { version: meta.version, held: later.version, reasons: verdict.reasons.map((r) => r.message) });
   } else {
     await writeHeldVersion(redis, keys, held, deps.keyTtlHours * 3600);
