@@ -58,7 +58,7 @@ describe('like / unlike', () => {
     expect(await counters(vid)).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
   });
 
-  it('when a counter is stored as a string, null or an object (no number: it counts as 0, R1a), then likes answer 200 and count from 0; a Decimal128 counter counts by its value', async () => {
+  it('when a counter is stored as a string, null, an object, NaN or an infinity (no finite number: it counts as 0, R1a), then likes answer 200 and count from 0; a Decimal128 counter counts by its value', async () => {
     const odd = await newVideo();
     // Written past mongoose's casts, as another service or an operator's shell would.
     await videos.collection.updateOne({ _id: new mongoose.Types.ObjectId(odd) }, { $set: { likeCount: '7', recommendLikeCount: null, collectCount: { n: 3 } } });
@@ -67,6 +67,16 @@ describe('like / unlike', () => {
     await post('/api/app/vid/like', 'bob', { vid: odd }).expect(200, { active: true, changed: true });
     expect(await videos.collection.findOne({ _id: new mongoose.Types.ObjectId(odd) })).toMatchObject({ likeCount: 2, recommendLikeCount: 2, collectCount: 1 });
     expect(await records.likes.countDocuments({ videoId: odd, dirty: true })).toBe(0);
+
+    // No finite number either (NaN and the infinities, an object that reads like operators), and a tally batch no code wrote.
+    for (const odd of [NaN, Infinity, -Infinity, mongoose.Types.Decimal128.fromString('NaN'), { $gt: -1 }, { $foo: 1 }]) {
+      const vid = await newVideo();
+      await videos.collection.updateOne({ _id: new mongoose.Types.ObjectId(vid) }, { $set: { likeCount: odd, recommendLikeCount: odd, 'counterTally.likes': { batch: 'garbage' } } });
+      await post('/api/app/vid/like', 'alice', { vid }).expect(200, { active: true, changed: true });
+      await post('/api/app/vid/like', 'bob', { vid }).expect(200, { active: true, changed: true });
+      expect(await videos.collection.findOne({ _id: new mongoose.Types.ObjectId(vid) })).toMatchObject({ likeCount: 2, recommendLikeCount: 2 });
+      expect(await records.likes.countDocuments({ videoId: vid, dirty: true })).toBe(0);
+    }
 
     const decimal = await newVideo();
     await videos.collection.updateOne({ _id: new mongoose.Types.ObjectId(decimal) }, { $set: { likeCount: mongoose.Types.Decimal128.fromString('7') } });

@@ -109,32 +109,41 @@ export function freshRecordFields(now = new Date()) {
   return { counted: false, shown: false, tallyAt: 0, dirty: true, changedAt: now, createdAt: now };
 }
 
-async function readTally(videos: VideoModel, videoId: Types.ObjectId, kind: CounterKind): Promise<TallyState | null> {
+interface ReadTally extends TallyState {
+  /** The kind's counters that hold no finite number (R1a: they count as 0), with the value stored. */
+  odd: Array<{ field: CounterName; value: unknown }>;
+}
+
+const isBatchEntry = (entry: unknown): entry is BatchEntry =>
+  typeof (entry as BatchEntry | null)?.to === 'boolean' && typeof (entry as BatchEntry).r?.equals === 'function';
+
+/** Step 1: the kind's tally state, and (in the same read) its counters that `$inc` cannot move. */
+async function readTally(videos: VideoModel, videoId: Types.ObjectId, kind: CounterKind): Promise<ReadTally | null> {
+  const { recommend, display } = COUNTER_KINDS[kind];
   const doc = await videos
     .findById(videoId)
-    .select({ [`counterTally.${kind}`]: 1 })
-    .lean<{ counterTally?: Partial<Record<CounterKind, TallyState>> }>();
+    .select({ [`counterTally.${kind}`]: 1, [recommend]: 1, [display]: 1 })
+    .lean<{ counterTally?: Partial<Record<CounterKind, TallyState>> } & Partial<Record<CounterName, unknown>>>();
   if (!doc) return null;
   const state = doc.counterTally?.[kind];
-  return { seq: state?.seq ?? 0, batch: state?.batch ?? [] };
+  const odd = [recommend, display].filter((field) => field in doc && numericValue(doc[field]) === null).map((field) => ({ field, value: doc[field] }));
+  // A batch this code did not write (a hand edit) counts nothing: its entries are skipped.
+  return { seq: state?.seq ?? 0, batch: Array.isArray(state?.batch) ? state.batch.filter(isBatchEntry) : [], odd };
 }
 
 /** MongoDB's error code when `$inc` meets a field that holds no number. */
 const TYPE_MISMATCH = 14;
 
 /**
- * Counters stored as something that is no number (a string, null, an object: written past the
- * schema by another service or a shell) make step 4's `$inc` fail for ever. By R1a they count as
- * 0, as the build and the read path read them: each is set to 0, only while it still holds the
- * value read (the native driver's update, so mongoose does not cast the filter's value to the
- * schema's Number). A number of any BSON type is left alone: `$inc` adds to it by value.
+ * Counters stored as no finite number (a string, null, an object, NaN, an infinity: written past
+ * the schema by another service or a shell) count as 0 by R1a, as the build and the read path
+ * read them; left so, `$inc` fails on them for ever (TypeMismatch) or keeps them NaN and every
+ * like is lost. Each is set to 0, only while it still holds the value read (`$eq`, so a stored
+ * object is compared, never taken for operators; the native driver, so mongoose does not cast
+ * it to the schema's Number). A finite number of any BSON type is left alone.
  */
-async function zeroNonNumericCounters(videos: VideoModel, videoId: Types.ObjectId, fields: string[]): Promise<void> {
-  const doc = await videos.collection.findOne({ _id: videoId }, { projection: Object.fromEntries(fields.map((field) => [field, 1])) });
-  for (const field of fields) {
-    if (!doc || !(field in doc) || numericValue(doc[field]) !== null) continue;
-    await videos.collection.updateOne({ _id: videoId, [field]: doc[field] }, { $set: { [field]: 0 } });
-  }
+async function zeroOddCounters(videos: VideoModel, videoId: Types.ObjectId, odd: ReadTally['odd']): Promise<void> {
+  for (const { field, value } of odd) await videos.collection.updateOne({ _id: videoId, [field]: { $eq: value } }, { $set: { [field]: 0 } });
 }
 
 /**
@@ -184,6 +193,10 @@ export async function tallyCounters(
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const state = await readTally(videos, videoId, kind);
     if (!state) return outcome;
+    if (state.odd.length > 0) {
+      await zeroOddCounters(videos, videoId, state.odd);
+      continue;
+    }
     // The video already counts this request's record as it wrote it (typically: a concurrent
     // tally won the compare-and-set with it). That tally finalizes its batch right after (step
     // 5); a crash there leaves the records dirty for the next tally or the repair job.
@@ -212,12 +225,12 @@ export async function tallyCounters(
         { _id: videoId, [`counterTally.${kind}.seq`]: state.seq === 0 ? { $exists: false } : state.seq },
         { $set: { [`counterTally.${kind}`]: next }, $inc: { [recommendField]: recommend, [displayField]: display } },
       )
-      .catch(async (err: unknown) => {
+      // A counter made odd since the read: the next read sees it.
+      .catch((err: unknown) => {
         if ((err as { code?: unknown }).code !== TYPE_MISMATCH) throw err;
-        await zeroNonNumericCounters(videos, videoId, [recommendField, displayField]);
         return null;
       });
-    if (swapped?.modifiedCount !== 1) continue; // another tally moved first, or a counter was not a number: read again
+    if (swapped?.modifiedCount !== 1) continue; // another tally moved first, or a counter turned odd: read again
     outcome.records.push(...batch.map((entry) => entry.r));
     outcome.recommend += recommend;
     outcome.display += display;
