@@ -30,4 +30,16 @@ describe('the contract check', () => {
     expect(contract.problem('PATCH', '/healthz', answer(405, {}))).toMatch(/Allow: none/);
     expect(contract.problem('GET', '/no/such/path', answer(200, {}))).toMatch(/no such path/);
   });
+
+  it('when an error body carries more than code and message (a stack, a store error) or an odd code, or a JSON body comes where none is documented, then the check names it', () => {
+    const unauthorized = { error: { code: 'unauthorized', message: 'm' } };
+    expect(contract.problem('GET', '/api/app/recommend/vid/list', answer(401, { error: { ...unauthorized.error, stack: 'at x' } }))).toMatch(/error must NOT have additional properties/);
+    expect(contract.problem('GET', '/api/app/recommend/vid/list', answer(401, { ...unauthorized, detail: 1 }))).toMatch(/must NOT have additional properties/);
+    expect(contract.problem('GET', '/api/app/recommend/vid/list', answer(401, { error: { code: 'Not Found!', message: 'm' } }))).toMatch(/code must match pattern/);
+    const noContent = Object.entries(openApiDocument.paths).flatMap(([path, ops]) =>
+      Object.entries(ops as Record<string, { responses: Record<string, { content?: unknown }> }>).flatMap(([verb, op]) => Object.entries(op.responses).filter(([, r]) => !r.content).map(([status]) => ({ path, verb, status: Number(status) }))),
+    )[0];
+    expect(noContent).toBeDefined();
+    expect(contract.problem(noContent.verb.toUpperCase(), noContent.path.replace(/\{\w+\}/g, '0123456789abcdef01234567'), answer(noContent.status, { sneaked: true }))).toMatch(/JSON body, where the document gives that answer none/);
+  });
 });

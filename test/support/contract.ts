@@ -16,6 +16,7 @@ type JsonSchema = Record<string, unknown>;
 interface DocumentedResponse {
   description: string;
   content?: Record<string, { schema?: JsonSchema }>;
+  headers?: Record<string, { required?: boolean }>;
 }
 type DocumentedOperation = { responses: Record<string, DocumentedResponse>; security?: object[] };
 export interface OpenApiDocument {
@@ -72,8 +73,11 @@ export class Contract {
     }
     const response = operation.responses[String(res.status)] ?? operation.responses.default;
     if (!response) return `${at}, which ${template} does not document for ${method} (documented: ${Object.keys(operation.responses).join(', ')})`;
-    if (verb === 'head' || !response.content) return null;
+    const missing = Object.entries(response.headers ?? {}).find(([name, header]) => header.required && res.headers[name.toLowerCase()] === undefined);
+    if (missing) return `${at} without its documented header ${missing[0]}`;
     const mediaType = String(res.headers['content-type'] ?? '').split(';')[0].trim();
+    if (verb === 'head') return null;
+    if (!response.content) return mediaType === 'application/json' ? `${at} with a JSON body, where the document gives that answer none` : null;
     const media = response.content[mediaType];
     if (!media) return `${at} with content type "${mediaType}"; documented: ${Object.keys(response.content).join(', ')}`;
     if (!media.schema || mediaType !== 'application/json') return null;

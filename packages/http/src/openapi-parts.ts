@@ -3,8 +3,12 @@
 /** `{ error: { code, message } }`, the body of every error answer (`errorHandler`). */
 export const ERROR_BODY_SCHEMA = {
   type: 'object',
+  additionalProperties: false,
   required: ['error'],
-  properties: { error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } } },
+  properties: {
+    // Nothing else: a stack or a store's error text would leak through extra fields.
+    error: { type: 'object', additionalProperties: false, required: ['code', 'message'], properties: { code: { type: 'string', pattern: '^[a-z][a-z0-9_]*$' }, message: { type: 'string' } } },
+  },
 };
 
 /** The admin routes' HTTP Basic scheme (`requireAdmin`). */
