@@ -41,12 +41,12 @@ export class Contract {
     this.ajv.addSchema({ $id: 'contract', components: document.components ?? {} });
     this.templates = Object.keys(document.paths)
       .sort((a, b) => Number(a.includes('{')) - Number(b.includes('{')))
-      .map((path) => ({ path, pattern: new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}$`) }));
+      .map((path) => ({ path, pattern: new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}$`, 'i') }));
   }
 
   /** The documented path template `path` (no query) falls under, if any. */
   template(path: string): string | undefined {
-    // Express routes `/x/` as `/x` (non-strict routing): so does the document.
+    // Express routes `/x/` as `/x` (non-strict routing) and `/X` as `/x` (case-insensitive): so does the document.
     const routed = path.length > 1 ? path.replace(/\/$/, '') : path;
     return this.templates.find(({ pattern }) => pattern.test(routed))?.path;
   }

@@ -73,7 +73,12 @@ export function rampSummary(state: RampState | null): Record<string, unknown> | 
  * Reads the ramp, decides with `decide`, saves over the revision read; on a lost race reads
  * again (bounded: a driver saves once per check, so a few attempts always find a quiet moment).
  */
-async function command(deps: RampCommandDeps, action: AuditEntry['action'], decide: (stored: StoredRamp, rollout: RolloutObservation, now: Date) => RampCommandResult): Promise<RampCommandResult> {
+async function command(
+  deps: RampCommandDeps,
+  action: AuditEntry['action'],
+  decide: (stored: StoredRamp, rollout: RolloutObservation, now: Date) => RampCommandResult,
+  beforeSave?: () => Promise<unknown>,
+): Promise<RampCommandResult> {
   const { redis, keys } = deps;
   for (let attempt = 0; attempt < COMMAND_ATTEMPTS; attempt++) {
     const [revision, stored, rollout] = await Promise.all([storedRevision(redis, keys), readRamp(redis, keys), observeRollout(redis, keys, deps.environment)]);
@@ -81,6 +86,7 @@ async function command(deps: RampCommandDeps, action: AuditEntry['action'], deci
     if (!decided.ok) return decided;
     // The revision climbs over whatever was stored, a replaced ramp's included: a driver that read the old one cannot save over the new.
     const state = { ...decided.state, revision: Math.max(decided.state.revision, Number(revision) + 1) };
+    await beforeSave?.();
     if (await saveRamp(redis, keys, state, revision)) {
       const entry: AuditEntry = { action, ...deps.who, before: rampSummary(stored.state), after: rampSummary(state) };
       // Saved already: as with the kill switch (changeRollout), a trail that is down must not make it look failed.
@@ -107,18 +113,22 @@ export function startStoredRamp(deps: RampCommandDeps, ask: RampAsk): Promise<Ra
 }
 
 /**
- * On-call's pause; `detail` says why (a manual percent). Once saved, it bumps the rollout's
- * revision: a driver tick that saved its step before the pause still holds a write over the
- * revision it observed, and that write is then refused, so the percent stays as it was at the pause.
+ * On-call's pause; `detail` says why (a manual percent). Before each attempt's save it bumps the
+ * rollout's revision: a driver tick that saved its step before the pause holds a write over the
+ * revision it observed, and that write is then refused; a tick that saves after this bump makes
+ * the pause's save fail, and the next attempt bumps again. So the percent stays as it was at the pause.
  */
-export async function pauseStoredRamp(deps: RampCommandDeps, detail?: string): Promise<RampCommandResult> {
-  const result = await command(deps, 'ramp-pause', (stored, _rollout, now) => {
-    if (!stored.state) return { ok: false, kind: 'missing', error: stored.error ?? 'no ramp is stored' };
-    const paused = pauseRamp(stored.state, { now, by: deps.who.actor, cause: detail ? 'manual-percent' : 'manual-pause', detail });
-    return paused.ok ? { ok: true, state: paused.state } : { ok: false, kind: 'conflict', error: paused.error };
-  });
-  if (result.ok) await deps.redis.hIncrBy(deps.keys.rollout, 'revision', 1);
-  return result;
+export function pauseStoredRamp(deps: RampCommandDeps, detail?: string): Promise<RampCommandResult> {
+  return command(
+    deps,
+    'ramp-pause',
+    (stored, _rollout, now) => {
+      if (!stored.state) return { ok: false, kind: 'missing', error: stored.error ?? 'no ramp is stored' };
+      const paused = pauseRamp(stored.state, { now, by: deps.who.actor, cause: detail ? 'manual-percent' : 'manual-pause', detail });
+      return paused.ok ? { ok: true, state: paused.state } : { ok: false, kind: 'conflict', error: paused.error };
+    },
+    () => deps.redis.hIncrBy(deps.keys.rollout, 'revision', 1),
+  );
 }
 
 /** On-call's resume of a paused ramp at the step it paused at (a fresh dwell). */
