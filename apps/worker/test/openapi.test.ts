@@ -14,6 +14,7 @@ import { createWorkerMetrics } from '../src/metrics';
 import { DASHBOARD_PATH, workerOpenApiDocument } from '../src/openapi';
 import { useTestServices } from '../../../test/support/services';
 import request from '../../../test/support/contract';
+import { testBuildDeps } from '../../../test/support/build-deps';
 import { redoclyLint } from '../../../test/support/redocly';
 
 const s = useTestServices('worker-openapi');
@@ -23,7 +24,7 @@ let app: Express;
 
 beforeEach(async () => {
   const videos = videoModel(s.mongo);
-  const deps = { redis: s.redis, keys: s.keys, videos, logger, businessTimeZone: 'Asia/Shanghai', keyTtlHours: 72, lockTtlMs: 60_000 };
+  const deps = testBuildDeps(s, videos);
   const jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: s.config.buildRetryDelayMs, logger, metrics: createWorkerMetrics(), deps, process: false });
   s.disposeAfter(() => jobs.close());
   app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos });
