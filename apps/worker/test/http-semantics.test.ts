@@ -5,27 +5,15 @@
  */
 import request from '../../../test/support/contract';
 import type { Express } from 'express';
-import { createLogger } from '@feed/logger';
-import { videoModel } from '@feed/storage';
-import { createWorkerApp } from '../src/app';
-import { startBuildQueue } from '../src/jobs/build-queue';
-import { bullConnectionFactory } from '../src/jobs/bull-connection';
-import { createWorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
-import { testBuildDeps } from '../../../test/support/build-deps';
+import { ADMIN, workerAppUnderTest } from './support/worker-app-under-test';
 import { concreteRoutes, mongoState, PROBE_METHODS, redisState, send } from '../../../test/support/http-semantics';
 
 const s = useTestServices('worker-http');
-const logger = createLogger({ silent: true });
-const ADMIN = { Authorization: `Basic ${Buffer.from('oncall:inspect-pass').toString('base64')}` };
 let app: Express;
 
 beforeEach(async () => {
-  const videos = videoModel(s.mongo);
-  const deps = testBuildDeps(s, videos);
-  const jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: s.config.buildRetryDelayMs, logger, metrics: createWorkerMetrics(), deps, process: false });
-  s.disposeAfter(() => jobs.close());
-  app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos });
+  app = await workerAppUnderTest(s);
 });
 
 /** The worker's routes with a literal path (bull-board's own are left to it). */
