@@ -8,10 +8,25 @@ import { createLogger } from '@feed/logger';
 import { connectMongo, connectRedis, createRedisKeys, videoModel } from '@feed/storage';
 import { buildDepsFrom, runDailyBuild, type PublishPoint } from '../../src/daily-build/daily-build';
 
+/**
+ * The suite's embedded MongoDB serves both Jest workers from one event loop and can stall past
+ * connectMongo's ~10 s of first-connect windows while a heavy test runs beside this one (seen in
+ * CI); this child is the subject of a crash test, not of the start-up bound, so it waits longer.
+ */
+async function connectPatiently(config: ReturnType<typeof loadConfig>): Promise<Awaited<ReturnType<typeof connectMongo>>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connectMongo(config);
+    } catch (err) {
+      if (attempt >= 6 || (err as Error).name !== 'MongooseServerSelectionError') throw err;
+    }
+  }
+}
+
 async function main(): Promise<void> {
   const killAt = process.argv[2] as PublishPoint;
   const config = loadConfig();
-  const mongo = await connectMongo(config);
+  const mongo = await connectPatiently(config);
   const redis = await connectRedis(config);
   const deps = buildDepsFrom(config, { redis, keys: createRedisKeys(config.redisKeyPrefix), videos: videoModel(mongo.connection), logger: createLogger({ silent: true }) });
   await runDailyBuild(
