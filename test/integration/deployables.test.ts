@@ -178,8 +178,8 @@ describe('compiled deployables (D3 pnpm build, pnpm deploy)', () => {
       ...baseEnv(),
       NODE_OPTIONS: '',
       NODE_ENV: 'production',
-      AUTH_JWT_SECRET: 'local-development-jwt-secret',
-      ADMIN_PASSWORD: 'local-admin-password',
+      AUTH_JWT_SECRET: 'feed-insecure-local-jwt-secret',
+      ADMIN_PASSWORD: 'feed-insecure-local-admin-password',
       PORT: String(port),
       WORKER_PORT: String(port),
     });

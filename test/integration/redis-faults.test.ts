@@ -220,7 +220,7 @@ describe('the worker and the CLI with Redis gone', () => {
     const { process: worker, base } = await startTestDeployable(tsx('tools/start-one.ts', 'worker'), { redisUrl: `redis://127.0.0.1:${port}`, mongoUrl }, { LOG_LEVEL: 'warn' });
     running.push(worker);
     await server.stop('SIGKILL');
-    const auth = { Authorization: `Basic ${Buffer.from('admin:local-admin-password').toString('base64')}` };
+    const auth = { Authorization: `Basic ${Buffer.from('admin:feed-insecure-local-admin-password').toString('base64')}` };
     // The inspector's storage client fails fast; bull-board's ioredis queues, so the worker's
     // 2 s deadline answers for it. Either way a 503 that says why, not a hang.
     const expected: Record<string, RegExp> = {

@@ -19,7 +19,7 @@ import { testMongoUrl } from '../support/mongo';
 const SECRET = `QUERYSECRET${randomBytes(4).toString('hex')}`;
 const prefix = `test:trace-hygiene:${process.pid}:${randomBytes(3).toString('hex')}:`;
 const mongoUrl = testMongoUrl('trace_hygiene');
-const ADMIN = { Authorization: `Basic ${Buffer.from('admin:local-admin-password').toString('base64')}` };
+const ADMIN = { Authorization: `Basic ${Buffer.from('admin:feed-insecure-local-admin-password').toString('base64')}` };
 const running: Managed[] = [];
 /** Every OTLP/JSON body the receiver got, verbatim. */
 const exports: string[] = [];

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { MIN_OFFSET_BUCKETS } from '@feed/domain';
 import { makeCurrent, offsetBucketKeys, offsetSlot, parseCursor, readRingVersion, writeOffset, type Redis, type RedisKeys } from '@feed/storage';
 
-export const TEST_JWT_SECRET = 'local-development-jwt-secret';
+export const TEST_JWT_SECRET = 'feed-insecure-local-jwt-secret';
 
 export function tokenFor(userId: string, options: jwt.SignOptions = {}, secret = TEST_JWT_SECRET): string {
   return jwt.sign({ sub: userId }, secret, { algorithm: 'HS256', expiresIn: '1h', ...options });

@@ -10,7 +10,7 @@ const s = useTestServices('explain', { CURRENT_CACHE_MS: '0' });
 let app: Express;
 let ids: string[];
 const VERSION = '20260724';
-const ADMIN = ['admin', 'local-admin-password'] as const;
+const ADMIN = ['admin', 'feed-insecure-local-admin-password'] as const;
 
 beforeAll(async () => {
   const now = Date.now();

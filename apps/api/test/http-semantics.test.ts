@@ -38,7 +38,7 @@ const CALLERS: Record<string, Record<string, string>> = {
   user: bearer('head-user'),
   'lower-case scheme': { Authorization: `bearer ${tokenFor('head-user')}` },
   guest: { 'X-Device-Id': 'head-device-1' },
-  admin: { Authorization: `Basic ${Buffer.from('admin:local-admin-password').toString('base64')}` },
+  admin: { Authorization: `Basic ${Buffer.from('admin:feed-insecure-local-admin-password').toString('base64')}` },
   'bad admin': { Authorization: `Basic ${Buffer.from('admin:wrong').toString('base64')}` },
 };
 
@@ -76,7 +76,7 @@ describe('HEAD on every GET route of the API (SPEC C)', () => {
 describe('auth schemes (RFC 7235: case-insensitive)', () => {
   it('when the Bearer and Basic schemes are written in another case, then they are accepted', async () => {
     await request(app).get('/api/app/recommend/vid/list').set({ Authorization: `bEARER ${tokenFor('any-case')}` }).expect(200);
-    await request(app).get('/api/admin/rollout').set({ Authorization: `basic ${Buffer.from('admin:local-admin-password').toString('base64')}` }).expect(200);
+    await request(app).get('/api/admin/rollout').set({ Authorization: `basic ${Buffer.from('admin:feed-insecure-local-admin-password').toString('base64')}` }).expect(200);
   });
 });
 

@@ -19,7 +19,7 @@ import { bearer, offsetOf, publishQueue } from '../../../test/support/feed-fixtu
 const { Binary, BSONRegExp, Code, Decimal128, Double, Int32, Long, MaxKey, MinKey, Timestamp } = mongo;
 
 const s = useTestServices('odd-documents', { CURRENT_CACHE_MS: '0', VIDEO_CACHE_MS: '0' });
-const ADMIN = ['admin', 'local-admin-password'] as const;
+const ADMIN = ['admin', 'feed-insecure-local-admin-password'] as const;
 const V1 = '20260724';
 const V2 = '20260725';
 

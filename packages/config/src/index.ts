@@ -2,13 +2,11 @@
  * The service's whole configuration: one joi schema over the environment (SPEC D2, R16).
  * A bad value stops start-up with a message naming the variable.
  */
-import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { CronExpressionParser } from 'cron-parser';
 import Joi from 'joi';
-import { PUBLISHED_SECRET_DIGESTS } from './published-secrets';
 
 /** Parsed by cron-parser, the parser BullMQ's job scheduler itself uses. */
 const cronExpression = Joi.string().custom((value: string, helpers) => {
@@ -30,18 +28,15 @@ const isProduction = (env: NodeJS.ProcessEnv) => env.NODE_ENV === 'production';
 export const PRODUCTION_SECRET_MIN_LENGTH = 32;
 
 /**
- * A secret anyone can read in the repository: the development default of its variable, or a
- * placeholder of the deployment files, which all name themselves as such (infra/k8s/config.yaml,
- * .env.example: `REPLACE_ME_...`), or any secret-like string of the tests, fixtures, tools and docs
- * (published-secrets.ts, derived from the files). A test reads every secret those files hold and checks it is refused.
+ * The marker every development, test and example secret of this repository carries (the defaults,
+ * `.env.example`, the infra placeholders, the tests): production refuses it, as Django's deploy check
+ * refuses `django-insecure-`. A secret anyone can read here is one production never starts with.
  */
-export function isPublishedSecret(value: string, devDefault: string): boolean {
-  return value === devDefault || /replace[-_ ]?me|change[-_ ]?me|placeholder|example/i.test(value) || PUBLISHED_SECRET_DIGESTS.has(secretDigest(value));
-}
+export const INSECURE_SECRET_MARKER = 'feed-insecure-';
 
-/** How the repository's published strings are listed (tools/secrets/published-secrets.ts): the first 64 bits of the SHA-256. */
-export function secretDigest(value: string): string {
-  return createHash('sha256').update(value).digest('hex').slice(0, 16);
+/** A secret production refuses: it carries the marker, or names itself a placeholder. */
+function isPublishedSecret(value: string): boolean {
+  return value.toLowerCase().includes(INSECURE_SECRET_MARKER) || /replace[-_ ]?me|change[-_ ]?me|placeholder|example/i.test(value);
 }
 
 /**
@@ -84,15 +79,15 @@ type NodeEnv = 'development' | 'production' | 'test';
 function settingsFor(env: NodeJS.ProcessEnv) {
   // Production has no toy fallbacks: a missing value stops the process, naming the variable.
   const required = (schema: Joi.StringSchema) => (isProduction(env) ? schema.required() : schema);
-  const secret = (description: string, devDefault: string) => {
+  const secret = (description: string, devDefault: `${typeof INSECURE_SECRET_MARKER}${string}`) => {
     const base = Joi.string().min(8).description(description);
     if (!isProduction(env)) return base.default(devDefault);
-    // Production: never a value anyone can read in the repository (README, .env.example, infra placeholders).
+    // Production: never a value anyone can read in the repository (README, .env.example, infra placeholders, tests).
     return base
       .required()
       .min(PRODUCTION_SECRET_MIN_LENGTH)
-      .custom((value: string, helpers) => (isPublishedSecret(value, devDefault) ? helpers.error('any.invalid') : value), 'a private secret')
-      .messages({ 'any.invalid': '{{#label}} is a value published in the repository (a development default or a placeholder): set a private secret' });
+      .custom((value: string, helpers) => (isPublishedSecret(value) ? helpers.error('any.invalid') : value), 'a private secret')
+      .messages({ 'any.invalid': '{{#label}} is a value published in the repository (it carries the feed-insecure- marker or is a placeholder): set a private secret' });
   };
   return {
     nodeEnv: setting('NODE_ENV', Joi.string<NodeEnv>().valid('development', 'production', 'test').default('development').description('Runtime mode: JSON logs and required secrets in production')),
@@ -116,9 +111,9 @@ function settingsFor(env: NodeJS.ProcessEnv) {
       toValue: (raw: string | undefined) => (raw ? raw.split(',') : undefined),
     },
     redisKeyPrefix: setting('REDIS_KEY_PREFIX', Joi.string().allow('').pattern(/^[A-Za-z0-9:_-]*$/).default('').description('Prefix for every Redis key (isolates tests or tenants); empty in production')),
-    authJwtSecret: setting('AUTH_JWT_SECRET', secret('HS256 secret of user tokens; the token sub is the user id', 'local-development-jwt-secret')),
+    authJwtSecret: setting('AUTH_JWT_SECRET', secret('HS256 secret of user tokens; the token sub is the user id', 'feed-insecure-local-jwt-secret')),
     adminUser: setting('ADMIN_USER', Joi.string().default('admin').description('User name for the job dashboard and admin endpoints')),
-    adminPassword: setting('ADMIN_PASSWORD', secret('Password for the job dashboard and admin endpoints', 'local-admin-password')),
+    adminPassword: setting('ADMIN_PASSWORD', secret('Password for the job dashboard and admin endpoints', 'feed-insecure-local-admin-password')),
     businessTimeZone: setting(
       'TZ_BUSINESS',
       Joi.string().custom((v: string, helpers) => (isValidTimeZone(v) ? v : helpers.error('any.invalid'))).default('Asia/Shanghai').description('Time zone that names versions and runs the daily cron'),

@@ -2,9 +2,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, describeConfig, loadConfig, loadDotEnv, renderConfigTable, secretDigest } from '@feed/config';
-import { PUBLISHED_SECRET_DIGESTS } from '../src/published-secrets';
-import { derivePublishedDigests } from '../../../tools/secrets/published-secrets';
+import { execFileSync } from 'node:child_process';
+import fc from 'fast-check';
+import { ConfigError, describeConfig, loadConfig, loadDotEnv, renderConfigTable } from '@feed/config';
 
 /** 32 characters made now: a secret no file of the repository holds (a literal here would be published). */
 const privateSecret = () => randomBytes(24).toString('base64url');
@@ -98,32 +98,39 @@ describe('the settings as documented: each declared once, README and .env.exampl
 
 describe('published secrets (D2)', () => {
   const ROOT = path.resolve(__dirname, '../../..');
-  /** Every value a repository file gives AUTH_JWT_SECRET or ADMIN_PASSWORD, read from the files themselves. */
-  const published = ['.env.example', 'infra/k8s/config.yaml', 'infra/docker-compose.yml', 'README.md'].flatMap((file) =>
-    [...readFileSync(path.join(ROOT, file), 'utf8').matchAll(/\b(AUTH_JWT_SECRET|ADMIN_PASSWORD)\b\s*[:=]\s*`?([^\s`'"|]+)/g)]
-      .map(([, name, value]) => ({ file, name, value }))
-      .filter(({ value }) => !value.startsWith('$')),
-  );
-  const production = { NODE_ENV: 'production', MONGO_URL: 'mongodb://db.internal:27017/feed', AUTH_JWT_SECRET: 'p'.repeat(40), ADMIN_PASSWORD: 'q'.repeat(40) };
+  /**
+   * Every literal value a tracked file gives a secret, read from the files themselves: `NAME=value`
+   * (.env.example), `NAME: value` (manifests), a README table row, `adminPassword: 'value'` (tests).
+   */
+  const published = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' })
+    .split('\n')
+    .filter((file) => /\.(ts|md|ya?ml|example)$/.test(file) && file !== 'packages/config/src/index.ts')
+    .flatMap((file) =>
+      [...readFileSync(path.join(ROOT, file), 'utf8').matchAll(/\b(AUTH_JWT_SECRET|ADMIN_PASSWORD|authJwtSecret|adminPassword|TEST_JWT_SECRET)\b`?\s*(?:[:=]|\|\s*`)\s*(['"]?)([^\s`'"|,;}]+)\2/g)]
+        .map(([, name, quote, value]) => ({ file, name: /jwt/i.test(name) ? 'AUTH_JWT_SECRET' : 'ADMIN_PASSWORD', value, quote }))
+        // A value in code is a literal only when quoted; `${...}` is compose asking the environment.
+        .filter(({ file, value, quote }) => !value.startsWith('$') && (quote !== '' || !file.endsWith('.ts'))),
+    );
+  const production = { NODE_ENV: 'production', MONGO_URL: 'mongodb://db.internal:27017/feed', AUTH_JWT_SECRET: privateSecret(), ADMIN_PASSWORD: privateSecret() };
 
   it('when the repository files are read, then they publish the development defaults and the infra placeholders', () => {
-    expect(published.map((p) => p.file)).toEqual(expect.arrayContaining(['.env.example', 'infra/k8s/config.yaml']));
-    expect(published.length).toBeGreaterThanOrEqual(4);
+    expect(published.map((p) => p.file)).toEqual(expect.arrayContaining(['.env.example', 'infra/k8s/config.yaml', 'README.md', 'test/support/feed-fixtures.ts']));
+    for (const { value } of published.filter(({ file }) => !file.endsWith('.ts'))) expect(value).toMatch(/^feed-insecure-/);
   });
 
-  it('when production is given a secret published in the repository, then start-up stops naming the variable', () => {
-    for (const { name, value } of published) expect(() => loadConfig({ ...production, [name]: value })).toThrow(new RegExp(name));
+  it('when production is given any secret a repository file holds, then start-up stops naming the variable', () => {
+    for (const { name, value } of published) expect(() => loadConfig({ ...production, [name]: value })).toThrow(new RegExp(`${name}[^;]*(published in the repository|at least 32)`));
   });
 
-  it('when the repository is scanned, then every secret-like string of its tests, fixtures, tools and docs is in the list production refuses (else run pnpm secrets:derive)', () => {
-    const missing = derivePublishedDigests().filter((digest) => !PUBLISHED_SECRET_DIGESTS.has(digest));
-    expect(missing).toEqual([]);
-  });
-
-  it('when production is given a 32+ character secret printed in a test, then start-up stops naming it', () => {
-    const printedInTests = 'k7#Vq9!zR2mW8pL4xT6nB3yH5cJ1dF0gXa';
-    expect(PUBLISHED_SECRET_DIGESTS.has(secretDigest(printedInTests))).toBe(true);
-    expect(() => loadConfig({ ...production, AUTH_JWT_SECRET: printedInTests })).toThrow(/AUTH_JWT_SECRET[^;]*published in the repository/);
+  it('when production is given a secret carrying the marker anywhere, in any case, then start-up stops naming it; a private random one starts', () => {
+    const casing = fc.array(fc.boolean(), { minLength: 14, maxLength: 14 }).map((upper) => [...'feed-insecure-'].map((c, i) => (upper[i] ? c.toUpperCase() : c)).join(''));
+    fc.assert(
+      fc.property(fc.string({ maxLength: 20 }), casing, fc.string({ minLength: 32, maxLength: 60 }), (before, marker, after) => {
+        expect(() => loadConfig({ ...production, AUTH_JWT_SECRET: `${before}${marker}${after}` })).toThrow(/AUTH_JWT_SECRET[^;]*published in the repository/);
+      }),
+      { numRuns: 50 },
+    );
+    expect(loadConfig(production).authJwtSecret).toBe(production.AUTH_JWT_SECRET);
   });
 
   it('when production is given the same secret for AUTH_JWT_SECRET and ADMIN_PASSWORD, or one inside the other, then start-up stops naming both', () => {
