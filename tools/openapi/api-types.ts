@@ -1,9 +1,10 @@
 /**
  * The TypeScript types of the API's OpenAPI document (openapi-typescript), as the H5 client
  * would generate them from /openapi.json: `pnpm openapi:types` writes them to
- * test/support/api-openapi.d.ts, which the typed-client session test uses; with `--stdout` it
- * prints them instead (that test's check that the file is current: openapi-typescript's
- * dependencies are ES modules, which Jest on Node 20 cannot require).
+ * test/support/api-openapi.d.ts (git-ignored; `pnpm lint` writes it before type-checking), which
+ * the typed-client session test uses; with `--stdout` it prints them instead (that test's check
+ * that the file is current: openapi-typescript's dependencies are ES modules, which Jest on
+ * Node 20 cannot require).
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';

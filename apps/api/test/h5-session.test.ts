@@ -1,12 +1,13 @@
 /**
  * A whole H5 session as the H5 team would write it (issue 34): a client typed from the API's
- * OpenAPI document (openapi-typescript's types, committed and checked current here; openapi-fetch
+ * OpenAPI document (openapi-typescript's types, generated into a git-ignored file by `pnpm lint`
+ * and checked current here; openapi-fetch
  * as the client), over real HTTP to the API on 127.0.0.1. Every answer is checked against the
  * served document too (test/support/contract), so the session passes only where the document,
  * the types and the server agree.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { AddressInfo, Server } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -14,6 +15,7 @@ import createClient, { type Middleware } from 'openapi-fetch';
 import { createHttpServer } from '@feed/http';
 import { demoVideo } from '@feed/demo-data';
 import { interactionModels, videoModel } from '@feed/storage';
+// Generated, not committed: `pnpm openapi:types` (which `pnpm lint` runs before tsc).
 import type { paths } from '../../../test/support/api-openapi';
 import { fetchAnswerProblem } from '../../../test/support/contract';
 import { testApi } from '../../../test/support/api';
@@ -59,9 +61,10 @@ function h5Client(identity: Record<string, string>) {
 }
 
 describe('an H5 session through the typed client', () => {
-  it('when the types are generated from the document again, then they are the committed ones (pnpm openapi:types)', async () => {
+  it('when the types are generated from the document again, then they are the ones the test was type-checked with (pnpm openapi:types)', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, ['--conditions=@feed/source', '--import', 'tsx', 'tools/openapi/api-types.ts', '--stdout'], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
-    expect(stdout).toBe(readFileSync(path.join(ROOT, 'test/support/api-openapi.d.ts'), 'utf8'));
+    const file = path.join(ROOT, 'test/support/api-openapi.d.ts');
+    expect(existsSync(file) ? readFileSync(file, 'utf8') : 'missing: run pnpm openapi:types').toBe(stdout);
   }, 30_000);
 
   it('when a guest pages, views, shares and asks the watch count, then each answer is the documented one', async () => {
