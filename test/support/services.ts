@@ -37,6 +37,8 @@ export function useTestServices(name: string, env: Record<string, string> = {}):
     // The read path's Redis deadline is the subject of the fault tests only (they set their own):
     // elsewhere a busy CI machine must not turn a slow answer into a fallback page.
     REDIS_DEADLINE_MS: '5000',
+    // The same for MongoDB's (mongo-stall.test.ts): the run's embedded server serves every worker.
+    MONGO_DEADLINE_MS: '10000',
     ...env,
   });
   const disposals: Array<() => unknown> = [];

@@ -53,7 +53,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     },
     shares.videoCacheBytes,
     (issue) => metrics.skipped.inc({ reason: issue }),
-    config.mongoFallbackMaxTimeMs,
+    config.mongoDeadlineMs,
   );
   const queueCopies = new QueueCopies(
     redis,
@@ -110,7 +110,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   // The feed routes first: they take nearly all the traffic.
   app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret, redisDeadlineMs: config.redisDeadlineMs, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
   app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs }));
-  app.use(interactionRoutes(interactions, config.authJwtSecret, feed.readout));
+  app.use(interactionRoutes(interactions, config.authJwtSecret, feed.readout, config.mongoDeadlineMs));
   app.use(adminRoutes({ config, redis, keys, catalog, history, feed, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);

@@ -42,6 +42,10 @@ const tooLarge = { 413: error('Request body larger than 16 KB (payload_too_large
 const clientErrors = { 400: error('Malformed input, naming the field'), 401: error('Missing or invalid credentials') };
 const withVideo = { ...clientErrors, 404: error('No such video') };
 const unavailable = { 503: error('A store it needs is unreachable') };
+/** A page's 503 (R17): what the instance holds is served, anything else is answered within the budgets. */
+const pageUnavailable = {
+  503: error('No page can be served: MongoDB did not answer the video look-ups within MONGO_DEADLINE_MS (a frozen or unreachable MongoDB; documents the instance holds are still served), or every strategy failed. No ring position is consumed: retry.'),
+};
 const userSecurity = [{ bearer: [] }];
 const userOrGuest = [{ bearer: [] }, { deviceId: [] }];
 const adminSecurity = [{ adminBasic: [] }];
@@ -71,12 +75,20 @@ const feedPage = (operationId: string, summary: string, description: string) =>
     description,
     security: userOrGuest,
     parameters: queryParameters(pageQuery),
-    responses: { 200: ok(ref('FeedPage')), ...clientErrors, ...unavailable },
+    responses: { 200: ok(ref('FeedPage')), ...clientErrors, ...pageUnavailable },
   });
 
 /** HEAD of a feed page: headers only; it never claims positions (R11). */
 const headOfPage = (operationId: string) =>
-  operation({ operationId, tag: 'feed', summary: 'Headers of a feed page', description: 'The GET\'s authentication and validation, headers only: no page is built and no position of the ring is claimed.', security: userOrGuest, parameters: queryParameters(pageQuery), responses: { 200: { description: 'OK (no body)' }, 400: { description: 'Malformed page size' }, 401: { description: 'Missing or invalid credentials' } } });
+  operation({
+    operationId,
+    tag: 'feed',
+    summary: 'Headers of a feed page',
+    description: "The GET's answer without its body: the same authentication, validation and status (the page is built from the user's offset, read, never claimed: no position of the ring is consumed).",
+    security: userOrGuest,
+    parameters: queryParameters(pageQuery),
+    responses: { 200: { description: 'OK (no body)' }, 400: { description: 'Malformed page size' }, 401: { description: 'Missing or invalid credentials' }, 503: { description: pageUnavailable[503].description } },
+  });
 
 const toggle = (operationId: string, summary: string, description: string) => ({
   post: operation({

@@ -153,9 +153,9 @@ function settingsFor(env: NodeJS.ProcessEnv) {
       Joi.number().min(0).max(1).default(0.5).description("Release gate (R23): a new version whose queue length or candidate count fell by more than this share of current's, or that has a duplicate, is held as a shadow until on-call promotes it"),
     ),
     redisDeadlineMs: setting('REDIS_DEADLINE_MS', Joi.number().integer().min(10).max(5000).default(250).description('Redis budget of one API request (all its Redis calls together); past it the request degrades (R17)')),
-    mongoFallbackMaxTimeMs: setting(
-      'MONGO_FALLBACK_MAX_TIME_MS',
-      Joi.number().integer().min(10).max(10_000).default(1000).description("Bound of the feed's MongoDB fallback: its query's maxTimeMS and the longest a request waits for it (then 503)"),
+    mongoDeadlineMs: setting(
+      'MONGO_DEADLINE_MS',
+      Joi.number().integer().min(10).max(10_000).default(1000).description("MongoDB budget of one API request (all its MongoDB calls together: a ring page's video look-ups, the fallback query, an interaction's writes); past it the request answers 503 and a ring page gives its claimed positions back (R17)"),
     ),
     corsAllowedOrigins: list('CORS_ALLOWED_ORIGINS', originList.default('').description('Comma list of origins an H5 page may call /api/app/* from; empty = no cross-origin access; admin endpoints never')),
   };

@@ -39,6 +39,11 @@ const STORE_DOWN_NAMES = new Set([
   'MongoNotConnectedError',
   'MongoTopologyClosedError',
   'MongoPoolClearedError',
+  // A MongoDB wait cut at the request's budget (MONGO_DEADLINE_MS): the race, or the driver's AbortSignal.
+  'DeadlineExceededError',
+  'MongoOperationTimeoutError',
+  'MongoWaitQueueTimeoutError',
+  'TimeoutError',
   'ClientClosedError',
   'ClientOfflineError',
   'ConnectionTimeoutError',

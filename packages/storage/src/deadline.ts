@@ -57,3 +57,24 @@ export class Deadline {
     }
   }
 }
+
+/**
+ * One request's budget for MongoDB (SPEC R17): its calls share `ms`. Each gets the time left twice:
+ * as the driver's AbortSignal, so an operation stuck on a frozen server is cancelled and its
+ * socket closed (the pool does not fill with frozen connections), and as a race, which also
+ * bounds what the signal does not reach (mongoose's buffering, a shared query).
+ */
+export class MongoBudget {
+  private readonly endsAt: number;
+
+  constructor(readonly ms: number) {
+    this.endsAt = performance.now() + ms;
+  }
+
+  /** Runs `call` with the time left; rejects with `DeadlineExceededError` when that runs out. */
+  async run<T>(call: (signal: AbortSignal) => Promise<T>, what: string): Promise<T> {
+    const left = Math.floor(this.endsAt - performance.now());
+    if (left <= 0) throw new DeadlineExceededError(`${what} skipped: MongoDB budget of ${this.ms} ms used up`);
+    return withDeadline(call(AbortSignal.timeout(left)), left, what);
+  }
+}

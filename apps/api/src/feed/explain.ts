@@ -53,7 +53,7 @@ export async function explainNextPage(deps: ExplainDeps, identity: Identity, ver
     catalog: deps.catalog,
     filter: deps.history.load(identity.key),
     // The positions a claim would take next, read-only: the same offset, the same wrap.
-    take: async (count, skip) => ({ start: offset + skip, ids: await reader.idsAt(ring, offset + skip, count) }),
+    take: reader.peekFrom(ring, offset),
   });
   // The scan's positions run on from the offset: one range of the recorded scores.
   const scores = await readRecordedScores(redis, keys, version, ring.length, offset, scanned.length);

@@ -9,11 +9,14 @@
  *  - `mongo-fallback`:   a random page of recent approved videos from MongoDB, without Redis.
  * A page served by any strategy after the chain's first is a degradation: logged with the
  * reasons of the strategies that failed, and counted in `feed_degradations_total{kind}`.
- * Every Redis call shares one per-request deadline, so a stalled Redis costs at most that.
+ * Every Redis call shares one per-request deadline, so a stalled Redis costs at most that; every
+ * MongoDB call shares another (MONGO_DEADLINE_MS): a frozen MongoDB is a 503 within it, and a ring
+ * page that could not be completed gives back the positions it claimed (R11, R17).
+ * `peekPage` (HEAD) runs the same chain without claiming or counting anything.
  */
 import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { claimPositions, Deadline, DeadlineSpentError, RedisCallError, unclaimPositions, VersionStore, type Claim, type Redis, type RedisKeys, type RingVersion, type Variant } from '@feed/storage';
+import { claimPositions, Deadline, DeadlineSpentError, readOffset, RedisCallError, unclaimPositions, VersionStore, withDeadline, type Claim, type MongoBudget, type Redis, type RedisKeys, type RingVersion, type Variant } from '@feed/storage';
 import { AppError, unavailable } from '@feed/http';
 import { annotateRequestSpan, inSpan } from '@feed/telemetry';
 import type { Identity } from '../http/identity';
@@ -65,6 +68,9 @@ interface PageRequest {
   pageSize: number;
   readState: FeedReadState;
   deadline: Deadline;
+  mongo: MongoBudget;
+  /** HEAD: read the positions a claim would take, claim nothing, count nothing. */
+  peek: boolean;
   requestId?: string;
 }
 
@@ -125,44 +131,59 @@ export class FeedService {
     return inRollout ? ['ring', 'previous-version', 'legacy-set', 'mongo-fallback'] : ['legacy-set', 'mongo-fallback'];
   }
 
+  /** What `nextPage` would answer now (HEAD, SPEC C): the same chain and status, nothing claimed or counted. */
+  async peekPage(identity: Identity, pageSize: number, requestId?: string): Promise<FeedPage> {
+    const { request, chain } = await this.pageRequest(identity, pageSize, true, requestId);
+    return (await this.firstWorking(chain, request)).page;
+  }
+
   /** The next page for this user, from the first strategy of the chain that works. */
   async nextPage(identity: Identity, pageSize: number, requestId?: string): Promise<FeedPage> {
-    const deadline = new Deadline(this.options.redisDeadlineMs);
-    const readState = await this.currentReadState(deadline, requestId);
-    const chain = this.chainFor(identity, readState);
+    const { request, chain } = await this.pageRequest(identity, pageSize, false, requestId);
     const variant: Variant = chain[0] === 'ring' ? 'ring' : 'legacy';
     this.readout.countHealth(variant, 'request');
-    const failures: string[] = [];
     try {
-      for (const [index, name] of chain.entries()) {
-        try {
-          const page = await this.strategies[name]({ identity, pageSize, readState, deadline, requestId });
-          this.metrics.pages.inc({ strategy: name });
-          this.readout.count(variant, 'page');
-          annotateRequestSpan({ 'feed.strategy': name, 'feed.queue_version': page.queueVersion, 'feed.videos': page.vInfos.length });
-          if (page.vInfos.length === 0) {
-            this.metrics.emptyPages.inc({ strategy: name });
-            this.readout.countHealth(variant, 'empty-page');
-          }
-          if (index > 0) {
-            this.metrics.degradations.inc({ kind: name });
-            this.readout.countHealth(variant, 'degraded');
-            logger.warn('feed degraded', { requestId, kind: name, reasons: failures });
-          }
-          return page;
-        } catch (err) {
-          // Client errors and "nothing can be served" (503) are answers, not reasons to fall back.
-          if (err instanceof AppError) throw err;
-          if (err instanceof RedisCallError && !(err instanceof DeadlineSpentError)) this.metrics.redisFailures.inc({ operation: name });
-          failures.push(`${name}: ${err instanceof Error ? err.message : String(err)}`);
-        }
+      const { page, name, index, failures } = await this.firstWorking(chain, request);
+      this.metrics.pages.inc({ strategy: name });
+      this.readout.count(variant, 'page');
+      annotateRequestSpan({ 'feed.strategy': name, 'feed.queue_version': page.queueVersion, 'feed.videos': page.vInfos.length });
+      if (page.vInfos.length === 0) {
+        this.metrics.emptyPages.inc({ strategy: name });
+        this.readout.countHealth(variant, 'empty-page');
       }
-      // Every store failed (not one document: the reader skips those): unavailable, not a bug.
-      throw unavailable(`no feed strategy worked: ${failures.join('; ')}`);
+      if (index > 0) {
+        this.metrics.degradations.inc({ kind: name });
+        this.readout.countHealth(variant, 'degraded');
+        logger.warn('feed degraded', { requestId, kind: name, reasons: failures });
+      }
+      return page;
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) this.readout.countHealth(variant, 'server-error');
       throw err;
     }
+  }
+
+  private async pageRequest(identity: Identity, pageSize: number, peek: boolean, requestId?: string): Promise<{ request: PageRequest; chain: StrategyName[] }> {
+    const deadline = new Deadline(this.options.redisDeadlineMs);
+    const readState = await this.currentReadState(deadline, requestId);
+    return { request: { identity, pageSize, readState, deadline, mongo: this.catalog.budget(), peek, requestId }, chain: this.chainFor(identity, readState) };
+  }
+
+  /** The page of the first strategy of `chain` that works, with the reasons of those that did not. */
+  private async firstWorking(chain: StrategyName[], request: PageRequest): Promise<{ page: FeedPage; name: StrategyName; index: number; failures: string[] }> {
+    const failures: string[] = [];
+    for (const [index, name] of chain.entries()) {
+      try {
+        return { page: await this.strategies[name](request), name, index, failures };
+      } catch (err) {
+        // Client errors and "nothing can be served" (503) are answers, not reasons to fall back.
+        if (err instanceof AppError) throw err;
+        if (!request.peek && err instanceof RedisCallError && !(err instanceof DeadlineSpentError)) this.metrics.redisFailures.inc({ operation: name });
+        failures.push(`${name}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    // Every store failed (not one document: the reader skips those): unavailable, not a bug.
+    throw unavailable(`no feed strategy worked: ${failures.join('; ')}`);
   }
 
   /** A fresh read state, or the last known one when Redis does not answer within the deadline. */
@@ -236,13 +257,21 @@ export class FeedService {
       logger.warn('user filter unreadable, serving unfiltered', { requestId: request.requestId, err: err instanceof Error ? err.message : String(err) });
       return NO_FILTER;
     });
-    const candidates = await scanRing({
+    const claims: Claim[] = [];
+    let peekOffset: Promise<number> | undefined;
+    const scan = scanRing({
       ring,
       identity,
       pageSize,
       catalog: this.catalog,
       filter,
+      budget: request.mongo,
       take: async (count, scanned) => {
+        if (request.peek) {
+          peekOffset ??= request.deadline.run(() => readOffset(this.redis, this.keys, ring, identity.key), 'offset read');
+          const offset = await peekOffset;
+          return request.deadline.run(() => this.reader.peekFrom(ring, offset)(count, scanned), 'queue read');
+        }
         try {
           const claim = await this.claim(ring, request, count);
           const ids = await request.deadline.run(() => this.reader.idsAt(ring, claim.offset, claim.count), 'queue read').catch((err: unknown) => {
@@ -250,6 +279,7 @@ export class FeedService {
             void unclaimPositions(this.redis, this.keys, ring, request.identity.key, claim).catch(() => undefined);
             throw err;
           });
+          claims.push(claim);
           if (ids.length < claim.count) {
             this.readState.invalidate();
             throw new NotApplicable(`queue of version ${version} is gone`);
@@ -262,13 +292,19 @@ export class FeedService {
         }
       },
     });
+    // A page that cannot be completed (MongoDB frozen, the queue gone) serves nothing: its claims are
+    // given back before the answer, so a retry starts where the user's last served page ended.
+    const candidates = await scan.catch(async (err: unknown) => {
+      await this.giveBack(ring, identity.key, claims.splice(0).reverse());
+      throw err;
+    });
     const served: VideoInfo[] = [];
     const skips = new Map<SkipReason, number>();
     for (const { verdict, video } of candidates) {
       if (verdict === 'serve') served.push(this.catalog.infoOf(video!));
       else skips.set(verdict, (skips.get(verdict) ?? 0) + 1);
     }
-    for (const [reason, count] of skips) this.metrics.skipped.inc({ reason }, count);
+    if (!request.peek) for (const [reason, count] of skips) this.metrics.skipped.inc({ reason }, count);
     this.metrics.currentVersion.set(Number(request.readState.current) || 0);
     return {
       vInfos: served,
@@ -279,18 +315,25 @@ export class FeedService {
     };
   }
 
+  /** Claims of a page not served, latest first, within a Redis deadline of their own (the request's may be spent). */
+  private async giveBack(ring: RingVersion, userKey: string, claims: Claim[]): Promise<void> {
+    const given = Promise.all(claims.map((claim) => unclaimPositions(this.redis, this.keys, ring, userKey, claim)));
+    const unserved = await withDeadline(given, this.options.redisDeadlineMs, 'give-back').catch(() => claims.map((claim) => claim.count));
+    for (const lost of unserved) this.metrics.claimsGivenBack.inc({ result: lost === 0 ? 'given-back' : 'lost' });
+  }
+
   /** The old behaviour: random ids from the legacy set (SRANDMEMBER), re-checked against R1. */
-  private async legacyPage({ identity, pageSize, deadline }: PageRequest): Promise<FeedPage> {
+  private async legacyPage({ identity, pageSize, deadline, mongo }: PageRequest): Promise<FeedPage> {
     const { ids, size } = await deadline.run(() => this.versions.sampleLegacy(pageSize), 'legacy set');
     if (ids.length === 0) throw new NotApplicable('legacy set is empty');
-    const vInfos = await this.catalog.servable(ids, identity.userId);
+    const vInfos = await this.catalog.servable(ids, identity.userId, mongo);
     return { vInfos, totalPages: Math.ceil(size / BLOCK_SIZE), hasNext: size > 0, queueVersion: 'legacy' };
   }
 
   /** Last resort without Redis: a random page of the most recent approved short videos. */
-  private async mongoPage({ identity, pageSize }: PageRequest): Promise<FeedPage> {
-    const recent = await this.catalog.recentServableIds(MONGO_FALLBACK_POOL, identity.userId);
-    const vInfos = await this.catalog.servable(shuffleInPlace(recent, Math.random).slice(0, pageSize));
+  private async mongoPage({ identity, pageSize, mongo }: PageRequest): Promise<FeedPage> {
+    const recent = await this.catalog.recentServableIds(MONGO_FALLBACK_POOL, identity.userId, mongo);
+    const vInfos = await this.catalog.servable(shuffleInPlace(recent, Math.random).slice(0, pageSize), undefined, mongo);
     return { vInfos, totalPages: Math.ceil(recent.length / BLOCK_SIZE), hasNext: recent.length > 0, queueVersion: 'fallback' };
   }
 }

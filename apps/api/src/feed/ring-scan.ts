@@ -9,7 +9,7 @@
  *    judges every candidate with the one rule of candidate-verdict.ts (taken down, seen, not
  *    interested, own video, already in this page): skipped positions count as scanned.
  */
-import { readQueueRange, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
+import { readQueueRange, type MongoBudget, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { UserFilter } from '../users/user-history';
 import { judgeCandidate, type Verdict } from './candidate-verdict';
@@ -27,6 +27,11 @@ export class RingReader {
   /** The ids at positions [start, start + count) of `ring`, wrapping at its length. */
   async idsAt(ring: RingVersion, start: number, count: number): Promise<string[]> {
     return this.copies?.idsAt(ring, start, count) ?? readQueueRange(this.redis, this.keys, ring.version, ring.length, start, count);
+  }
+
+  /** A scan's `take` that reads the positions from `offset` on without claiming them (explain, HEAD). */
+  peekFrom(ring: RingVersion, offset: number): ScanRequest['take'] {
+    return async (count, scanned) => ({ start: offset + scanned, ids: await this.idsAt(ring, offset + scanned, count) });
   }
 }
 
@@ -49,6 +54,8 @@ export interface ScanRequest {
   pageSize: number;
   catalog: VideoCatalog;
   filter: Promise<UserFilter>;
+  /** The request's MongoDB budget for the video look-ups (the catalog's default when absent). */
+  budget?: MongoBudget;
   /**
    * The next `count` positions, `scanned` past where the scan began; null to stop early (the
    * feed: a later claim failed, and what was claimed so far is served).
@@ -57,14 +64,14 @@ export interface ScanRequest {
 }
 
 /** Scans `ring` as the feed serves it; every candidate in ring order, with its verdict. */
-export async function scanRing({ ring, identity, pageSize, catalog, filter, take }: ScanRequest): Promise<ScannedCandidate[]> {
+export async function scanRing({ ring, identity, pageSize, catalog, filter, budget, take }: ScanRequest): Promise<ScannedCandidate[]> {
   const candidates: ScannedCandidate[] = [];
   const inPage = new Set<string>();
   let served = 0;
   for (let scanned = 0; served < pageSize && scanned < ring.length; ) {
     const taken = await take(Math.min(pageSize - served, ring.length - scanned), scanned);
     if (!taken || taken.ids.length === 0) break;
-    const [videos, userFilter] = await Promise.all([catalog.load(taken.ids), filter]);
+    const [videos, userFilter] = await Promise.all([catalog.load(taken.ids, budget), filter]);
     taken.ids.forEach((vid, i) => {
       const video = videos.get(vid);
       const verdict = judgeCandidate(vid, video, userFilter, identity, inPage);

@@ -7,7 +7,7 @@ import { ELIGIBLE_FILTER, isEligible, isoDate, shuffleInPlace } from '@feed/doma
 import { AppError, unavailable } from '@feed/http';
 import { logger } from '@feed/logger';
 import { inSpan } from '@feed/telemetry';
-import { withDeadline, type VideoModel } from '@feed/storage';
+import { MongoBudget, type VideoModel } from '@feed/storage';
 import { objectIdOf, parseVideoId, readVideoDocument, type CatalogVideo, type DocumentIssue } from './video-document';
 
 export type { CatalogVideo } from './video-document';
@@ -119,10 +119,15 @@ export class VideoCatalog {
     maxBytes = 32 * 1024 * 1024,
     /** Counts each odd document read from MongoDB (`feed_skipped_videos_total{reason}`, R1a). */
     private readonly onDocumentIssue: (issue: DocumentIssue) => void = () => undefined,
-    /** The MongoDB fallback's bound: its query's maxTimeMS, and the longest a request waits for it. */
-    private readonly fallbackMaxTimeMs = 1000,
+    /** MONGO_DEADLINE_MS: a request's MongoDB budget, when the caller gives none; the fallback query's maxTimeMS. */
+    private readonly mongoDeadlineMs = 1000,
   ) {
     this.cache = ttlMs > 0 && maxEntries > 0 && maxBytes > 0 ? new LRUCache({ max: maxEntries, ttl: ttlMs, maxSize: maxBytes, sizeCalculation: videoEntryBytes }) : undefined;
+  }
+
+  /** A new request's MongoDB budget (MONGO_DEADLINE_MS), for a request that makes several calls. */
+  budget(): MongoBudget {
+    return new MongoBudget(this.mongoDeadlineMs);
   }
 
   /** Estimated heap bytes held by the cache (`feed_cache_bytes{cache="video"}`). */
@@ -130,8 +135,11 @@ export class VideoCatalog {
     return this.cache?.calculatedSize ?? 0;
   }
 
-  /** Videos by id (missing ids are absent from the map). One MongoDB query for the cache misses. */
-  async load(ids: readonly string[]): Promise<Map<string, CatalogVideo>> {
+  /**
+   * Videos by id (missing ids are absent from the map). One MongoDB query for the cache misses,
+   * within `budget` (the request's): cached documents are served while MongoDB is frozen.
+   */
+  async load(ids: readonly string[], budget = this.budget()): Promise<Map<string, CatalogVideo>> {
     const found = new Map<string, CatalogVideo>();
     const misses: string[] = [];
     for (const id of ids) {
@@ -148,10 +156,15 @@ export class VideoCatalog {
         objectIds.length === 0
           ? []
           : await inSpan('video lookup', { 'feed.videos': misses.length }, () =>
-              this.model
-                .find({ _id: { $in: objectIds } })
-                .select(PUBLIC_PROJECTION)
-                .lean<Array<Record<string, unknown>>>()
+              budget
+                .run(
+                  (signal) =>
+                    this.model
+                      .find({ _id: { $in: objectIds } }, null, { signal })
+                      .select(PUBLIC_PROJECTION)
+                      .lean<Array<Record<string, unknown>>>(),
+                  'video lookup',
+                )
                 .catch(videoStoreDown),
             );
       const byId = new Map<string, CatalogVideo>();
@@ -199,8 +212,8 @@ export class VideoCatalog {
   }
 
   /** The items for `ids` that may be served (R1 re-checked), in `ids` order, skipping `exceptAuthorId`'s own. */
-  async servable(ids: readonly string[], exceptAuthorId?: string): Promise<VideoInfo[]> {
-    const videos = await this.load(ids);
+  async servable(ids: readonly string[], exceptAuthorId?: string, budget?: MongoBudget): Promise<VideoInfo[]> {
+    const videos = await this.load(ids, budget);
     return ids.flatMap((id) => {
       const video = videos.get(id);
       return video && isEligible(video) && (exceptAuthorId === undefined || video.authorId !== exceptAuthorId) ? [this.infoOf(video)] : [];
@@ -210,18 +223,19 @@ export class VideoCatalog {
   /**
    * Ids of the `limit` most recently approved servable videos, without `exceptAuthorId`'s own (the
    * MongoDB fallback). Bounded: the query is R1's filter sorted by the `{status, newsType,
-   * reviewAt}` index with a limit and `maxTimeMS`, and a request waits for it at most as long; a
-   * slower answer still fills the pool for the requests after it.
+   * reviewAt}` index with a limit and `maxTimeMS`, and a request waits for it at most what is left
+   * of its `budget`; a slower answer still fills the pool for the requests after it.
    */
-  async recentServableIds(limit: number, exceptAuthorId?: string): Promise<string[]> {
+  async recentServableIds(limit: number, exceptAuthorId?: string, budget = this.budget()): Promise<string[]> {
     // During a Redis outage every request lands here: one query per cache period, not one each.
     const now = Date.now();
     if (!this.recent || this.recent.expiresAt <= now || this.recent.limit !== limit) {
+      // Shared by the requests that come while it runs: bounded by its own signal, not one request's.
       const query = this.model
-        .find(ELIGIBLE_FILTER)
+        .find(ELIGIBLE_FILTER, null, { signal: AbortSignal.timeout(this.mongoDeadlineMs) })
         .sort({ reviewAt: -1 })
         .limit(limit)
-        .maxTimeMS(this.fallbackMaxTimeMs)
+        .maxTimeMS(this.mongoDeadlineMs)
         .select(PUBLIC_PROJECTION)
         .lean<Array<Record<string, unknown>>>()
         .catch(videoStoreDown)
@@ -241,7 +255,8 @@ export class VideoCatalog {
         if (this.recent === recent) this.recent = undefined;
       });
     }
-    const pool = await withDeadline(this.recent.docs, this.fallbackMaxTimeMs, 'MongoDB fallback').catch((err: unknown) => {
+    const { docs } = this.recent;
+    const pool = await budget.run(() => docs, 'MongoDB fallback').catch((err: unknown) => {
       throw err instanceof AppError ? err : unavailable(`MongoDB fallback: ${err instanceof Error ? err.message : String(err)}`);
     });
     return pool.filter((v) => exceptAuthorId === undefined || v.authorId !== exceptAuthorId).map((v) => v.vid);
@@ -250,18 +265,15 @@ export class VideoCatalog {
   /** Up to `pageSize` servable ads (R1 re-checked), picked at random from the most recent ones. */
   async randomAds(pageSize: number): Promise<VideoInfo[]> {
     const now = Date.now();
+    const budget = this.budget();
     if (!this.adPool || this.adPool.expiresAt <= now) {
-      const ads = await this.model
-        .find({ ...ELIGIBLE_FILTER, isAd: true })
-        .sort({ reviewAt: -1 })
-        .limit(AD_POOL_SIZE)
-        .select({ _id: 1 })
-        .lean<Array<{ _id: unknown }>>()
+      const ads = await budget
+        .run((signal) => this.model.find({ ...ELIGIBLE_FILTER, isAd: true }, null, { signal }).sort({ reviewAt: -1 }).limit(AD_POOL_SIZE).select({ _id: 1 }).lean<Array<{ _id: unknown }>>(), 'ad pool')
         .catch(videoStoreDown);
       // An odd `_id` is counted when the page reads the document; here it is only left out.
       this.adPool = { ids: ads.flatMap((ad) => objectIdOf(ad._id)?.toHexString() ?? []), expiresAt: now + AD_POOL_TTL_MS };
     }
-    return this.servable(shuffleInPlace([...this.adPool.ids], Math.random).slice(0, pageSize));
+    return this.servable(shuffleInPlace([...this.adPool.ids], Math.random).slice(0, pageSize), undefined, budget);
   }
 
   async get(id: string): Promise<CatalogVideo | undefined> {

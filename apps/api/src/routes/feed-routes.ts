@@ -77,11 +77,12 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
     const { pageSize } = validateQuery(pageQuery, req);
     res.type('application/json').send(serializePage(await feed.nextPage(identity, pageSize, requestIdOf(res)), catalog));
   };
-  // HEAD is GET without a body (SPEC C): the same authentication and validation, but it never
-  // claims (R11: positions are consumed only when served).
-  const headOfPage: RequestHandler = (req, res) => {
-    identify(req, jwtSecret);
-    validateQuery(pageQuery, req);
+  // HEAD is GET without a body (SPEC C): the same authentication, validation and status (a 503
+  // when GET's would be), but it never claims (R11: positions are consumed only when served).
+  const headOfPage: RequestHandler = async (req, res) => {
+    const identity = identify(req, jwtSecret);
+    const { pageSize } = validateQuery(pageQuery, req);
+    await feed.peekPage(identity, pageSize, requestIdOf(res));
     res.type('application/json').status(200).end();
   };
   router.head('/api/app/recommend/vid/list', headOfPage);

@@ -32,7 +32,8 @@ export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Conne
     const [redis, mongo] = await Promise.all([
       // A keyed read rather than PING: it routes on Redis Cluster too.
       check('redis', () => deps.redis.get(deps.keys.current), deps.deadlineMs),
-      check('mongo', () => deps.mongo.db!.command({ ping: 1 }), MONGO_PROBE_MS),
+      // The signal closes a ping's socket on a frozen server: probes do not pile up in the pool.
+      check('mongo', () => deps.mongo.db!.command({ ping: 1 }, { signal: AbortSignal.timeout(MONGO_PROBE_MS) }), MONGO_PROBE_MS),
     ]);
     const ready = mongo === 'ok';
     res.status(ready ? 200 : 503).json({ status: ready ? (redis === 'ok' ? 'ready' : 'degraded') : 'unavailable', redis, mongo });

@@ -1,6 +1,7 @@
 /** Interactions of a signed-in user (SPEC R3, R4); shares also accept guests (counted for users only). */
 import { Router } from 'express';
 import Joi from 'joi';
+import { withDeadline } from '@feed/storage';
 import { identify, requireUser, userIdentity } from '../http/identity';
 import type { VariantReadout } from '../feed/variant-readout';
 import { objectId, validate, validateBody, vidBody } from '../http/validate';
@@ -16,14 +17,19 @@ export const commentBody = Joi.object<{ vid: string; content: string }>({
 export const shareBody = Joi.object<{ videoID?: string }>({ videoID: objectId.description('Without it nothing is counted (old clients)') }).unknown(true);
 export const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, 'Idempotency-Key (8-128 characters of A-Z, a-z, 0-9, _ . : -)');
 
-/** `readout` counts each first like, collect, comment and share for the user's variant (D7: a toggled like is one like). */
-export function interactionRoutes(service: InteractionService, jwtSecret: string, readout: VariantReadout): Router {
+/**
+ * `readout` counts each first like, collect, comment and share for the user's variant (D7: a toggled like is one like).
+ * An interaction's MongoDB work is answered within `mongoDeadlineMs` (R17): past it a 503, and the
+ * client's retry is safe (each kind's unique record makes the first success decidable).
+ */
+export function interactionRoutes(service: InteractionService, jwtSecret: string, readout: VariantReadout, mongoDeadlineMs: number): Router {
   const router = Router();
+  const bounded = <T>(writes: Promise<T>) => withDeadline(writes, mongoDeadlineMs, 'MongoDB writes of the interaction');
   const toggle = (path: string, action: (vid: string, userId: string) => Promise<ToggleOutcome>, engagement?: 'like' | 'collect') =>
     router.post(path, async (req, res) => {
       const { userId } = requireUser(req, jwtSecret);
       const { vid } = validateBody(vidBody, req);
-      const { active, changed, first } = await action(vid, userId);
+      const { active, changed, first } = await bounded(action(vid, userId));
       if (engagement && first) await readout.record(userIdentity(userId), engagement);
       res.json({ active, changed });
     });
@@ -37,7 +43,7 @@ export function interactionRoutes(service: InteractionService, jwtSecret: string
     const { vid, content } = validateBody(commentBody, req);
     const header = req.header('idempotency-key');
     const key = header === undefined ? undefined : validate(idempotencyKey.label('Idempotency-Key'), header);
-    const result = await service.comment(vid, userId, content.trim(), key);
+    const result = await bounded(service.comment(vid, userId, content.trim(), key));
     if (result.created) await readout.record(userIdentity(userId), 'comment');
     res.status(result.created ? 201 : 200).json(result);
   });
@@ -45,13 +51,13 @@ export function interactionRoutes(service: InteractionService, jwtSecret: string
   router.delete('/api/app/vid/comment/:id', async (req, res) => {
     const { userId } = requireUser(req, jwtSecret);
     const id = validate(objectId.label('id'), req.params.id);
-    res.json(await service.deleteComment(id, userId));
+    res.json(await bounded(service.deleteComment(id, userId)));
   });
 
   router.post('/api/app/share/output', async (req, res) => {
     const identity = identify(req, jwtSecret);
     const { videoID } = validateBody(shareBody, req);
-    const { counted, first, valid } = await service.share(videoID, identity.userId);
+    const { counted, first, valid } = await bounded(service.share(videoID, identity.userId));
     // A guest's share moves no counter (R4) but is engagement of the guest's variant all the same.
     if (valid && videoID !== undefined) await readout.recordShare(identity, videoID, first);
     res.json({ ok: true, counted });
