@@ -193,8 +193,8 @@ export async function changeRolloutOverRamp(deps: RampCommandDeps, change: Parti
     return { ok: true, state: paused?.ok ? paused.state : undefined, rollout: change };
   });
   if (!done.ok) throw new Error(`the rollout could not be changed: ${done.error}`);
-  await record(deps.trail, { action: change === 'clear' ? 'rollout-clear' : 'rollout-set', ...deps.who, before: strip(done.rollout.before), after: strip(done.rollout.after) });
   if (done.state) await record(deps.trail, { action: 'ramp-pause', ...deps.who, before: rampSummary(done.before.state), after: rampSummary(done.state) });
+  await record(deps.trail, { action: change === 'clear' ? 'rollout-clear' : 'rollout-set', ...deps.who, before: strip(done.rollout.before), after: strip(done.rollout.after) });
   return strip(done.rollout.after);
 }
 
