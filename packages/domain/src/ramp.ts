@@ -1,26 +1,22 @@
 /**
- * SPEC R23, second part: the self-driving rollout ramp as a pure state machine. The worker
- * replica that holds the controller's lease calls `advanceRamp` on each check with what it
- * observed (the time, the rollout in force, and the step's readout when `rampNeedsReadout`
- * says so); the machine answers with the next state and at most one rollout write. Nothing
- * here reads a clock or a store, and nothing here checks ranges: the edges (the API's and the
- * CLI's schema, storage's schema of the stored record) hand it only values within them.
+ * SPEC R23, second part: the self-driving rollout ramp as a pure state machine. The lease
+ * holder's driver calls `advanceRamp` on each check with what it observed (the time, the rollout
+ * in force, the step's readout when `rampNeedsReadout` says so); the machine answers with the
+ * next state and at most one rollout write. Nothing here reads a clock or a store or checks
+ * ranges: the edges' schema (storage's ramp-schema.ts) hands it only values within them.
  *
- * States: `running` (a step's percent in force, its dwell under way), `waiting` (dwell over,
- * too few samples: judged again `recheckMs` later; it never passes underpowered), `halted` (a
- * guard failed: the percent went back to the last step that passed, 0 before any), `done` (the
- * last step is in force; a step of 100 % is not judged, since legacy has no users left to compare
- * with), and `paused` (a manual percent, a cleared override, an explicit pause, or the kill
- * switch: a ramp never writes over a human; on-call resumes it with `resumeRamp` or starts anew).
+ * States: `running` (a step's percent in force, its dwell under way), `waiting` (dwell over, too
+ * few samples: judged again `recheckMs` later; it never passes underpowered), `halted` (a guard
+ * failed: back to the last step that passed, 0 before any), `done` (the last step in force; a
+ * step of 100 % is not judged: legacy has no users left to compare with), `paused` (a manual
+ * percent, a cleared override, an explicit pause, or the kill switch: a ramp never writes over a
+ * human; on-call resumes it or starts anew).
  *
- * A state and its write are stored together in one atomic step over the revisions read (the
- * ramp's and the rollout override's; storage's rollout-commit.lua): a write is in force the
- * moment its state is, so a step's dwell starts with its write, and a tick or command that lost
- * a race changes nothing at all.
- *
- * `notices` is an outbox for the audit trail (D6) and alerts: the driver records each notice
- * after its state is stored, then drops them with `ackNotices`; a crash in between records a
- * notice twice rather than never (each carries `seq` to tell).
+ * A state and its write are stored together in one atomic step over the revisions read
+ * (storage's rollout-commit.lua): a step's dwell starts with its write, and a tick or command
+ * that lost a race changes nothing. `notices` is an outbox for the audit trail (D6) and alerts:
+ * the driver records them once stored, then drops them with `ackNotices` (a crash in between
+ * records a notice twice rather than never; `seq` tells).
  */
 import { judgeStep, stepGuards, type StepGuards, type StepJudgement, type StepReadout } from './ramp-judge';
 
@@ -42,64 +38,35 @@ export type PauseCause = (typeof PAUSE_CAUSES)[number];
 export const RAMP_NOTICE_KINDS = ['started', 'step-started', 'step-passed', 'waiting', 'halted', 'done', 'paused', 'resumed'] as const;
 export type RampNoticeKind = (typeof RAMP_NOTICE_KINDS)[number];
 
-export interface RampVerdict extends StepJudgement {
-  judgedAt: string;
-}
-
-export interface RampStep {
-  percent: number;
-  outcome: RampStepOutcome;
-  /** When the step's percent was written (its dwell's start). */
-  startedAt: string | null;
-  /** Judgements so far (one per dwell end or recheck). */
-  judgements: number;
-  /** The latest judgement. */
-  verdict: RampVerdict | null;
-}
-
-export interface RampPause {
-  cause: PauseCause;
-  at: string;
-  /** Who paused it; null when the ramp saw the change itself. */
-  by: string | null;
-  detail: string;
-}
-
-export interface RampNotice {
-  seq: number;
-  at: string;
-  kind: RampNoticeKind;
-  /** The step's percent the notice is about. */
-  percent: number;
-  message: string;
-  /** Fire an alert (FeedRampHalted) as well as record it. */
-  alert: boolean;
-}
-
+export type RampVerdict = StepJudgement & { judgedAt: string };
+/** `startedAt`: when its percent was written (its dwell's start); `judgements`: one per dwell end or recheck; `verdict`: the latest. */
+export type RampStep = { percent: number; outcome: RampStepOutcome; startedAt: string | null; judgements: number; verdict: RampVerdict | null };
+/** `by` is null when the ramp saw the change itself. */
+export type RampPause = { cause: PauseCause; at: string; by: string | null; detail: string };
+/** About the step of `percent`; `alert` fires FeedRampHalted as well. */
+export type RampNotice = { seq: number; at: string; kind: RampNoticeKind; percent: number; message: string; alert: boolean };
 /** A rollout write: `enabled` only when a human started or resumed the ramp. */
-export interface RolloutWrite {
-  percent: number;
-  enabled?: true;
-}
+export type RolloutWrite = { percent: number; enabled?: true };
 
+/**
+ * The stored ramp (storage's rampStateSchema checks it): `revision` +1 on every change (a store
+ * saves only over the revision it read), `current` the index of the step in force, `judgeAt` its
+ * next judgement (running, waiting), `lastGoodPercent` where a halt goes back to.
+ */
 export interface RampState {
   schema: typeof RAMP_SCHEMA;
   id: string;
   requestedBy: string;
   createdAt: string;
   updatedAt: string;
-  /** +1 on every change; a store saves only over the revision it read. */
   revision: number;
   status: RampStatus;
   dwellMs: number;
   recheckMs: number;
   guards: StepGuards;
   steps: RampStep[];
-  /** Index of the step in force. */
   current: number;
-  /** Next judgement (running, waiting), ISO time. */
   judgeAt: string | null;
-  /** Where a halt goes back to. */
   lastGoodPercent: number;
   pause: RampPause | null;
   haltReasons: string[];
@@ -108,39 +75,15 @@ export interface RampState {
 }
 
 /** The rollout in force as the API applies it (R16): storage's RolloutInForce fits. */
-export interface RolloutObservation {
-  enabled: boolean;
-  percent: number;
-  source: { enabled: 'override' | 'environment'; percent: 'override' | 'environment' };
-}
-
-export interface RampTick {
-  now: Date;
-  rollout: RolloutObservation;
-  /** The step's readout since the step started; required when `rampNeedsReadout` is true. */
-  readout?: StepReadout;
-}
-
-export interface RampAdvance {
-  state: RampState;
-  /** The rollout write to store with `state`, or null. */
-  write: RolloutWrite | null;
-}
-
+export type RolloutObservation = { enabled: boolean; percent: number; source: { enabled: 'override' | 'environment'; percent: 'override' | 'environment' } };
+/** `readout`: the step's since it started, required when `rampNeedsReadout` is true. */
+export type RampTick = { now: Date; rollout: RolloutObservation; readout?: StepReadout };
+/** `write`: the rollout write to store with `state`, or null. */
+export type RampAdvance = { state: RampState; write: RolloutWrite | null };
 export type RampResult = ({ ok: true } & RampAdvance) | { ok: false; error: string };
 
-/** On-call's ramp, as the edges' schema hands it over (steps strictly increasing 1-100, dwell and recheck in range). */
-export interface RampRequest {
-  id: string;
-  steps: number[];
-  dwellMs: number;
-  /** How long a waiting step waits before it is judged again; defaults to the dwell. */
-  recheckMs?: number;
-  guards?: Partial<StepGuards>;
-  /** The admin user, or the CLI's user@host. */
-  by: string;
-  now: Date;
-}
+/** On-call's ramp as the edges' schema hands it over; `recheckMs` defaults to the dwell, `by` is the admin user or the CLI's user@host. */
+export type RampRequest = { id: string; steps: number[]; dwellMs: number; recheckMs?: number; guards?: Partial<StepGuards>; by: string; now: Date };
 
 const ACTIVE: readonly RampStatus[] = ['running', 'waiting'];
 export const rampActive = (state: RampState) => ACTIVE.includes(state.status);
