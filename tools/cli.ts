@@ -7,7 +7,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { loadConfig, type Config } from '@feed/config';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
-import { parseBuildAt, parseDwell, parseRampSteps, type RampState } from '@feed/domain';
+import { MAX_RAMP_STEPS, parseBuildAt, type RampState } from '@feed/domain';
 import { configureLogger, createLogger } from '@feed/logger';
 import { hostname, userInfo } from 'node:os';
 import {
@@ -18,7 +18,11 @@ import {
   createRedisKeys,
   initRecommendHistory,
   changeRolloutOverRamp,
+  DURATION_RANGE,
+  MAX_MIN_SAMPLES,
   pauseStoredRamp,
+  rampAskOf,
+  rampAskSchema,
   readRamp,
   readRolloutOverride,
   resumeStoredRamp,
@@ -251,11 +255,14 @@ program
     });
   });
 
-const durationArg = (name: string) => (value: string) => {
-  const ms = parseDwell(value);
-  if (ms === null) throw new InvalidArgumentError(`--${name} must be a duration such as 90s, 30m, 1h, 1h30m.`);
-  return ms;
-};
+/** The ramp's options as storage's schema takes them (the API's body): out of range is a usage error (exit 2) naming the option. */
+function rampAsk(options: { ramp: string; dwell?: string; recheck?: string; minViews?: string }) {
+  const number = (text: string) => (/^\s*\d+\s*$/.test(text) ? Number(text) : text);
+  const input = { steps: options.ramp.split(',').map(number), dwell: options.dwell, recheck: options.recheck, minViews: options.minViews === undefined ? undefined : number(options.minViews) };
+  const { value, error } = rampAskSchema.validate(input);
+  if (error) throw new UsageError(`--ramp: ${error.message.replace(/^"(\w+)/, (_m, key: string) => `"--${key === 'minViews' ? 'min-views' : key === 'steps' ? 'ramp' : key}`)}`);
+  return rampAskOf(value);
+}
 
 /** One line per step: its percent, outcome and verdict (R23). */
 function printRamp(state: RampState): void {
@@ -269,7 +276,6 @@ function printRamp(state: RampState): void {
 const rampResult = (result: RampCommandResult) => {
   if (!result.ok) throw new Error(result.error);
   printRamp(result.state);
-  print("the worker holding the controller's lease applies it at its next check");
 };
 
 program
@@ -283,17 +289,13 @@ program
   })
   .option('--clear', 'remove the override: the environment rules again')
   .option('--history', "on-call's audit trail: rollout changes, builds requested by hand and the ramp's steps, newest first (D6)")
-  .option('--ramp <steps>', 'start a ramp (R23): percents, e.g. 1,5,25,50,100; the worker moves the percent step by step while the guards hold', (value: string) => {
-    const steps = parseRampSteps(value);
-    if (!steps) throw new InvalidArgumentError('--ramp takes whole percents separated by commas, e.g. 1,5,25,50,100.');
-    return steps;
-  })
-  .option('--dwell <duration>', 'with --ramp: how long each step runs before it is judged (e.g. 1h)', durationArg('dwell'))
-  .option('--recheck <duration>', 'with --ramp: how long a step short of samples waits before it is judged again (default: the dwell)', durationArg('recheck'))
-  .option('--min-views <N>', 'with --ramp: views each variant needs before any verdict (default 20000)', nonNegativeInt('min-views'))
+  .option('--ramp <steps>', `start a ramp (R23): 1-${MAX_RAMP_STEPS} percents 1-100, strictly increasing, e.g. 1,5,25,50,100; its first step is written at once, the worker moves on while the guards hold`)
+  .option('--dwell <duration>', `with --ramp: how long each step runs before it is judged, ${DURATION_RANGE} (e.g. 90s, 30m, 1h, 1h30m)`)
+  .option('--recheck <duration>', `with --ramp: how long a step short of samples waits before it is judged again, ${DURATION_RANGE} (default: the dwell)`)
+  .option('--min-views <N>', `with --ramp: views each variant needs before any verdict, 1-${MAX_MIN_SAMPLES} (default 20000)`)
   .option('--ramp-pause', 'pause the running ramp where it is')
   .option('--ramp-resume', 'resume a paused ramp at its step (a fresh dwell)')
-  .action(async (options: { enabled?: 'true' | 'false'; percent?: number; clear?: boolean; history?: boolean; ramp?: number[]; dwell?: number; recheck?: number; minViews?: number; rampPause?: boolean; rampResume?: boolean }) => {
+  .action(async (options: { enabled?: 'true' | 'false'; percent?: number; clear?: boolean; history?: boolean; ramp?: string; dwell?: string; recheck?: string; minViews?: string; rampPause?: boolean; rampResume?: boolean }) => {
     const { enabled, percent, clear, history } = options;
     const changes = clear || enabled !== undefined || percent !== undefined;
     const rampCommands = [options.ramp !== undefined, Boolean(options.rampPause), Boolean(options.rampResume)].filter(Boolean).length;
@@ -302,11 +304,12 @@ program
     if (rampCommands > 1 || (rampCommands > 0 && changes)) throw new UsageError('--ramp, --ramp-pause, --ramp-resume and a manual change exclude each other');
     if (options.ramp !== undefined && options.dwell === undefined) throw new UsageError('--ramp needs --dwell (e.g. --dwell 1h)');
     if (options.ramp === undefined && (options.dwell !== undefined || options.recheck !== undefined || options.minViews !== undefined)) throw new UsageError('--dwell, --recheck and --min-views go with --ramp');
+    const ask = options.ramp === undefined ? undefined : rampAsk({ ...options, ramp: options.ramp });
     const show = async (config: Config, redis: Redis, trail?: AuditTrail) => {
       const keys = createRedisKeys(config.redisKeyPrefix);
       const environment = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
       const change = clear ? 'clear' : { enabled: enabled === undefined ? undefined : enabled === 'true', percent };
-      // A manual percent or the kill switch always wins over a ramp (R23): it pauses first.
+      // A manual percent or the kill switch always wins over a ramp (R23): it pauses it in the same step.
       const inForce = trail ? await changeRolloutOverRamp({ redis, keys, environment, trail, who: cliActor }, change) : resolveRollout(environment, await readRolloutOverride(redis, keys));
       print(`enabled ${inForce.enabled} (${inForce.source.enabled})`);
       print(`percent ${inForce.percent} (${inForce.source.percent})`);
@@ -326,8 +329,7 @@ program
         const deps = { redis, keys: createRedisKeys(config.redisKeyPrefix), environment: { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent }, trail, who: cliActor };
         if (options.rampPause) return rampResult(await pauseStoredRamp(deps));
         if (options.rampResume) return rampResult(await resumeStoredRamp(deps));
-        const guards = options.minViews === undefined ? {} : { minViews: options.minViews };
-        return rampResult(await startStoredRamp(deps, { steps: options.ramp!, dwellMs: options.dwell!, recheckMs: options.recheck, guards }));
+        return rampResult(await startStoredRamp(deps, ask!));
       }
       if (!history) return show(config, redis, trail);
       for (const entry of await trail.read()) {

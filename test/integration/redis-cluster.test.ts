@@ -10,7 +10,7 @@ import mongoose, { type Connection } from 'mongoose';
 import request from '../support/contract';
 import { loadConfig, type Config } from '@feed/config';
 import { createLogger } from '@feed/logger';
-import { connectRedis, createRedisKeys, deleteKeysWithPrefix, offsetSlot, readRingVersion, videoModel, type Redis } from '@feed/storage';
+import { auditTrail, changeRolloutOverRamp, connectRedis, createRedisKeys, deleteKeysWithPrefix, migrateRampKey, observeRollout, offsetSlot, readRamp, readRingVersion, startStoredRamp, videoModel, type Redis } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { createApp } from '@feed/api';
 import { BUILD_QUEUE, bullConnectionFactory, createWorkerMetrics, listVersions, reportVersion, runDailyBuild, startBuildQueue, versionPointers } from '@feed/worker';
@@ -169,5 +169,18 @@ describe('on a Redis Cluster', () => {
     const report = await reportVersion(redis, keys, '20260724', pointers);
     expect(report).toMatchObject({ version: '20260724', role: ['previous'], queueLength: 60 });
     expect(report.usersWithOffset).toBeGreaterThan(0);
+  });
+
+  clusterIt("when a ramp starts, a human changes the rollout and a past version's key is moved, then each is one script over the rollout's slot (no CROSSSLOT)", async () => {
+    const environment = { enabled: false, percent: 100 };
+    const deps = { redis, keys, environment, trail: auditTrail(mongo, config.redisKeyPrefix), who: { actor: 'oncall', via: 'cli' as const } };
+    expect(await startStoredRamp(deps, { steps: [1, 100], dwellMs: 3_600_000 })).toMatchObject({ ok: true, state: { status: 'running' } });
+    expect(await observeRollout(redis, keys, environment)).toMatchObject({ enabled: true, percent: 1 });
+    await changeRolloutOverRamp(deps, { percent: 40 });
+    expect((await readRamp(redis, keys)).state).toMatchObject({ status: 'paused', pause: { cause: 'manual-percent' } });
+    await redis.del(keys.ramp);
+    await redis.hSet(keys.legacyRamp, { revision: '3', state: '{}' });
+    expect(await migrateRampKey(redis, keys)).toBe(true);
+    expect(await redis.hGet(keys.ramp, 'revision')).toBe('3');
   });
 });

@@ -7,6 +7,7 @@
 import type Joi from 'joi';
 import parse from 'joi-to-json';
 import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA } from '@feed/http';
+import { MAX_DWELL_MS, MAX_RAMP_STEPS, MIN_DWELL_MS } from '@feed/domain';
 import { AUDIT_ACTIONS } from '@feed/storage';
 import { objectId, vidBody } from './http/validate';
 import { adQuery, countQuery, pageQuery } from './routes/feed-routes';
@@ -233,11 +234,11 @@ export const openApiDocument = {
           schema: { const: 1 },
           id: { type: 'string' },
           requestedBy: { type: 'string' },
-          status: { type: 'string', enum: ['running', 'waiting', 'passed', 'halted', 'done', 'paused'] },
+          status: { type: 'string', enum: ['running', 'waiting', 'halted', 'done', 'paused'] },
           revision: { type: 'integer', minimum: 1 },
-          dwellMs: { type: 'integer' },
-          recheckMs: { type: 'integer' },
-          current: { type: 'integer', minimum: 0, description: 'index of the step in force or being applied' },
+          dwellMs: { type: 'integer', minimum: MIN_DWELL_MS, maximum: MAX_DWELL_MS },
+          recheckMs: { type: 'integer', minimum: MIN_DWELL_MS, maximum: MAX_DWELL_MS },
+          current: { type: 'integer', minimum: 0, maximum: MAX_RAMP_STEPS - 1, description: 'index of the step in force' },
           lastGoodPercent: { type: 'integer', minimum: 0, maximum: 100, description: 'where a halt puts the percent back' },
           judgeAt: { type: ['string', 'null'], format: 'date-time' },
           haltReasons: { type: 'array', items: { type: 'string' } },
@@ -406,7 +407,7 @@ export const openApiDocument = {
         tag: 'admin',
         summary: 'Start a rollout ramp',
         description:
-          "Stores a ramp (R23) that the worker holding the controller's lease drives: at its next check it sets the first step's percent (and enabled), judges each step after its dwell from the V2 vs legacy readout (D7) and moves on, waits when samples are too few, or halts and puts the percent back to the last good step. A manual PUT or DELETE of /api/admin/rollout pauses it. Refused (409) while another ramp runs or the kill switch is on; steps out of order or a dwell under a minute are 400.",
+          "Stores a ramp (R23) and sets its first step's percent (and enabled) in the same atomic step; the worker holding the controller's lease then drives it: it judges each step after its dwell from the V2 vs legacy readout (D7) and moves on, waits when samples are too few, or halts and puts the percent back to the last good step. A manual PUT or DELETE of /api/admin/rollout pauses it. Refused (409) while another ramp runs or the kill switch is on; any value out of its range (steps 1-100 strictly increasing, at most 20; dwell and recheck from 1m to 30d; confidence 0.5-0.999; minViews and minRequests 1-100000000) is a 400 naming it, and nothing is stored.",
         security: adminSecurity,
         requestBody: body(rampBody),
         responses: { 200: rampAnswer, ...clientErrors, 409: rampRefusals[409], ...tooLarge },

@@ -62,9 +62,13 @@ describe('the feed health per variant when nothing can serve', () => {
 describe('PUT /api/admin/rollout/ramp (R23)', () => {
   it.each([
     [{ steps: [1, 5], dwell: '1 hour' }, /dwell/],
-    [{ steps: [5, 1], dwell: '1h' }, /above the step before/],
+    [{ steps: [5, 1], dwell: '1h' }, /'steps' must be strictly increasing/],
     [{ steps: [0, 100], dwell: '1h' }, /steps/],
-    [{ steps: [1, 100], dwell: '10s' }, /dwell must be at least 60 s/],
+    [{ steps: [1, 100], dwell: '10s' }, /^'dwell' must be from 1m to 30d$/],
+    [{ steps: [1, 100], dwell: '100000000d' }, /'dwell' with value '100000000d' fails to match/],
+    [{ steps: [1, 100], dwell: '31d' }, /^'dwell' must be from 1m to 30d$/],
+    [{ steps: [1, 100], dwell: '1h', recheck: '5s' }, /^'recheck' must be from 1m to 30d$/],
+    [{ steps: [1, 100], dwell: '1h', minViews: 1e9 }, /'minViews' must be less than or equal to 100000000/],
     [{ steps: ['5'], dwell: '1h' }, /steps/],
     [{ dwell: '1h' }, /steps/],
   ])('when the body is %j, then it is a 400 naming the problem and no ramp is stored', async (body, message) => {
@@ -76,9 +80,9 @@ describe('PUT /api/admin/rollout/ramp (R23)', () => {
   it('when on-call starts a ramp, then it is stored and audited, a second start is a 409, a manual percent pauses it and resume restarts its step', async () => {
     await request(api.app).get('/api/admin/rollout/ramp').set(admin()).expect(404);
     const started = await request(api.app).put('/api/admin/rollout/ramp').set(admin()).send({ steps: [1, 5, 25, 50, 100], dwell: '1h', minViews: 5000 }).expect(200);
-    expect(started.body).toMatchObject({ status: 'running', current: 0, owed: { percent: 1, enabled: true }, guards: { minViews: 5000, confidence: 0.95 }, requestedBy: s.config.adminUser });
-    // The worker's driver makes the write: the rollout itself is untouched by the command.
-    expect(await s.redis.exists(s.keys.rollout)).toBe(0);
+    expect(started.body).toMatchObject({ status: 'running', current: 0, steps: [{ outcome: 'running' }, {}, {}, {}, {}], guards: { minViews: 5000, confidence: 0.95 }, requestedBy: s.config.adminUser });
+    // The first step is written in the same step as the ramp.
+    expect(await s.redis.hGetAll(s.keys.rollout)).toMatchObject({ enabled: 'true', percent: '1' });
     expect((await request(api.app).get('/api/admin/rollout/ramp').set(admin()).expect(200)).body).toEqual(started.body);
     const again = await request(api.app).put('/api/admin/rollout/ramp').set(admin()).send({ steps: [1, 100], dwell: '1h' }).expect(409);
     expect(again.body.error.message).toMatch(/pause it before starting another/);
@@ -88,16 +92,19 @@ describe('PUT /api/admin/rollout/ramp (R23)', () => {
     await request(api.app).post('/api/admin/rollout/ramp/pause').set(admin()).expect(409);
 
     const resumed = await request(api.app).post('/api/admin/rollout/ramp/resume').set(admin()).expect(200);
-    expect(resumed.body).toMatchObject({ status: 'running', owed: { percent: 1, enabled: true } });
+    expect(resumed.body).toMatchObject({ status: 'running', current: 0 });
+    expect(await s.redis.hGetAll(s.keys.rollout)).toMatchObject({ enabled: 'true', percent: '1' });
     const paused = await request(api.app).post('/api/admin/rollout/ramp/pause').set(admin()).expect(200);
     expect(paused.body).toMatchObject({ status: 'paused', pause: { cause: 'manual-pause' } });
 
     const entries = (await auditTrail(s.mongo, s.prefix).read(20)).map((e) => `${e.action} ${e.actor} ${e.via}`);
     expect(entries).toEqual([
       `ramp-pause ${s.config.adminUser} api`,
+      `rollout-set ${s.config.adminUser} api`,
       `ramp-resume ${s.config.adminUser} api`,
       `rollout-set ${s.config.adminUser} api`,
       `ramp-pause ${s.config.adminUser} api`,
+      `rollout-set ${s.config.adminUser} api`,
       `ramp-start ${s.config.adminUser} api`,
     ]);
   });

@@ -1,6 +1,6 @@
 /** Build-side metrics of SPEC R18. */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { expandBlocks, fullBlockRatio, type RampNoticeKind } from '@feed/domain';
+import { expandBlocks, fullBlockRatio, RAMP_NOTICE_KINDS } from '@feed/domain';
 import { COUNTER_KINDS, type QueueMeta } from '@feed/storage';
 import { declareLabels } from '@feed/telemetry';
 import { REPAIR_REASONS } from './controller/repair-reasons';
@@ -16,17 +16,7 @@ import type { DocumentIssue } from './daily-build/read-candidates';
 export const BUILD_RESULTS = Object.keys({ built: 1, shadow: 1, held: 1, superseded: 1, 'already-current': 1, locked: 1, failed: 1, invalid: 1 } satisfies Record<BuildStatus | 'failed' | 'invalid', 1>);
 export const DOCUMENT_ISSUES = Object.keys({ 'unreadable-id': 1, 'unreadable-document': 1, 'non-numeric-field': 1 } satisfies Record<DocumentIssue, 1>);
 export { REPAIR_REASONS };
-export const RAMP_STEP_KINDS = Object.keys({
-  started: 1,
-  'step-started': 1,
-  'step-passed': 1,
-  waiting: 1,
-  halted: 1,
-  done: 1,
-  paused: 1,
-  resumed: 1,
-  'write-overruled': 1,
-} satisfies Record<RampNoticeKind, 1>);
+export const RAMP_STEP_KINDS = [...RAMP_NOTICE_KINDS];
 export const REPAIRED_COUNTERS = Object.values(COUNTER_KINDS).flatMap((kind) => [kind.recommend, kind.display]);
 
 export interface WorkerMetricsOptions {
@@ -99,6 +89,7 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
         if (status !== undefined) this.set(status === 'halted' ? 1 : 0);
       },
     }),
+    rampUnreadable: new Gauge({ name: 'feed_ramp_unreadable', help: 'Whether the stored rollout ramp is a record this version cannot read (1): it is not driven, the controller goes on; see the inspector (R23)', registers: [registry] }),
     versionHeld: new Gauge({
       name: 'feed_version_held',
       help: 'Whether the release gate holds a version as a shadow (1) until on-call promotes it or a later day switches (R23): see the inspector',

@@ -9,7 +9,7 @@ import type { Browser } from 'playwright-core';
 import { PNG } from 'pngjs';
 import request from '../../../test/support/contract';
 import { createLogger } from '@feed/logger';
-import { addVariantStats, auditTrail, changeRollout, saveRamp, variantField, videoModel, type VideoModel } from '@feed/storage';
+import { addVariantStats, auditTrail, changeRolloutOverRamp, commit, variantField, videoModel, type VideoModel } from '@feed/storage';
 import { advanceRamp, emptyReadout, startRamp, type RampState } from '@feed/domain';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
@@ -101,18 +101,15 @@ describe('queue inspector', () => {
 
   /** A ramp stored after its first step (1 %) was judged and failed on likes: halted back to 0 %. */
   async function storeHaltedRamp(): Promise<RampState> {
-    const rollout = { enabled: true, percent: 100, source: { enabled: 'environment', percent: 'environment' } } as const;
     const t0 = Date.parse('2026-07-24T00:00:00Z');
-    const started = startRamp({ id: 'ramp-x', steps: [1, 5, 100], dwellMs: 3600_000, guards: { minViews: 1000, minRequests: 100 }, by: 'oncall', now: new Date(t0), rollout });
-    if (!started.ok) throw new Error(started.error);
+    const started = startRamp({ id: 'ramp-x', steps: [1, 5, 100], dwellMs: 3600_000, guards: { minViews: 1000, minRequests: 100 }, by: 'oncall', now: new Date(t0) });
     const inForce = { enabled: true, percent: 1, source: { enabled: 'override', percent: 'override' } } as const;
-    let state = advanceRamp(started.state, { now: new Date(t0 + 60_000), rollout: inForce }).state;
     const readout = emptyReadout();
     Object.assign(readout.ring, { requests: 1000, views: 5000, likes: 100, collects: 100, shares: 50, notInterested: 150 });
     Object.assign(readout.legacy, { requests: 1000, views: 5000, likes: 250, collects: 100, shares: 50, notInterested: 150 });
-    state = advanceRamp(state, { now: new Date(t0 + 2 * 3600_000), rollout: inForce, readout }).state;
+    const { state } = advanceRamp(started.state, { now: new Date(t0 + 2 * 3600_000), rollout: inForce, readout });
     expect(state.status).toBe('halted');
-    expect(await saveRamp(s.redis, s.keys, state, 0)).toBe(true);
+    expect(await commit(s.redis, s.keys, { rampRevision: '0', state })).toBe(true);
     return state;
   }
 
@@ -127,6 +124,13 @@ describe('queue inspector', () => {
     expect(likes).toMatchObject({ outcome: 'fail', ring: { successes: 100, trials: 5000, rate: 0.02 }, legacy: { successes: 250, trials: 5000, rate: 0.05 }, difference: expect.closeTo(-0.03, 6) });
     expect(likes.ring.interval[0]).toBeLessThan(0.02);
     expect(likes.differenceInterval[1]).toBeLessThan(0);
+  });
+
+  it('when the stored ramp is a record this version cannot read (a dwell of 100000000d), then the summary shows why instead of failing', async () => {
+    const state = await storeHaltedRamp();
+    await s.redis.hSet(s.keys.ramp, { state: JSON.stringify({ ...state, dwellMs: 100_000_000 * 86_400_000 }) });
+    const res = await request(base).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'inspect-pass').expect(200);
+    expect(res.body.ramp).toEqual({ error: expect.stringMatching(/"dwellMs" must be less than or equal to/) });
   });
 
   browserIt('when a halted ramp is stored, then the page shows its steps, the failed one and each guard with samples, rates and intervals', async () => {
@@ -151,7 +155,7 @@ describe('queue inspector', () => {
     await buildCurrentAndShadow();
     // A rollout change on record (D6), and a day's tally of both variants (D7): ring 40 pages,
     // 200 views, 10 likes, 4 not interested; legacy 50 pages, 100 views, 2 likes, 8 not interested.
-    await changeRollout(s.redis, s.keys, { enabled: true, percent: 100 }, { percent: 40 }, { actor: 'oncall', via: 'api' }, auditTrail(s.mongo, s.config.redisKeyPrefix));
+    await changeRolloutOverRamp({ redis: s.redis, keys: s.keys, environment: { enabled: true, percent: 100 }, trail: auditTrail(s.mongo, s.config.redisKeyPrefix), who: { actor: 'oncall', via: 'api' } }, { percent: 40 });
     const tally: Array<[Parameters<typeof variantField>, number]> = [
       [['ring', 'page'], 40], [['ring', 'view'], 200], [['ring', 'like'], 10], [['ring', 'not-interested'], 4],
       [['legacy', 'page'], 50], [['legacy', 'view'], 100], [['legacy', 'like'], 2], [['legacy', 'not-interested'], 8],

@@ -17,4 +17,5 @@ export * from './audit-trail';
 export * from './variant-stats';
 export * from './held-version';
 export * from './ramp-store';
+export * from './ramp-schema';
 export * from './version-store';

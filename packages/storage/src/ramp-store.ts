@@ -1,54 +1,95 @@
 /**
- * The self-driving rollout ramp's storage (SPEC R23): one hash (`recommend:short:ramp`) with the
- * state machine's JSON (`RampState`, see @feed/domain's ramp.ts) and its revision, saved only over
- * the revision read (ramp-save.lua). On-call's commands (start, pause, resume; the API's admin
- * routes and the CLI) go through here and are audited (D6); the worker's driver saves its ticks
- * with `saveRamp`. A command never writes the rollout itself: the driver makes the write it owes
- * at its next check (at most CHECK_EVERY_MS later), so the ramp's writes have one author.
+ * The self-driving rollout ramp's storage (SPEC R23): one hash in the rollout override's slot
+ * (`{recommend:short:rollout}:ramp`) with the state machine's JSON (`RampState`, see @feed/domain's
+ * ramp.ts) and its revision. Every change of the ramp or the override goes through `commit`
+ * (rollout-commit.lua): the ramp's state and the rollout write it decided are stored in one step,
+ * over the revisions read, so a writer that lost a race changes nothing. On-call's commands
+ * (start, pause, resume, a manual change of the rollout; the API's admin routes and the CLI) are
+ * audited (D6); the worker's driver commits its ticks.
  */
 import { randomUUID } from 'node:crypto';
-import { parseRampState, pauseRamp, resumeRamp, startRamp, type RampRequest, type RampState, type RolloutObservation } from '@feed/domain';
+import { killSwitchOn, pauseRamp, rampActive, resumeRamp, startRamp, type RampRequest, type RampResult, type RampState, type RolloutWrite } from '@feed/domain';
 import { logger } from '@feed/logger';
 import type { AuditEntry, AuditTrail } from './audit-trail';
 import { runScript } from './lua-scripts';
+import { rampStateSchema } from './ramp-schema';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
-import { changeRollout, overrideOf, resolveRollout, type Rollout, type RolloutInForce } from './rollout-override';
+import { overrideOf, resolveRollout, type Rollout, type RolloutInForce } from './rollout-override';
 
-/** Saves lost to a concurrent save (the driver's tick) before a command gives up: each retry reads afresh. */
+/** Commits lost to a concurrent one (the driver's tick) before a command gives up: each retry reads afresh. */
 const COMMAND_ATTEMPTS = 5;
 
-export type StoredRamp = { state: RampState; error?: undefined } | { state: null; error?: string };
+/** The stored ramp and revision; `state: null` with `error` when what is stored is no ramp this code reads. */
+export type StoredRamp = { state: RampState | null; error?: string; revision: string };
 
-/** The stored ramp; `state: null` with `error` when what is stored is no ramp this code reads. */
-export async function readRamp(redis: Redis, keys: RedisKeys): Promise<StoredRamp> {
-  const text = await redis.hGet(keys.ramp, 'state');
-  if (text == null) return { state: null };
+/** A record of the version that kept an owed write (schema 1 with `owed`): a pending write is not guessed at, the ramp waits paused for on-call. */
+function fromPastVersion(value: Record<string, unknown>, now: string): unknown {
+  if (!('owed' in value)) return value;
+  const { owed, owedOver: _owedOver, appliedPercent: _applied, ...state } = value;
+  if (owed === null || !['running', 'waiting', 'passed'].includes(state.status as string)) return state;
+  return { ...state, status: 'paused', judgeAt: null, pause: { cause: 'manual-pause', at: now, by: null, detail: 'stored by a past version with its write pending: resume it to go on' } };
+}
+
+/** The ramp in `fields` (the hash as read): the state when it is one this code drives, else why not. */
+function rampOf(fields: Record<string, string>): StoredRamp {
+  const revision = fields.revision ?? '0';
+  if (fields.state === undefined) return { state: null, revision };
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(fields.state);
   } catch {
-    return { state: null, error: 'the stored ramp is not JSON' };
+    return { state: null, error: 'the stored ramp is not JSON', revision };
   }
-  const parsed = parseRampState(value);
-  return parsed.ok ? { state: parsed.state } : { state: null, error: parsed.error };
+  if (typeof value === 'object' && value !== null) value = fromPastVersion(value as Record<string, unknown>, new Date().toISOString());
+  const { value: state, error } = rampStateSchema.validate(value, { abortEarly: false });
+  return error ? { state: null, error: `the stored ramp is unreadable: ${error.message}`, revision } : { state: state as RampState, revision };
 }
 
-/** The stored revision, '0' when none. */
-async function storedRevision(redis: Redis, keys: RedisKeys): Promise<string> {
-  return (await redis.hGet(keys.ramp, 'revision')) ?? '0';
+/** The stored ramp (`state: null` with `error` when what is stored is no ramp this code reads). */
+export async function readRamp(redis: Redis, keys: RedisKeys): Promise<StoredRamp> {
+  return rampOf(await redis.hGetAll(keys.ramp));
 }
 
-/** Saves `state` when the stored revision is still `readRevision`; false when another save came first. */
-export async function saveRamp(redis: Redis, keys: RedisKeys, state: RampState, readRevision: number | string): Promise<boolean> {
-  return (await runScript<number>(redis, 'ramp-save', [keys.ramp], [String(readRevision), String(state.revision), JSON.stringify(state)])) === 1;
+/**
+ * Moves a past version's ramp key (another slot) to `keys.ramp` once: read the old, write the new
+ * unless a ramp is there already, delete the old. A crash in between leaves the old key to be
+ * deleted at the next call, which never overwrites the new one. True when an old key was found.
+ */
+export async function migrateRampKey(redis: Redis, keys: RedisKeys): Promise<boolean> {
+  const old = await redis.hGetAll(keys.legacyRamp);
+  if (old.state === undefined) return false;
+  await runScript(redis, 'rollout-commit', [keys.rollout, keys.ramp], ['0', '', old.revision ?? '1', old.state, 'none']);
+  await redis.del(keys.legacyRamp);
+  return true;
 }
 
-/** The rollout in force (R16) as the ramp observes it, with the override's revision. */
-export async function observeRollout(redis: Redis, keys: RedisKeys, environment: Rollout): Promise<RolloutObservation> {
-  // One read of the hash: its fields and its revision are of the same moment.
+/** The rollout in force (R16) with the override's revision, as one read of its hash. */
+export interface RolloutObserved extends RolloutInForce {
+  revision: number;
+}
+
+export async function observeRollout(redis: Redis, keys: RedisKeys, environment: Rollout): Promise<RolloutObserved> {
   const fields = await redis.hGetAll(keys.rollout);
   return { ...resolveRollout(environment, overrideOf(fields)), revision: Number(fields.revision ?? 0) };
+}
+
+export interface Commit {
+  /** The ramp revision read ('0' when none). */
+  rampRevision: string;
+  /** The override revision read, or undefined when the write is a human's and wins over any. */
+  rolloutRevision?: number;
+  /** The ramp's new state, or undefined to leave it. */
+  state?: RampState;
+  rollout?: Partial<Rollout> | 'clear';
+}
+
+/** Stores a ramp state and a rollout change in one step over the revisions read; false when either changed meanwhile (nothing written). */
+export async function commit(redis: Redis, keys: RedisKeys, c: Commit): Promise<boolean> {
+  const fields = c.rollout === undefined || c.rollout === 'clear' ? [] : Object.entries(c.rollout).flatMap(([k, v]) => (v === undefined ? [] : [k, String(v)]));
+  const op = c.rollout === 'clear' ? 'clear' : fields.length > 0 ? 'set' : 'none';
+  const args = [c.rampRevision, c.rolloutRevision === undefined ? '' : String(c.rolloutRevision), c.state ? String(c.state.revision) : '', c.state ? JSON.stringify(c.state) : '', op, ...fields];
+  return (await runScript<number>(redis, 'rollout-commit', [keys.rollout, keys.ramp], args)) === 1;
 }
 
 export interface RampCommandDeps {
@@ -61,7 +102,7 @@ export interface RampCommandDeps {
   now?: () => Date;
 }
 
-export type RampCommandResult = { ok: true; state: RampState } | { ok: false; kind: 'invalid' | 'conflict' | 'missing' | 'busy'; error: string };
+export type RampCommandResult = { ok: true; state: RampState } | { ok: false; kind: 'conflict' | 'missing' | 'busy'; error: string };
 
 /** The ramp as the audit trail shows it: what it is, not its notices. */
 export function rampSummary(state: RampState | null): Record<string, unknown> | null {
@@ -69,96 +110,92 @@ export function rampSummary(state: RampState | null): Record<string, unknown> | 
   return { id: state.id, status: state.status, steps: state.steps.map((s) => s.percent), current: state.steps[state.current].percent, dwellMs: state.dwellMs, lastGoodPercent: state.lastGoodPercent };
 }
 
+type Decision = { ok: true; state?: RampState; rollout?: Partial<Rollout> | 'clear' } | { ok: false; kind: 'conflict' | 'missing'; error: string };
+
+const strip = ({ enabled, percent, source }: RolloutInForce): RolloutInForce => ({ enabled, percent, source });
+const record = (trail: AuditTrail, entry: AuditEntry) =>
+  // Stored already: a trail that is down must not make it look failed (the kill switch must work while MongoDB is down).
+  trail.record(entry).catch((err: unknown) => logger.error('audit trail unwritable', { ...entry, err }));
+
 /**
- * Reads the ramp, decides with `decide`, saves over the revision read; on a lost race reads
- * again (bounded: a driver saves once per check, so a few attempts always find a quiet moment).
+ * Reads the ramp and the rollout, decides with `decide`, commits both over the ramp's revision
+ * read; on a lost race reads again (bounded: a driver commits once or twice per check, so a few
+ * attempts always find a quiet moment). A human's rollout change wins over any rollout revision.
  */
-async function command(
-  deps: RampCommandDeps,
-  action: AuditEntry['action'],
-  decide: (stored: StoredRamp, rollout: RolloutObservation, now: Date) => RampCommandResult,
-  beforeSave?: () => Promise<unknown>,
-): Promise<RampCommandResult> {
-  const { redis, keys } = deps;
+async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollout: RolloutInForce, now: Date) => Decision): Promise<{ ok: true; before: StoredRamp; state?: RampState; rollout: { before: RolloutInForce; after: RolloutInForce } } | Exclude<RampCommandResult, { ok: true }>> {
+  const { redis, keys, environment } = deps;
   for (let attempt = 0; attempt < COMMAND_ATTEMPTS; attempt++) {
-    const [revision, stored, rollout] = await Promise.all([storedRevision(redis, keys), readRamp(redis, keys), observeRollout(redis, keys, deps.environment)]);
+    const [stored, rollout] = await Promise.all([readRamp(redis, keys), observeRollout(redis, keys, environment)]);
     const decided = decide(stored, rollout, deps.now?.() ?? new Date());
     if (!decided.ok) return decided;
-    // The revision climbs over whatever was stored, a replaced ramp's included: a driver that read the old one cannot save over the new.
-    const state = { ...decided.state, revision: Math.max(decided.state.revision, Number(revision) + 1) };
-    await beforeSave?.();
-    if (await saveRamp(redis, keys, state, revision)) {
-      const entry: AuditEntry = { action, ...deps.who, before: rampSummary(stored.state), after: rampSummary(state) };
-      // Saved already: as with the kill switch (changeRollout), a trail that is down must not make it look failed.
-      await deps.trail.record(entry).catch((err: unknown) => logger.error('audit trail unwritable', { ...entry, err }));
-      return { ok: true, state };
+    // The revision climbs over whatever was stored, a replaced ramp's included: a driver that read the old one cannot commit over the new.
+    const state = decided.state && { ...decided.state, revision: Math.max(decided.state.revision, Number(stored.revision) + 1) };
+    if (await commit(redis, keys, { rampRevision: stored.revision, state, rollout: decided.rollout })) {
+      return { ok: true, before: stored, state, rollout: { before: rollout, after: await observeRollout(redis, keys, environment) } };
     }
   }
   return { ok: false, kind: 'busy', error: `the ramp changed under ${COMMAND_ATTEMPTS} attempts in a row; try again` };
 }
 
+/** A ramp command: decided by the state machine, committed with its rollout write, audited. */
+async function rampCommand(deps: RampCommandDeps, action: AuditEntry['action'], decide: (stored: StoredRamp, rollout: RolloutInForce, now: Date) => RampResult | { ok: false; kind: 'conflict' | 'missing'; error: string }): Promise<RampCommandResult> {
+  const done = await command(deps, (stored, rollout, now) => {
+    const result = decide(stored, rollout, now);
+    if (!result.ok) return { kind: 'conflict', ...result };
+    return { ok: true, state: result.state, rollout: result.write ?? undefined };
+  });
+  if (!done.ok) return done;
+  await record(deps.trail, { action, ...deps.who, before: rampSummary(done.before.state), after: rampSummary(done.state!) });
+  // A start or resume writes its step's percent: a change of the override like any other (D6).
+  if (done.rollout.after.percent !== done.rollout.before.percent || done.rollout.after.enabled !== done.rollout.before.enabled) {
+    await record(deps.trail, { action: 'rollout-set', ...deps.who, before: strip(done.rollout.before), after: strip(done.rollout.after) });
+  }
+  return { ok: true, state: done.state! };
+}
+
+const missing = (stored: StoredRamp) => ({ ok: false as const, kind: 'missing' as const, error: stored.error ?? 'no ramp is stored' });
+const killSwitch = (what: string) => ({ ok: false as const, error: `the kill switch is on (rollout enabled=false): clear it before ${what}` });
+
 export type RampAsk = Pick<RampRequest, 'steps' | 'dwellMs' | 'recheckMs' | 'guards'>;
 
-/** On-call's new ramp. Refused while another ramp is running (pause it first) or the kill switch is on. */
+/** On-call's new ramp, its first step written with it. Refused while another ramp is running (pause it first) or the kill switch is on. */
 export function startStoredRamp(deps: RampCommandDeps, ask: RampAsk): Promise<RampCommandResult> {
-  return command(deps, 'ramp-start', (stored, rollout, now) => {
-    if (stored.state && ['running', 'waiting', 'passed'].includes(stored.state.status)) {
-      return { ok: false, kind: 'conflict', error: `ramp ${stored.state.id} is ${stored.state.status}: pause it before starting another` };
-    }
-    // Not a bad request but a state that forbids it: the kill switch always wins.
-    if (!rollout.enabled && rollout.source.enabled === 'override') return { ok: false, kind: 'conflict', error: 'the kill switch is on (rollout enabled=false): clear it before starting a ramp' };
-    const started = startRamp({ ...ask, id: randomUUID(), by: deps.who.actor, now, rollout });
-    return started.ok ? { ok: true, state: started.state } : { ok: false, kind: 'invalid', error: started.error };
+  return rampCommand(deps, 'ramp-start', (stored, rollout, now) => {
+    if (stored.state && rampActive(stored.state)) return { ok: false, error: `ramp ${stored.state.id} is ${stored.state.status}: pause it before starting another` };
+    if (killSwitchOn(rollout)) return killSwitch('starting a ramp');
+    return { ok: true, ...startRamp({ ...ask, id: randomUUID(), by: deps.who.actor, now }) };
   });
 }
 
-/**
- * On-call's pause; `detail` says why (a manual percent). Before each attempt's save it bumps the
- * rollout's revision: a driver tick that saved its step before the pause holds a write over the
- * revision it observed, and that write is then refused; a tick that saves after this bump makes
- * the pause's save fail, and the next attempt bumps again. So the percent stays as it was at the pause.
- */
-export function pauseStoredRamp(deps: RampCommandDeps, detail?: string): Promise<RampCommandResult> {
-  return command(
-    deps,
-    'ramp-pause',
-    (stored, _rollout, now) => {
-      if (!stored.state) return { ok: false, kind: 'missing', error: stored.error ?? 'no ramp is stored' };
-      const paused = pauseRamp(stored.state, { now, by: deps.who.actor, cause: detail ? 'manual-percent' : 'manual-pause', detail });
-      return paused.ok ? { ok: true, state: paused.state } : { ok: false, kind: 'conflict', error: paused.error };
-    },
-    () => deps.redis.hIncrBy(deps.keys.rollout, 'revision', 1),
-  );
+/** On-call's pause: the ramp writes nothing more; the percent in force stays. */
+export function pauseStoredRamp(deps: RampCommandDeps): Promise<RampCommandResult> {
+  return rampCommand(deps, 'ramp-pause', (stored, _rollout, now) => (stored.state ? pauseRamp(stored.state, { now, by: deps.who.actor }) : missing(stored)));
 }
 
-/** On-call's resume of a paused ramp at the step it paused at (a fresh dwell). */
+/** On-call's resume of a paused ramp at the step it paused at (written again, a fresh dwell). */
 export function resumeStoredRamp(deps: RampCommandDeps): Promise<RampCommandResult> {
-  return command(deps, 'ramp-resume', (stored, rollout, now) => {
-    if (!stored.state) return { ok: false, kind: 'missing', error: stored.error ?? 'no ramp is stored' };
-    const resumed = resumeRamp(stored.state, { now, by: deps.who.actor, rollout });
-    return resumed.ok ? { ok: true, state: resumed.state } : { ok: false, kind: 'conflict', error: resumed.error };
+  return rampCommand(deps, 'ramp-resume', (stored, rollout, now) => {
+    if (!stored.state) return missing(stored);
+    if (killSwitchOn(rollout) && stored.state.status === 'paused') return killSwitch('resuming the ramp');
+    return resumeRamp(stored.state, { now, by: deps.who.actor });
   });
-}
-
-/**
- * A human's change of the rollout pauses a running ramp first (R23: a manual percent and the kill
- * switch always win), so the driver never writes over it. No ramp, or none running: nothing to do.
- */
-export async function pauseRampForManualChange(deps: RampCommandDeps, change: Partial<Rollout> | 'clear'): Promise<void> {
-  const { state } = await readRamp(deps.redis, deps.keys);
-  if (!state || !['running', 'waiting', 'passed'].includes(state.status)) return;
-  const what = change === 'clear' ? 'the override cleared' : Object.entries(change).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${String(v)}`).join(' ');
-  const result = await pauseStoredRamp(deps, `a manual change by ${deps.who.actor}: ${what}`);
-  // Lost to the driver that finished the ramp meanwhile (done, halted): nothing left to pause.
-  if (!result.ok && result.kind === 'busy') throw new Error(`the running ramp could not be paused: ${result.error}`);
 }
 
 /**
  * On-call's manual change of the rollout (a percent, the kill switch, a clear), as the API and
- * the CLI make it: a running ramp is paused first (R23: the human always wins), then the change
- * is written and audited (D6). The values in force after it.
+ * the CLI make it: a running ramp is paused in the same step (R23: the human always wins), and
+ * the change is audited (D6). The values in force after it.
  */
 export async function changeRolloutOverRamp(deps: RampCommandDeps, change: Partial<Rollout> | 'clear'): Promise<RolloutInForce> {
-  await pauseRampForManualChange(deps, change);
-  return changeRollout(deps.redis, deps.keys, deps.environment, change, deps.who, deps.trail);
+  const what = change === 'clear' ? 'the override cleared' : Object.entries(change).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${String(v)}`).join(' ');
+  const done = await command(deps, (stored, _rollout, now) => {
+    const paused = stored.state && rampActive(stored.state) ? pauseRamp(stored.state, { now, by: deps.who.actor, cause: 'manual-percent', detail: `a manual change by ${deps.who.actor}: ${what}` }) : null;
+    return { ok: true, state: paused?.ok ? paused.state : undefined, rollout: change };
+  });
+  if (!done.ok) throw new Error(`the rollout could not be changed: ${done.error}`);
+  if (done.state) await record(deps.trail, { action: 'ramp-pause', ...deps.who, before: rampSummary(done.before.state), after: rampSummary(done.state) });
+  await record(deps.trail, { action: change === 'clear' ? 'rollout-clear' : 'rollout-set', ...deps.who, before: strip(done.rollout.before), after: strip(done.rollout.after) });
+  return strip(done.rollout.after);
 }
+
+export type { RolloutWrite };

@@ -14,10 +14,12 @@ export function createRedisKeys(prefix = '') {
     current: `${p}current`,
     /** STRING: the version that was current before the last switch (R17's first fallback); current's slot. */
     previous: `{${p}current}:previous`,
-    /** HASH enabled, percent: on-call's run-time override of the rollout (R16); absent = environment. */
+    /** HASH enabled, percent, revision: on-call's run-time override of the rollout (R16); absent = environment. */
     rollout: `${p}rollout`,
-    /** HASH revision, state (JSON): the self-driving rollout ramp (R23), saved only over the revision read (ramp-save.lua). */
-    ramp: `${p}ramp`,
+    /** HASH revision, state (JSON): the self-driving rollout ramp (R23), in the override's slot: both change in one step (rollout-commit.lua). */
+    ramp: `{${p}rollout}:ramp`,
+    /** Where a past version kept the ramp (another slot); moved to `ramp` once by the driver (ramp-store.ts). */
+    legacyRamp: `${p}ramp`,
     /** STRING owner token with expiry: the worker replica that runs the desired-state controller (R21). */
     controllerLease: `${p}controller-lease`,
     /** HASH reason, version, at, detail: the controller's last repair (R21), shown by the inspector. */

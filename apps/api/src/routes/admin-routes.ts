@@ -3,10 +3,11 @@ import { Router, type Response } from 'express';
 import Joi from 'joi';
 import { adminUserOf, basicAuth } from '@feed/http';
 import type { Config } from '@feed/config';
-import { MAX_RAMP_STEPS, parseDwell } from '@feed/domain';
 import {
   changeRolloutOverRamp,
   pauseStoredRamp,
+  rampAskOf,
+  rampAskSchema,
   readRamp,
   readRolloutOverride,
   resolveRollout,
@@ -20,7 +21,7 @@ import {
   type RedisKeys,
   type Rollout,
 } from '@feed/storage';
-import { AppError, badRequest, notFound } from '@feed/http';
+import { AppError, notFound } from '@feed/http';
 import { DEVICE_ID, guestIdentity, USER_ID, userIdentity } from '../http/identity';
 import { validateBody, validateQuery } from '../http/validate';
 import { explainNextPage } from '../feed/explain';
@@ -46,23 +47,14 @@ export const rolloutBody = Joi.object<Partial<Rollout>>({
   percent: Joi.number().integer().strict().min(0).max(100),
 }).or('enabled', 'percent');
 
-const DURATION = /^(\d+[smhd])+$/;
-
-/** A ramp (R23): steps in percent, a dwell per step ("1h", "30m"), optional guards. Step order and the dwell's minimum are checked by the ramp itself (400 naming them). */
-export const rampBody = Joi.object<{ steps: number[]; dwell: string; recheck?: string; confidence?: number; minViews?: number; minRequests?: number }>({
-  steps: Joi.array().items(Joi.number().integer().strict().min(1).max(100)).min(1).max(MAX_RAMP_STEPS).required().description('Percents, strictly increasing, e.g. [1, 5, 25, 50, 100]'),
-  dwell: Joi.string().pattern(DURATION).required().description('How long each step runs before it is judged: 90s, 30m, 1h, 1h30m (at least 1 min)'),
-  recheck: Joi.string().pattern(DURATION).description('How long a step with too few samples waits before it is judged again (default: the dwell)'),
-  confidence: Joi.number().strict().min(0.5).max(0.999).description('Confidence of the engagement tests, 0.5-0.999 (default 0.95)'),
-  minViews: Joi.number().integer().strict().min(1).description('Views each variant needs before any verdict (default 20000)'),
-  minRequests: Joi.number().integer().strict().min(1).description('Feed requests each variant needs before any verdict (default 2000)'),
-});
+/** A ramp (R23): its ranges are storage's schema, shared with the CLI; out of range is a 400 naming the field. */
+export const rampBody = rampAskSchema;
 
 /** A ramp command's refusal as a 4xx naming why. */
 function rampAnswer(result: RampCommandResult) {
   if (result.ok) return result.state;
-  const status = { invalid: 400, conflict: 409, missing: 404, busy: 409 }[result.kind];
-  throw new AppError(status, result.kind === 'invalid' ? 'bad_request' : result.kind === 'missing' ? 'not_found' : 'conflict', result.error);
+  const status = { conflict: 409, missing: 404, busy: 409 }[result.kind];
+  throw new AppError(status, result.kind === 'missing' ? 'not_found' : 'conflict', result.error);
 }
 
 export interface AdminRouteDeps {
@@ -102,7 +94,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   });
   const rampDeps = (res: Response): RampCommandDeps => ({ redis, keys, environment, trail: audit, who: { actor: adminUserOf(res), via: 'api' } });
   const change = async (res: Response, value: Partial<Rollout> | 'clear') => {
-    // A manual percent or the kill switch always wins over a ramp (R23): it pauses first.
+    // A manual percent or the kill switch always wins over a ramp (R23): it pauses it in the same step.
     await changeRolloutOverRamp(rampDeps(res), value);
     res.json(await rolloutInForce());
   };
@@ -112,12 +104,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
     res.json(state);
   });
   router.put('/api/admin/rollout/ramp', async (req, res) => {
-    const ask = validateBody(rampBody, req);
-    const dwellMs = parseDwell(ask.dwell);
-    const recheckMs = ask.recheck === undefined ? undefined : parseDwell(ask.recheck);
-    if (dwellMs === null || recheckMs === null) throw badRequest('dwell and recheck must be durations such as 90s, 30m, 1h');
-    const guards = { ...(ask.confidence !== undefined ? { confidence: ask.confidence } : {}), ...(ask.minViews !== undefined ? { minViews: ask.minViews } : {}), ...(ask.minRequests !== undefined ? { minRequests: ask.minRequests } : {}) };
-    res.json(rampAnswer(await startStoredRamp(rampDeps(res), { steps: ask.steps, dwellMs, recheckMs, guards })));
+    res.json(rampAnswer(await startStoredRamp(rampDeps(res), rampAskOf(validateBody(rampBody, req)))));
   });
   router.post('/api/admin/rollout/ramp/pause', async (_req, res) => {
     res.json(rampAnswer(await pauseStoredRamp(rampDeps(res))));

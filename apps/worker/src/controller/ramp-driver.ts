@@ -4,19 +4,17 @@
  * Redis, so a restart (or another replica taking the lease) resumes where it was.
  *
  * One tick, in order: read the ramp and the rollout in force; when the step is due for judgement,
- * read its readout (D7's hourly hashes: first successes, and the feed's health per variant); ask
- * the state machine (`advanceRamp`); save its state over the revision read (a human's command
- * that came first wins: the tick is dropped, the next check decides afresh); then make the
- * rollout write it decided (audited as the ramp's), only over the rollout as read (a human's
- * change written since wins); then record its notices in the audit trail
- * (each automatic step: start, step started/passed, waiting, halted with reasons, done), raise
- * the halt's alert, and acknowledge them. A crash between saving and writing is what the state
- * machine's `owed` write covers; one between recording and acknowledging records a notice twice
- * rather than never.
+ * read its readout (D7's hourly hashes); ask the state machine (`advanceRamp`); commit its state
+ * and its rollout write in one step over the revisions read (storage's `commit`): a human's
+ * command that came first wins and the tick changes nothing, its notices included. Then record
+ * the committed notices in the audit trail (each automatic step: start, step started/passed,
+ * waiting, halted with reasons, done), raise the halt's alert, and acknowledge them; a crash
+ * between recording and acknowledging records a notice twice rather than never. A stored record
+ * this code cannot read is reported (log, `feed_ramp_unreadable`, the inspector) and left alone.
  */
 import { ackNotices, advanceRamp, rampNeedsReadout, rampReadoutHours, type RampNotice, type RampState } from '@feed/domain';
 import type { Logger } from '@feed/logger';
-import { observeRollout, readRamp, readStepReadout, saveRamp, writeRolloutOverride, type AuditTrail, type Redis, type RedisKeys, type Rollout } from '@feed/storage';
+import { commit, migrateRampKey, observeRollout, readRamp, readStepReadout, type AuditTrail, type Redis, type RedisKeys, type Rollout } from '@feed/storage';
 import type { WorkerMetrics } from '../metrics';
 
 export interface RampDriverDeps {
@@ -51,23 +49,20 @@ async function recordNotices(deps: RampDriverDeps, state: RampState): Promise<Ra
     else logger.info('ramp step', { ramp: state.id, kind: notice.kind, percent: notice.percent, message: notice.message });
     recorded += 1;
   }
-  const settled = recorded === 0 ? state : await acknowledge(deps, state, recorded);
-  metrics.rampHalted.set(settled.status === 'halted' ? 1 : 0);
-  return settled;
-}
-
-async function acknowledge(deps: RampDriverDeps, state: RampState, recorded: number): Promise<RampState> {
+  if (recorded === 0) return state;
   const acked = ackNotices(state, state.notices[recorded - 1].seq);
   deps.signal?.throwIfAborted();
-  return (await saveRamp(deps.redis, deps.keys, acked, state.revision)) ? acked : state;
+  return (await commit(deps.redis, deps.keys, { rampRevision: String(state.revision), state: acked })) ? acked : state;
 }
 
 const noticeEntry = (n: RampNotice) => ({ kind: n.kind, percent: n.percent, message: n.message, at: n.at, ...(n.alert ? { alert: 'FeedRampHalted' } : {}) });
 
-/** One tick of the ramp; the state after it (null when no ramp is stored). */
+/** One tick of the ramp; the state after it (null when no ramp is stored or it is unreadable). */
 export async function driveRamp(deps: RampDriverDeps): Promise<RampState | null> {
   const { redis, keys, logger, metrics, signal } = deps;
+  if (await migrateRampKey(redis, keys)) logger.info('ramp moved to its key in the rollout slot', { from: keys.legacyRamp, to: keys.ramp });
   const stored = await readRamp(redis, keys);
+  metrics.rampUnreadable.set(stored.error ? 1 : 0);
   if (!stored.state) {
     if (stored.error) logger.error('stored ramp unreadable: not driven', { error: stored.error });
     metrics.rampHalted.set(0);
@@ -80,21 +75,20 @@ export async function driveRamp(deps: RampDriverDeps): Promise<RampState | null>
   const { state: next, write } = advanceRamp(state, { now, rollout, readout });
   if (next !== state) {
     signal?.throwIfAborted();
-    // A human's command saved first: drop this tick, the next check starts from theirs.
-    if (!(await saveRamp(redis, keys, next, state.revision))) return state;
+    // A human's command (or a change of the rollout) came first: this tick changes nothing, the next check decides afresh.
+    if (!(await commit(redis, keys, { rampRevision: stored.revision, rolloutRevision: rollout.revision, state: next, rollout: write ?? undefined }))) {
+      logger.info('ramp tick dropped: the ramp or the rollout changed since it read them', { ramp: state.id });
+      return state;
+    }
   }
   if (write) {
-    signal?.throwIfAborted();
-    // Only over the rollout as observed: a manual percent or the kill switch written since (its
-    // pause came after this tick's read) wins, and the next check sees it as overruled.
-    if (!(await writeRolloutOverride(redis, keys, write, rollout.revision ?? 0))) {
-      logger.info('ramp write dropped: the rollout changed since the check read it', { ramp: next.id, write });
-      return recordNotices(deps, next);
-    }
-    const after = await observeRollout(redis, keys, deps.environment);
+    const { revision: _before, ...before } = rollout;
+    const { revision: _after, ...after } = await observeRollout(redis, keys, deps.environment);
     await deps.trail
-      .record({ action: 'rollout-set', actor: rampActor(next), via: 'worker', before: rollout, after })
-      .catch((err: unknown) => logger.error('audit trail unwritable', { action: 'rollout-set', actor: rampActor(next), before: rollout, after, err }));
+      .record({ action: 'rollout-set', actor: rampActor(next), via: 'worker', before, after })
+      .catch((err: unknown) => logger.error('audit trail unwritable', { action: 'rollout-set', actor: rampActor(next), before, after, err }));
   }
-  return recordNotices(deps, next);
+  const settled = await recordNotices(deps, next);
+  metrics.rampHalted.set(settled.status === 'halted' ? 1 : 0);
+  return settled;
 }
