@@ -1,6 +1,7 @@
 /** Interactions of a signed-in user (SPEC R3, R4); shares also accept guests (counted for users only). */
 import { Router } from 'express';
 import Joi from 'joi';
+import { ROUTING } from '@feed/http';
 import { identify, requireUser, userIdentity } from '../http/identity';
 import type { VariantReadout } from '../feed/variant-readout';
 import { objectId, validate, validateBody, vidBody } from '../http/validate';
@@ -18,7 +19,7 @@ export const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, '
 
 /** `readout` counts each first like, collect, comment and share for the user's variant (D7: a toggled like is one like). */
 export function interactionRoutes(service: InteractionService, jwtSecret: string, readout: VariantReadout): Router {
-  const router = Router();
+  const router = Router(ROUTING);
   const toggle = (path: string, action: (vid: string, userId: string) => Promise<ToggleOutcome>, engagement?: 'like' | 'collect') =>
     router.post(path, async (req, res) => {
       const { userId } = requireUser(req, jwtSecret);
