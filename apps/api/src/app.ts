@@ -104,8 +104,8 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     });
     next();
   });
-  app.use(answerOptions(app));
   // H5 pages on the allowed origins may call the client API; admin and probes never cross-origin.
+  app.use(answerOptions(app, '/api/app'));
   app.use('/api/app', cors({ origin: config.corsAllowedOrigins, methods: ['GET', 'POST', 'DELETE'], allowedHeaders: CORS_REQUEST_HEADERS, exposedHeaders: ['X-Request-Id'], maxAge: 600 }));
   // A body is read only where the document takes one, and only as JSON (415 otherwise); elsewhere it is ignored.
   const json = express.json({ limit: '16kb' });

@@ -119,16 +119,16 @@ export function methodNotAllowed(app: Express): RequestHandler {
 /**
  * OPTIONS, answered alike on both deployables before credentials are asked: 204 with `Allow` on a
  * known path, 404 on an unknown one. A CORS preflight (Access-Control-Request-Method) on a known
- * path goes on to the CORS middleware with its `Allow` set.
+ * path under `corsPrefix` goes on to the CORS middleware with its `Allow` set.
  */
-export function answerOptions(app: Express): RequestHandler {
+export function answerOptions(app: Express, corsPrefix?: string): RequestHandler {
   return (req, res, next) => {
     if (req.method !== 'OPTIONS') return next();
     const methods = allowedMethods(app, req.path);
     if (methods === null) return next();
     if (methods.length === 0) return next(notFound(`no route ${req.method} ${req.path}`));
     res.setHeader('Allow', methods.join(', '));
-    if (req.header('access-control-request-method')) return next();
+    if (corsPrefix && req.path.startsWith(`${corsPrefix}/`) && req.header('access-control-request-method')) return next();
     res.status(204).end();
   };
 }

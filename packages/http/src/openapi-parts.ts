@@ -18,12 +18,12 @@ interface DocumentedOperation {
   operationId: string;
   summary: string;
   description: string;
-  parameters?: Array<{ in?: string }>;
+  parameters?: Array<{ name?: string; in?: string }>;
   responses: Record<string, { description: string; content?: unknown }>;
 }
 
 /** `camelCase` of a path, for the operation ids generated per path. */
-const pathId = (path: string) => path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase());
+const pathId = (path: string) => path.replace(/(.)\/$/, '$1/index').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase());
 
 /**
  * `paths` with the methods both deployables answer on every path, documented as they answer
@@ -47,7 +47,7 @@ export function methodsOnEveryPath<T extends Record<string, Record<string, Docum
         summary: 'Methods of this path',
         description: `The methods this path answers, in Allow; no credentials needed.${note(path)}`,
         security: [],
-        parameters: (Object.values(operations)[0].parameters ?? []).filter((parameter) => parameter.in === 'path'),
+        parameters: (Object.values(operations)[0].parameters ?? []).filter((parameter) => parameter.in === 'path').map(({ name }) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
         responses: { 204: { description: 'No content', headers: { Allow: { required: true, description: 'The methods of this path, e.g. GET, HEAD', schema: { type: 'string' } } } }, ...responses },
       };
     Object.assign(documented, { [path]: { ...operations, ...(head ? { head } : {}), options } });
