@@ -12,10 +12,9 @@ const page = { vInfos: [video], totalPages: 1, hasNext: true, queueVersion: '202
 const answer = (status: number, body: unknown, headers: Record<string, string> = json) => ({ status, headers, body });
 
 describe('the contract check', () => {
-  it('when a response is the documented one, then it passes (templated paths, a trailing slash, a path in other case as Express routes it, HEAD as GET, 405 with Allow)', () => {
+  it('when a response is the documented one, then it passes (templated paths, HEAD and OPTIONS, 405 with Allow)', () => {
     expect(contract.problem('GET', '/api/app/recommend/vid/list', answer(200, page))).toBeNull();
-    expect(contract.problem('GET', '/api/app/recommend/vid/list/', answer(200, page))).toBeNull();
-    expect(contract.problem('GET', '/HEALTHZ', answer(200, { status: 'ok' }))).toBeNull();
+    expect(contract.problem('OPTIONS', '/healthz', answer(204, '', { allow: 'GET, HEAD' }))).toBeNull();
     expect(contract.problem('DELETE', '/api/app/vid/comment/0123456789abcdef01234567', answer(401, { error: { code: 'unauthorized', message: 'm' } }))).toBeNull();
     expect(contract.problem('HEAD', '/healthz', answer(200, {}))).toBeNull();
     expect(contract.problem('PATCH', '/healthz', answer(405, { error: { code: 'method_not_allowed', message: 'm' } }, { ...json, allow: 'GET, HEAD' }))).toBeNull();
@@ -30,6 +29,22 @@ describe('the contract check', () => {
     expect(contract.problem('PATCH', '/healthz', answer(200, {}))).toMatch(/documents no PATCH/);
     expect(contract.problem('PATCH', '/healthz', answer(405, {}))).toMatch(/Allow: none/);
     expect(contract.problem('GET', '/no/such/path', answer(200, {}))).toMatch(/no such path/);
+  });
+
+  it('when a path in another case or with a trailing slash is answered as its route, then the check names it (routing is strict and case-sensitive)', () => {
+    expect(contract.problem('GET', '/api/app/recommend/vid/list/', answer(200, page))).toMatch(/no such path/);
+    expect(contract.problem('GET', '/HEALTHZ', answer(200, { status: 'ok' }))).toMatch(/no such path/);
+    expect(contract.problem('GET', '/API/ADMIN/ROLLOUT', answer(404, { error: { code: 'not_found', message: 'm' } }))).toBeNull();
+  });
+
+  it('when a bug answers 500, or OPTIONS answers without Allow, or HEAD with a status its GET does not have, then the check names it', () => {
+    const internal = { error: { code: 'internal', message: 'internal server error' } };
+    for (const [path, ops] of Object.entries(openApiDocument.paths)) {
+      for (const verb of Object.keys(ops)) expect(contract.problem(verb.toUpperCase(), path.replace(/\{\w+\}/g, '0123456789abcdef01234567'), answer(500, internal))).toMatch(/answered 500, which .* does not document/);
+    }
+    expect(contract.problem('OPTIONS', '/api/app/vid/like', answer(204, '', {}))).toMatch(/without its documented header Allow/);
+    expect(contract.problem('OPTIONS', '/api/app/vid/like', answer(200, 'POST', { 'content-type': 'text/plain', allow: 'POST' }))).toMatch(/answered 200, which/);
+    expect(contract.problem('HEAD', '/healthz', answer(503, ''))).toMatch(/answered 503, which/);
   });
 
   it('when an error body carries more than code and message (a stack, a store error) or an odd code, or a JSON body comes where none is documented, then the check names it', () => {

@@ -42,7 +42,7 @@ export function badInputCases(ctx: { api: string; validVideo: string; secret: st
   const add = (c: BadInputCase) => cases.push(c);
 
   // Query strings of the feed endpoints.
-  const badPages = ['pageSize=0', 'pageSize=-1', 'pageSize=51', 'pageSize=1e9', 'pageSize=abc', 'pageNumber=0', 'pageNumber=x', 'pageSize=1&pageSize=2', `pageSize=${'9'.repeat(400)}`];
+  const badPages = ['pageSize=0', 'pageSize=-1', 'pageSize=51', 'pageSize=1e9', 'pageSize=abc', 'pageNumber=0', 'pageNumber=x', 'pageSize=1&pageSize=2', `pageSize=${'9'.repeat(400)}`, 'pageSize=2e1', 'pageSize=%2B20', 'pageSize=020', 'pageSize=%2020'];
   for (const path of ['/api/app/recommend/vid/list', '/api/app/vid/module/short/all']) {
     for (const query of badPages) add({ name: `GET ${path}?${query}`, method: 'GET', url: `${api}${path}?${query}`, headers: user, expect: [400] });
   }
@@ -58,6 +58,7 @@ export function badInputCases(ctx: { api: string; validVideo: string; secret: st
   for (const path of vidEndpoints) {
     for (const vid of BAD_IDS) add({ name: `POST ${path} vid=${JSON.stringify(vid).slice(0, 30)}`, method: 'POST', url: `${api}${path}`, headers: user, body: JSON.stringify({ vid }), expect: [400] });
     add({ name: `POST ${path} without vid`, method: 'POST', url: `${api}${path}`, headers: user, body: '{}', expect: [400] });
+    add({ name: `POST ${path} as text/plain`, method: 'POST', url: `${api}${path}`, headers: { ...user, 'Content-Type': 'text/plain' }, body: '{}', expect: [415] });
     add({ name: `POST ${path} broken JSON`, method: 'POST', url: `${api}${path}`, headers: user, body: '{"vid":', expect: [400] });
     add({ name: `POST ${path} array body`, method: 'POST', url: `${api}${path}`, headers: user, body: '[1,2]', expect: [400] });
     add({ name: `POST ${path} huge body`, method: 'POST', url: `${api}${path}`, headers: user, body: JSON.stringify({ vid: ctx.validVideo, pad: 'x'.repeat(100_000) }), expect: [413] });

@@ -5,7 +5,7 @@ import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { auditTrail, createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
-import { errorHandler, methodNotAllowed, notFoundRoute } from '@feed/http';
+import { answerOptions, errorHandler, methodNotAllowed, notFoundRoute, routeStrictly, unsupportedMediaType } from '@feed/http';
 import { requestId, requestIdOf } from './http/request-id';
 import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
 import { FeedService } from './feed/feed-service';
@@ -20,6 +20,7 @@ import { InteractionService } from './interactions/interaction-service';
 import { healthRoutes } from './routes/health-routes';
 import { UserHistory } from './users/user-history';
 import { WatchCounter } from './users/watch-counter';
+import { bodyOperations } from './openapi';
 
 /** The headers the H5 client sends (a preflight must allow each). */
 const CORS_REQUEST_HEADERS = ['Authorization', 'X-Device-Id', 'Idempotency-Key', 'Content-Type'];
@@ -83,6 +84,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   });
 
   const app = express();
+  routeStrictly(app);
   app.disable('x-powered-by');
   // Every feed response is new (the offset moved): an ETag would only cost a SHA-1 per response.
   app.set('etag', false);
@@ -103,10 +105,16 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     next();
   });
   // H5 pages on the allowed origins may call the client API; admin and probes never cross-origin.
+  app.use(answerOptions(app, '/api/app'));
   app.use('/api/app', cors({ origin: config.corsAllowedOrigins, methods: ['GET', 'POST', 'DELETE'], allowedHeaders: CORS_REQUEST_HEADERS, exposedHeaders: ['X-Request-Id'], maxAge: 600 }));
-  // Bodies are parsed only where there can be one: the feed's GETs skip the parser entirely.
+  // A body is read only where the document takes one, and only as JSON (415 otherwise); elsewhere it is ignored.
   const json = express.json({ limit: '16kb' });
-  app.use((req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? next() : json(req, res, next)));
+  app.use((req, res, next) => {
+    if (!bodyOperations.has(`${req.method} ${req.path}`)) return next();
+    const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+    if (hasBody && !req.is('application/json')) return next(unsupportedMediaType(`request body must be application/json, not ${req.header('content-type') ?? 'untyped'}`));
+    json(req, res, next);
+  });
   // The feed routes first: they take nearly all the traffic.
   app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret, redisDeadlineMs: config.redisDeadlineMs, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
   app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs }));

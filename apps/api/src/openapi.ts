@@ -6,7 +6,7 @@
  */
 import type Joi from 'joi';
 import parse from 'joi-to-json';
-import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA } from '@feed/http';
+import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, methodsOnEveryPath } from '@feed/http';
 import { MAX_DWELL_MS, MAX_RAMP_STEPS, MIN_DWELL_MS } from '@feed/domain';
 import { AUDIT_ACTIONS } from '@feed/storage';
 import { objectId, vidBody } from './http/validate';
@@ -34,11 +34,20 @@ function queryParameters(schema: Joi.ObjectSchema): object[] {
   }));
 }
 
+/** A query whose parameters exclude each other (joi's xor): one exploded object, so that its schema can say so (oneOf). */
+function exclusiveQuery(schema: Joi.ObjectSchema): object[] {
+  const { if: _if, then: _then, else: exclusive, ...query } = toJsonSchema(schema);
+  return [{ name: 'query', in: 'query', required: true, style: 'form', explode: true, schema: { ...query, ...(exclusive as JsonSchema) } }];
+}
+
 const body = (schema: Joi.Schema, required = true) => ({ required, ...json(toJsonSchema(schema)) });
 /** Node's server answers any route so (SPEC C: slow clients are bounded). */
 const slowClient = { 408: { description: 'The request was not received within HTTP_HEADERS_TIMEOUT_MS (headers) or HTTP_REQUEST_TIMEOUT_MS (whole request); no body' } };
-/** Answered wherever a body is parsed (express.json's 16 KB limit). */
-const tooLarge = { 413: error('Request body larger than 16 KB (payload_too_large)') };
+/** Answered wherever a body is read (app.ts: only where the document takes one, only as JSON up to 16 KB). */
+const bodyRefusals = {
+  413: error('Request body larger than 16 KB (payload_too_large)'),
+  415: error('A body that is not application/json, or JSON in a charset other than UTF-8 (unsupported_media_type)'),
+};
 
 const clientErrors = { 400: error('Malformed input, naming the field'), 401: error('Missing or invalid credentials') };
 const withVideo = { ...clientErrors, 404: error('No such video') };
@@ -62,11 +71,11 @@ interface Operation {
   responses: Record<string, object>;
 }
 
-/** Any route's answer to a failure nobody expected (the error handler: a bug, logged with its stack). */
-const bug = { 500: error('An unexpected failure (a bug): `internal`, logged with its stack and the request id') };
-
-/** Every route but the probes, the metrics and this document reads a store (the error handler: 503). */
-const operation = ({ tag, responses, ...fields }: Operation) => ({ tags: [tag], ...fields, responses: { ...(tag === 'operations' ? {} : unavailable), ...responses, ...bug } });
+/**
+ * Every route but the probes, the metrics and this document reads a store (the error handler:
+ * 503). No 500 is documented: the error handler's answer to a bug is a drift the contract check reports.
+ */
+const operation = ({ tag, responses, ...fields }: Operation) => ({ tags: [tag], ...fields, responses: { ...(tag === 'operations' ? {} : unavailable), ...responses, ...(fields.requestBody ? bodyRefusals : {}) } });
 
 const feedPage = (operationId: string, summary: string, description: string) =>
   operation({
@@ -79,18 +88,6 @@ const feedPage = (operationId: string, summary: string, description: string) =>
     responses: { 200: ok(ref('FeedPage')), ...clientErrors, ...pageUnavailable },
   });
 
-/** HEAD of a feed page: headers only; it never claims positions (R11). */
-const headOfPage = (operationId: string) =>
-  operation({
-    operationId,
-    tag: 'feed',
-    summary: 'Headers of a feed page',
-    description: "The GET's answer without its body: the same authentication, validation and status (the page is built from the user's offset, read, never claimed: no position of the ring is consumed).",
-    security: userOrGuest,
-    parameters: queryParameters(pageQuery),
-    responses: { 200: { description: 'OK (no body)' }, 400: { description: 'Malformed page size' }, 401: { description: 'Missing or invalid credentials' }, 503: { description: pageUnavailable[503].description } },
-  });
-
 const toggle = (operationId: string, summary: string, description: string) => ({
   post: operation({
     operationId,
@@ -99,28 +96,16 @@ const toggle = (operationId: string, summary: string, description: string) => ({
     description,
     security: userSecurity,
     requestBody: body(vidBody),
-    responses: { 200: ok(ref('Toggle')), ...withVideo, 409: error('The video is not an approved short video'), ...tooLarge },
+    responses: { 200: ok(ref('Toggle')), ...withVideo, 409: error('The video is not an approved short video') },
   }),
 });
 
 const viewAction = (operationId: string, summary: string, description: string) => ({
-  post: operation({ operationId, tag: 'views', summary, description, security: userOrGuest, requestBody: body(vidBody), responses: { 200: ok(ref('Ok')), ...withVideo, ...unavailable, ...tooLarge } }),
+  post: operation({ operationId, tag: 'views', summary, description, security: userOrGuest, requestBody: body(vidBody), responses: { 200: ok(ref('Ok')), ...withVideo, ...unavailable } }),
 });
 
-/** The CORS preflight the client API answers on every /api/app path (CORS_ALLOWED_ORIGINS). */
-function withPreflights<T extends Record<string, object>>(paths: T): T {
-  const preflight = (path: string) =>
-    operation({
-      operationId: `preflight${path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
-      tag: 'operations',
-      summary: 'CORS preflight',
-      description: 'For an origin in CORS_ALLOWED_ORIGINS: the Access-Control-Allow-* headers (methods GET, POST, DELETE; headers Authorization, X-Device-Id, Idempotency-Key, Content-Type; max age 600 s). Other origins get no Access-Control-Allow-Origin.',
-      security: [],
-      parameters: [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
-      responses: { 204: { description: 'No content: the CORS headers only' }, ...slowClient },
-    });
-  return Object.fromEntries(Object.entries(paths).map(([path, methods]) => [path, path.startsWith('/api/app/') ? { ...methods, options: preflight(path) } : methods])) as T;
-}
+const CORS_PREFLIGHT =
+  ' On /api/app paths, a CORS preflight from an origin in CORS_ALLOWED_ORIGINS also gets the Access-Control-Allow-* headers (methods GET, POST, DELETE; headers Authorization, X-Device-Id, Idempotency-Key, Content-Type; max age 600 s); other origins get no Access-Control-Allow-Origin.';
 
 const rolloutAnswer = ok(ref('RolloutInForce'), 'The rollout in force after the call, and where each value comes from');
 const rampAnswer = ok(ref('Ramp'), 'The ramp as stored after the call');
@@ -262,7 +247,8 @@ export const openApiDocument = {
       },
     },
   },
-  paths: withPreflights({
+  // HEAD beside every GET and OPTIONS on every path, as both deployables answer them.
+  paths: methodsOnEveryPath({
     '/healthz': {
       get: operation({
         operationId: 'liveness',
@@ -298,11 +284,9 @@ export const openApiDocument = {
     },
     '/api/app/recommend/vid/list': {
       get: feedPage('nextPage', 'Next page of the feed', 'The H5 main call: the next videos of the ring queue for this user or device, skipping seen and rejected ones.'),
-      head: headOfPage('nextPageHead'),
     },
     '/api/app/vid/module/short/all': {
       get: feedPage('nextPageOldClient', 'Next page of the feed (older client)', 'The older client\'s endpoint: the same ring service, the same offset.'),
-      head: headOfPage('nextPageOldClientHead'),
     },
     '/api/app/recommend/vid/ad': {
       get: operation({
@@ -325,15 +309,6 @@ export const openApiDocument = {
         parameters: queryParameters(countQuery),
         responses: { 200: ok(ref('WatchCount')), ...withVideo, ...unavailable },
       }),
-      head: operation({
-        operationId: 'watchCountHead',
-        tag: 'views',
-        summary: 'Headers of the watch count',
-        description: 'The GET\'s authentication, validation and status, no body; never registers a watch or a view.',
-        security: userOrGuest,
-        parameters: queryParameters(countQuery),
-        responses: { 200: { description: 'OK (no body)' }, 400: { description: 'Malformed vid' }, 401: { description: 'Missing or invalid credentials' }, 404: { description: 'No such video' }, 503: { description: 'A store it needs is unreachable' } },
-      }),
     },
     '/api/app/vid/view': viewAction('recordView', 'Record a view', 'The feed skips this video for VIEW_HISTORY_TTL_DAYS.'),
     '/api/app/recommend/vid/not-interested': viewAction('markNotInterested', 'Not interested', 'The feed never shows this video to this user again (until undone).'),
@@ -351,7 +326,7 @@ export const openApiDocument = {
         security: userSecurity,
         parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: toJsonSchema(idempotencyKey) }],
         requestBody: body(commentBody),
-        responses: { 201: ok(ref('Comment'), 'Created'), 200: ok(ref('Comment'), 'Replayed: the comment this key created'), ...withVideo, 409: error('The video is not an approved short video, or the key was used for another video'), ...tooLarge },
+        responses: { 201: ok(ref('Comment'), 'Created'), 200: ok(ref('Comment'), 'Replayed: the comment this key created'), ...withVideo, 409: error('The video is not an approved short video, or the key was used for another video') },
       }),
     },
     '/api/app/vid/comment/{id}': {
@@ -373,7 +348,7 @@ export const openApiDocument = {
         description: 'Counted once per user and video when videoID names an approved short video; guests are never counted.',
         security: userOrGuest,
         requestBody: body(shareBody, false),
-        responses: { 200: ok(ref('Ok')), ...withVideo, ...tooLarge },
+        responses: { 200: ok(ref('Ok')), ...withVideo },
       }),
     },
     '/api/admin/explain': {
@@ -383,7 +358,7 @@ export const openApiDocument = {
         summary: "Explain a user's next page",
         description: 'Read-only: the offset and the next candidates with block, pool, score and skip reason. Exactly one of `user` and `device` names whom to explain: neither or both is 400.',
         security: adminSecurity,
-        parameters: queryParameters(explainQuery),
+        parameters: exclusiveQuery(explainQuery),
         responses: { 200: ok(ref('Explanation')), 400: error('Not exactly one of user and device, or a malformed value'), 401: clientErrors[401], 404: error('No current version, or no queue for it') },
       }),
     },
@@ -396,7 +371,7 @@ export const openApiDocument = {
         description: 'Every API instance applies the override within CURRENT_CACHE_MS (R16).',
         security: adminSecurity,
         requestBody: body(rolloutBody),
-        responses: { 200: rolloutAnswer, ...clientErrors, ...tooLarge },
+        responses: { 200: rolloutAnswer, ...clientErrors },
       }),
       delete: operation({ operationId: 'clearRollout', tag: 'admin', summary: 'Clear the override', description: 'The environment\'s values rule again.', security: adminSecurity, responses: { 200: rolloutAnswer, 401: error('Missing or invalid admin credentials') } }),
     },
@@ -410,7 +385,7 @@ export const openApiDocument = {
           "Stores a ramp (R23) and sets its first step's percent (and enabled) in the same atomic step; the worker holding the controller's lease then drives it: it judges each step after its dwell from the V2 vs legacy readout (D7) and moves on, waits when samples are too few, or halts and puts the percent back to the last good step. A manual PUT or DELETE of /api/admin/rollout pauses it. Refused (409) while another ramp runs or the kill switch is on; any value out of its range (steps 1-100 strictly increasing, at most 20; dwell and recheck from 1m to 30d; confidence 0.5-0.999; minViews and minRequests 1-100000000) is a 400 naming it, and nothing is stored.",
         security: adminSecurity,
         requestBody: body(rampBody),
-        responses: { 200: rampAnswer, ...clientErrors, 409: rampRefusals[409], ...tooLarge },
+        responses: { 200: rampAnswer, ...clientErrors, 409: rampRefusals[409] },
       }),
     },
     '/api/admin/rollout/ramp/pause': {
@@ -454,5 +429,14 @@ export const openApiDocument = {
         },
       }),
     },
-  }),
+  }, (path) => (path.startsWith('/api/app/') ? CORS_PREFLIGHT : ''), slowClient),
 };
+
+/** `METHOD /path` of each operation that takes a body: app.ts reads a body there and nowhere else. */
+export const bodyOperations = new Set(
+  Object.entries(openApiDocument.paths as Record<string, Record<string, { requestBody?: object }>>).flatMap(([path, operations]) =>
+    Object.entries(operations)
+      .filter(([, operation]) => operation.requestBody)
+      .map(([method]) => `${method.toUpperCase()} ${path}`),
+  ),
+);

@@ -1,5 +1,5 @@
 import mongoose from 'mongoose';
-import request from '../../../test/support/contract';
+import request, { withInjectedFaults } from '../../../test/support/contract';
 import type { Express } from 'express';
 import { interactionModels, repairPendingCounters, videoModel, type CounterHooks, type InteractionModels, type VideoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
@@ -194,7 +194,8 @@ const actions = {
   shares: { send: (a: Express, user: string, vid: string) => request(a).post('/api/app/share/output').set(bearer(user)).send({ videoID: vid }), counters: ['recommendShareCount', 'shareCount'] },
 } as const;
 
-const crashing = (hooks: CounterHooks) => testApi(s, {}, { counterHooks: hooks }).app;
+// A crash is injected as a thrown error: its 500 stands for the process dying, not for an answer.
+const crashing = (hooks: CounterHooks) => withInjectedFaults(testApi(s, {}, { counterHooks: hooks }).app);
 const crash = () => Promise.reject(new Error('injected crash'));
 
 describe.each(Object.entries(actions))('crash points of the counter protocol (R3): %s', (kind, action) => {

@@ -9,7 +9,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
-import { adminUserOf, basicAuth, errorHandler, methodNotAllowed, notFoundRoute, sendError, unavailable } from '@feed/http';
+import { adminUserOf, answerOptions, basicAuth, errorHandler, methodNotAllowed, notFoundRoute, routeStrictly, sendError, unavailable } from '@feed/http';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { auditTrail, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
@@ -65,8 +65,12 @@ const requestId: RequestHandler = (req, res, next) => {
 
 export function createWorkerApp({ config, queue, metrics, redis, keys, videos }: WorkerAppDeps): Express {
   const app = express();
+  routeStrictly(app);
   app.disable('x-powered-by');
   app.use(requestId);
+  // OPTIONS as the API answers it, before credentials; bull-board's own paths answer theirs below.
+  const options = answerOptions(app);
+  app.use((req, res, next) => (req.path === DASHBOARD_PATH || req.path.startsWith(`${DASHBOARD_PATH}/`) ? next() : options(req, res, next)));
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });

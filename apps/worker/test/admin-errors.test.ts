@@ -4,7 +4,7 @@
  * inspector and on the job dashboard (bull-board) alike.
  */
 import type { Server } from 'node:http';
-import request from '../../../test/support/contract';
+import request, { withInjectedFaults } from '../../../test/support/contract';
 import { configureLogger, createLogger, logger } from '@feed/logger';
 import { videoModel } from '@feed/storage';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
@@ -32,7 +32,8 @@ beforeEach(async () => {
     },
   });
   const app = createWorkerApp({ config, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos: videoModel(s.mongo) });
-  server = app.listen(0, '127.0.0.1');
+  // Its bugs are injected: their 500 is what the test asserts, and no document describes it.
+  server = withInjectedFaults(app.listen(0, '127.0.0.1'));
   await new Promise((resolve) => server.once('listening', resolve));
   // The process-wide logger as production writes it (JSON lines): winston's console transport
   // writes to stdout, or through console.log where Jest's console has no stdout of its own.

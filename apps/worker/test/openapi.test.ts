@@ -25,9 +25,9 @@ describe("the worker's OpenAPI document", () => {
       .flatMap(({ path, methods }) => methods.filter((m) => m !== 'HEAD').map((m) => `${m} ${path.replace(/:(\w+)/g, '{$1}')}`));
     const documented = Object.entries(workerOpenApiDocument.paths)
       .filter(([path]) => path !== DASHBOARD_PATH)
-      .flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
-    // Express routes `/x/` as `/x` (non-strict routing), as the document does.
-    expect([...new Set(registered.map((route) => route.replace(/(.)\/$/, '$1')))].sort()).toEqual(documented.sort());
+      .flatMap(([path, methods]) => Object.keys(methods).filter((m) => m !== 'head' && m !== 'options').map((m) => `${m.toUpperCase()} ${path}`));
+    // The inspector's route is its mount's `/` (the page at /admin/inspector/); without the slash it is the page's redirect.
+    expect([...new Set(registered)].sort()).toEqual(documented.filter((route) => route !== 'GET /admin/inspector').sort());
   });
 
   it('when the served document is linted (redocly, recommended rules), then it has no error and no warning', async () => {
@@ -47,5 +47,15 @@ describe("the worker's OpenAPI document", () => {
     await request(app).post('/admin/inspector/api/held/20260724/promote').set(ADMIN).expect(404);
     await request(app).post('/admin/inspector/api/held/tomorrow/promote').set(ADMIN).expect(400);
     await request(app).post('/admin/inspector/api/held/20260724/promote').expect(401);
+  });
+
+  it('when OPTIONS, another case or a trailing slash is asked, then the worker answers as the API does: 204 with Allow without credentials, 404 for a path it has not', async () => {
+    expect((await request(app).options('/healthz').expect(204)).headers.allow).toBe('GET, HEAD');
+    expect((await request(app).options('/admin/inspector/api/held/20260724/promote').expect(204)).headers.allow).toBe('POST');
+    await request(app).options('/admin/no-such-page').expect(404);
+    await request(app).get('/ADMIN/INSPECTOR/api/summary').set(ADMIN).expect(404);
+    await request(app).post('/admin/inspector/api/held/20260724/promote/').set(ADMIN).expect(404);
+    const promote = workerOpenApiDocument.paths['/admin/inspector/api/held/{version}/promote'].post;
+    expect(promote.parameters).toEqual([expect.objectContaining({ name: 'version', schema: { type: 'string', pattern: '^\\d{8}$' } })]);
   });
 });

@@ -22,6 +22,7 @@ export const badRequest = (message: string) => new AppError(400, 'bad_request', 
 export const unauthorized = (message = 'a valid bearer token is required') => new AppError(401, 'unauthorized', message);
 export const notFound = (message: string) => new AppError(404, 'not_found', message);
 export const unavailable = (message: string) => new AppError(503, 'unavailable', message);
+export const unsupportedMediaType = (message: string) => new AppError(415, 'unsupported_media_type', message);
 
 export const notFoundRoute: RequestHandler = (req, _res, next) => next(notFound(`no route ${req.method} ${req.path}`));
 
@@ -74,6 +75,8 @@ function toAppError(err: unknown, unexpected: 'internal' | 'unavailable'): { err
   const { status, type } = (err ?? {}) as HttpishError;
   if (type === 'entity.parse.failed') return { error: badRequest('request body is not valid JSON'), bug: false };
   if (type === 'entity.too.large') return { error: new AppError(413, 'payload_too_large', 'request body is too large'), bug: false };
+  // body-parser's 415: a JSON body in a charset or encoding it does not read.
+  if (status === 415) return { error: unsupportedMediaType(String((err as Error).message)), bug: false };
   if (status !== undefined && status >= 400 && status < 500) return { error: new AppError(status, 'bad_request', String((err as Error).message)), bug: false };
   if (isStoreUnavailable(err)) return { error: unavailable(`a store this request needs is unavailable (${(err as Error).message}); try again shortly`), bug: false };
   const error = unexpected === 'unavailable' ? unavailable('a store this page needs is unavailable; try again shortly') : new AppError(500, 'internal', 'internal server error', false);

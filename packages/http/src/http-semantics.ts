@@ -5,7 +5,20 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { Express, RequestHandler } from 'express';
-import { AppError } from './errors';
+import { AppError, notFound } from './errors';
+
+/**
+ * Routing of both deployables and every router they mount: `/API/x` and `/x/` are not `/x`
+ * (404), so a path answers exactly as its document names it (SPEC C, D6: nothing is started by
+ * a path in another case or with a trailing slash).
+ */
+export const ROUTING = { caseSensitive: true, strict: true } as const;
+
+/** Express's app settings for ROUTING (the app's own router is built from them). */
+export function routeStrictly(app: Express): void {
+  app.set('case sensitive routing', ROUTING.caseSensitive);
+  app.set('strict routing', ROUTING.strict);
+}
 
 /** One route of an app: its full path pattern and the methods it answers (HEAD wherever GET is). */
 export interface RouteEntry {
@@ -100,6 +113,23 @@ export function methodNotAllowed(app: Express): RequestHandler {
       return;
     }
     next(new AppError(405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}; allowed: ${methods.join(', ')}`));
+  };
+}
+
+/**
+ * OPTIONS, answered alike on both deployables before credentials are asked: 204 with `Allow` on a
+ * known path, 404 on an unknown one. A CORS preflight (Access-Control-Request-Method) on a known
+ * path under `corsPrefix` goes on to the CORS middleware with its `Allow` set.
+ */
+export function answerOptions(app: Express, corsPrefix?: string): RequestHandler {
+  return (req, res, next) => {
+    if (req.method !== 'OPTIONS') return next();
+    const methods = allowedMethods(app, req.path);
+    if (methods === null) return next();
+    if (methods.length === 0) return next(notFound(`no route ${req.method} ${req.path}`));
+    res.setHeader('Allow', methods.join(', '));
+    if (corsPrefix && req.path.startsWith(`${corsPrefix}/`) && req.header('access-control-request-method')) return next();
+    res.status(204).end();
   };
 }
 

@@ -13,3 +13,44 @@ export const ERROR_BODY_SCHEMA = {
 
 /** The admin routes' HTTP Basic scheme (`requireAdmin`). */
 export const ADMIN_BASIC_SCHEME = { type: 'http', scheme: 'basic', description: 'ADMIN_USER and ADMIN_PASSWORD; the scheme name in any case (RFC 7235)' };
+
+interface DocumentedOperation {
+  operationId: string;
+  summary: string;
+  description: string;
+  parameters?: Array<{ name?: string; in?: string }>;
+  responses: Record<string, { description: string; content?: unknown }>;
+}
+
+/** `camelCase` of a path, for the operation ids generated per path. */
+const pathId = (path: string) => path.replace(/(.)\/$/, '$1/index').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase());
+
+/**
+ * `paths` with the methods both deployables answer on every path, documented as they answer
+ * them (http-semantics.ts): HEAD beside each GET (its credentials, parameters and statuses, no
+ * body) and OPTIONS on every path (204 with `Allow`, before any credentials; `note` per path).
+ */
+export function methodsOnEveryPath<T extends Record<string, Record<string, DocumentedOperation>>>(paths: T, note: (path: string) => string, responses: Record<string, object>): T {
+  const documented = { ...paths };
+  for (const [path, operations] of Object.entries(paths)) {
+      const { get } = operations;
+      const head = get && {
+        ...get,
+        operationId: `${get.operationId}Head`,
+        summary: `${get.summary} (headers only)`,
+        description: `${get.description} HEAD answers as GET would, with no body, and changes nothing.`,
+        responses: Object.fromEntries(Object.entries(get.responses).map(([status, { content: _body, ...response }]) => [status, response])),
+      };
+      const options = {
+        tags: ['operations'],
+        operationId: `options${pathId(path)}`,
+        summary: 'Methods of this path',
+        description: `The methods this path answers, in Allow; no credentials needed.${note(path)}`,
+        security: [],
+        parameters: (Object.values(operations)[0].parameters ?? []).filter((parameter) => parameter.in === 'path').map(({ name }) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
+        responses: { 204: { description: 'No content', headers: { Allow: { required: true, description: 'The methods of this path, e.g. GET, HEAD', schema: { type: 'string' } } } }, ...responses },
+      };
+    Object.assign(documented, { [path]: { ...operations, ...(head ? { head } : {}), options } });
+  }
+  return documented;
+}

@@ -1,7 +1,7 @@
 /** Admin endpoints of the API, behind the admin credentials (SPEC C): explain, the rollout kill switch (R16), the rollout ramp (R23) and on-call's audit trail (D6). */
 import { Router, type Response } from 'express';
 import Joi from 'joi';
-import { adminUserOf, basicAuth } from '@feed/http';
+import { adminUserOf, basicAuth, ROUTING } from '@feed/http';
 import type { Config } from '@feed/config';
 import {
   changeRolloutOverRamp,
@@ -70,7 +70,7 @@ export interface AdminRouteDeps {
 
 export function adminRoutes(deps: AdminRouteDeps): Router {
   const { config, redis, keys, feed, audit } = deps;
-  const router = Router();
+  const router = Router(ROUTING);
   router.use('/api/admin', basicAuth(config.adminUser, config.adminPassword, REALM));
 
   router.get('/api/admin/explain', async (req, res) => {

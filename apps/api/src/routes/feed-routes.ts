@@ -2,7 +2,7 @@
 import { Router, type Request, type RequestHandler } from 'express';
 import Joi from 'joi';
 import { logger } from '@feed/logger';
-import { notFound, unavailable } from '@feed/http';
+import { notFound, ROUTING, unavailable } from '@feed/http';
 import { withDeadline } from '@feed/storage';
 import { identify } from '../http/identity';
 import { requestIdOf } from '../http/request-id';
@@ -47,7 +47,7 @@ function serializePage({ vInfos, ...fields }: FeedPage, catalog: VideoCatalog): 
 }
 
 export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDeadlineMs, onRedisFailure }: FeedRouteDeps): Router {
-  const router = Router();
+  const router = Router(ROUTING);
 
   /** Views, marks and watch counts live only in Redis: without it they are unavailable (counted), not a 500. */
   const inRedis = <T>(promise: Promise<T>, operation: RedisOperation): Promise<T> =>

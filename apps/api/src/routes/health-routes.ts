@@ -5,6 +5,7 @@
  */
 import { Router } from 'express';
 import type { Connection } from 'mongoose';
+import { ROUTING } from '@feed/http';
 import { withDeadline, type Redis, type RedisKeys } from '@feed/storage';
 import type { ApiMetrics } from '../metrics';
 import { openApiDocument } from '../openapi';
@@ -13,7 +14,7 @@ import { openApiDocument } from '../openapi';
 const MONGO_PROBE_MS = 1000;
 
 export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Connection; metrics: ApiMetrics; deadlineMs: number }): Router {
-  const router = Router();
+  const router = Router(ROUTING);
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });

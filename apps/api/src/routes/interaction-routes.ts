@@ -1,6 +1,7 @@
 /** Interactions of a signed-in user (SPEC R3, R4); shares also accept guests (counted for users only). */
 import { Router } from 'express';
 import Joi from 'joi';
+import { ROUTING } from '@feed/http';
 import { withDeadline } from '@feed/storage';
 import { identify, requireUser, userIdentity } from '../http/identity';
 import type { VariantReadout } from '../feed/variant-readout';
@@ -23,7 +24,7 @@ export const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, '
  * client's retry is safe (each kind's unique record makes the first success decidable).
  */
 export function interactionRoutes(service: InteractionService, jwtSecret: string, readout: VariantReadout, mongoDeadlineMs: number): Router {
-  const router = Router();
+  const router = Router(ROUTING);
   const bounded = <T>(writes: Promise<T>) => withDeadline(writes, mongoDeadlineMs, 'MongoDB writes of the interaction');
   const toggle = (path: string, action: (vid: string, userId: string) => Promise<ToggleOutcome>, engagement?: 'like' | 'collect') =>
     router.post(path, async (req, res) => {

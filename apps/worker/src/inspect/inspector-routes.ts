@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Router } from 'express';
 import type { Config } from '@feed/config';
-import { adminUserOf, AppError } from '@feed/http';
+import { adminUserOf, AppError, ROUTING } from '@feed/http';
 import type { Logger } from '@feed/logger';
 import { VERSION_PATTERN } from '@feed/storage';
 import { promoteHeldVersion, PromoteRefusedError } from '../daily-build/promote-held';
@@ -22,7 +22,7 @@ export interface InspectorRoutesDeps extends InspectorDeps {
 const PAGE = readFileSync(path.join(__dirname, '../../assets/inspector.html'), 'utf8');
 
 export function inspectorRoutes(deps: InspectorRoutesDeps): Router {
-  const router = Router();
+  const router = Router(ROUTING);
   router.get('/', (req, res) => {
     // The page loads `api/summary` relative to itself: `/admin/inspector` must become `/admin/inspector/`.
     if (!req.originalUrl.split('?')[0].endsWith('/')) {
