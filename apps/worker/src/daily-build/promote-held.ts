@@ -62,8 +62,7 @@ async function promoteLocked(deps: PromoteDeps, held: HeldVersion, lock: BuildLo
   await versions.refillLegacyFromQueue(version, lock, deps.keyTtlHours * 3600);
   // Finished: a later build of the day finds it current and done (its score write-back waits for the next day's build).
   await versions.markFinished(version, new Date().toISOString());
-  await clearHeldVersion(redis, keys, version);
-  if ((await redis.get(keys.shadow)) === version) await redis.del(keys.shadow);
+  await clearHeldVersion(redis, keys, version, true);
   return outcome.replaced;
 }
 
