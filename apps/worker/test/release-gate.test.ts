@@ -141,6 +141,52 @@ describe('the gated daily switch (R23)', () => {
   });
 });
 
+const DAY0 = new Date('2026-07-23T05:00:00+08:00');
+const V0 = '20260723';
+const heldGauge = async () => {
+  const metrics = createWorkerMetrics({ heldVersion: async () => (await readHeldVersion(s.redis, s.keys))?.version ?? null });
+  return (await metrics.registry.getSingleMetric('feed_version_held')!.get()).values[0]?.value;
+};
+/** Current V1; on-call's `--switch` replay of the day before, over the cut catalogue, is held: V0 is held and older than current. */
+async function heldOlderDay(): Promise<{ liveBefore: string[] }> {
+  await cutCatalogueAfterDayOne();
+  now = DAY1;
+  const liveBefore = await s.redis.lRange(s.keys.queue(V0), 0, -1);
+  expect((await runDailyBuild(deps, { at: DAY0, switch: true })).status).toBe('held');
+  expect({ held: (await readHeldVersion(s.redis, s.keys))?.version, current: await s.redis.get(s.keys.current), gauge: await heldGauge() }).toEqual({ held: V0, current: V1, gauge: 1 });
+  return { liveBefore };
+}
+
+describe('a held day older than current (R23, D6)', () => {
+  it('when it is promoted, then it is published (its live keys are the held build) and current stays, the hold and feed_version_held are cleared, and the promote is audited', async () => {
+    await heldOlderDay();
+    const shadowQueue = await s.redis.lRange(s.keys.shadowQueue(V0), 0, -1);
+    const result = await promoteHeldVersion(promoteDeps(), V0, { actor: 'oncall@host', via: 'cli' });
+    expect(result).toMatchObject({ version: V0, status: 'published', replaced: V1, current: V1 });
+    expect(await s.redis.get(s.keys.current)).toBe(V1);
+    expect(await s.redis.lRange(s.keys.queue(V0), 0, -1)).toEqual(shadowQueue);
+    expect(await readMeta(s.redis, s.keys, V0)).toMatchObject({ length: shadowQueue.length, shadow: false });
+    expect({ held: await readHeldVersion(s.redis, s.keys), shadow: await s.redis.get(s.keys.shadow), gauge: await heldGauge() }).toEqual({ held: null, shadow: null, gauge: 0 });
+    expect((await trail.read(1))[0]).toMatchObject({ action: 'build-promoted', actor: 'oncall@host', before: { current: V1, held: V0 }, after: { current: V1, published: V0 } });
+  });
+
+  it('when it is dismissed, then nothing is published, the hold and feed_version_held are cleared, and the dismiss is audited; a dismiss of the due day is refused and changes nothing', async () => {
+    const { liveBefore } = await heldOlderDay();
+    const result = await promoteHeldVersion(promoteDeps(), V0, { actor: 'oncall@host', via: 'cli' }, 'dismiss');
+    expect(result).toMatchObject({ version: V0, status: 'dismissed', current: V1 });
+    expect(await s.redis.lRange(s.keys.queue(V0), 0, -1)).toEqual(liveBefore);
+    expect({ held: await readHeldVersion(s.redis, s.keys), shadow: await s.redis.get(s.keys.shadow), gauge: await heldGauge() }).toEqual({ held: null, shadow: null, gauge: 0 });
+    expect((await trail.read(1))[0]).toMatchObject({ action: 'build-dismissed', before: { current: V1, held: V0 }, after: { current: V1, dismissed: V0 } });
+
+    now = DAY2;
+    expect((await runDailyBuild(deps)).status).toBe('held');
+    const entries = (await trail.read(10)).length;
+    await expect(promoteHeldVersion(promoteDeps(), V2, { actor: 'oncall', via: 'api' }, 'dismiss')).rejects.toMatchObject({ status: 409, message: expect.stringContaining('not older than current') });
+    expect({ held: (await readHeldVersion(s.redis, s.keys))?.version, shadow: await s.redis.get(s.keys.shadow), current: await s.redis.get(s.keys.current), entries: (await trail.read(10)).length }).toEqual({ held: V2, shadow: V2, current: V1, entries });
+  });
+
+});
+
 describe('the controller over a held day (R23, R21)', () => {
   let buildQueue: Queue<BuildJobData>;
   let controller: ControllerDeps;
@@ -280,5 +326,20 @@ describe("on-call's promote through the worker (R23, D6)", () => {
     expect(await s.redis.get(s.keys.current)).toBe(V2);
     expect((await trail.read(1))[0]).toMatchObject({ action: 'build-promoted', actor: 'oncall', via: 'api' });
     await request(app).post(`${INSPECTOR_PATH}/api/held/${V2}/promote`).auth('oncall', 'gate-pass').expect(404);
+  });
+
+  it('when on-call dismisses a held day older than current on the admin endpoint, then the hold is gone and a second dismiss is 404; a dismiss of the due day is 409', async () => {
+    await heldOlderDay();
+    const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'gate-pass' }, queue: jobs.queue, metrics, redis: s.redis, keys: s.keys, videos });
+    const dismissed = await request(app).post(`${INSPECTOR_PATH}/api/held/${V0}/dismiss`).auth('oncall', 'gate-pass').expect(200);
+    expect(dismissed.body).toMatchObject({ version: V0, status: 'dismissed', current: V1 });
+    expect(await readHeldVersion(s.redis, s.keys)).toBeNull();
+    expect((await trail.read(1))[0]).toMatchObject({ action: 'build-dismissed', actor: 'oncall', via: 'api' });
+    await request(app).post(`${INSPECTOR_PATH}/api/held/${V0}/dismiss`).auth('oncall', 'gate-pass').expect(404);
+    now = DAY2;
+    expect((await runDailyBuild(deps)).status).toBe('held');
+    const refused = await request(app).post(`${INSPECTOR_PATH}/api/held/${V2}/dismiss`).auth('oncall', 'gate-pass').expect(409);
+    expect(refused.body.error).toMatchObject({ code: 'conflict' });
+    expect((await readHeldVersion(s.redis, s.keys))?.version).toBe(V2);
   });
 });

@@ -8,13 +8,13 @@ import { VERSION_PATTERN } from '@feed/storage';
 import type { Logger } from '@feed/logger';
 import { withLogContext } from '@feed/logger';
 import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../daily-build/daily-build';
-import { promoteHeldVersion, PromoteRefusedError, type PromoteResult } from '../daily-build/promote-held';
+import { promoteHeldVersion, PromoteRefusedError, type HeldDecision, type PromoteResult } from '../daily-build/promote-held';
 import { recordBuildMeta, type WorkerMetrics } from '../metrics';
 import { bullErrorLogger, BullConnections, bullTelemetry, type BullConnection } from './bull-connection';
 
 export const BUILD_QUEUE = 'short-recommend-build';
 export const SCHEDULER_ID = 'daily-short-recommend-build';
-/** The job name the dashboard adds to promote a held version (R23), with data `{"promote": "YYYYMMDD"}`. */
+/** The job name the dashboard adds to promote a held version (R23), with data `{"promote": "YYYYMMDD"}` (or `{"dismiss": ...}`). */
 export const PROMOTE_JOB = 'promote-held';
 
 /**
@@ -22,7 +22,8 @@ export const PROMOTE_JOB = 'promote-held';
  * `at` without an offset is read in TZ_BUSINESS. A version older than current or later than
  * today is built as a shadow unless `switch` is true (replaying a day never moves `current` by accident).
  * `skipGate` switches whatever the release gate (R23) would say (on-call's forced rebuild).
- * `{"promote": "YYYYMMDD"}` alone is no build: it promotes that held version (R23).
+ * `{"promote": "YYYYMMDD"}` alone is no build: it promotes that held version (R23); `{"dismiss": ...}`
+ * drops the hold of a day older than current.
  */
 export interface BuildJobData {
   at?: string;
@@ -31,6 +32,7 @@ export interface BuildJobData {
   switch?: boolean;
   skipGate?: boolean;
   promote?: string;
+  dismiss?: string;
 }
 
 /** Backoff type of build jobs: exponential from `delay`, or until the lock expires (see lockAwareBackoff). */
@@ -83,13 +85,15 @@ export class InvalidJobDataError extends UnrecoverableError {}
 
 const FLAGS = ['force', 'shadow', 'switch', 'skipGate'] as const;
 
-/** The held version a job asks to promote, or undefined for a build job; InvalidJobDataError for a bad one. */
-export function promoteOf(data: unknown): string | undefined {
-  if (data === null || typeof data !== 'object' || !('promote' in data)) return undefined;
-  const { promote, ...rest } = data as Record<string, unknown>;
-  if (typeof promote !== 'string' || !VERSION_PATTERN.test(promote)) throw new InvalidJobDataError(`job data 'promote' must be a held version YYYYMMDD, got ${JSON.stringify(promote)}`);
-  if (Object.keys(rest).length > 0) throw new InvalidJobDataError(`job data 'promote' takes no other field, got ${Object.keys(rest).join(', ')}`);
-  return promote;
+/** The held version a job asks to promote or dismiss, or undefined for a build job; InvalidJobDataError for a bad one. */
+export function promoteOf(data: unknown): { version: string; decision: HeldDecision } | undefined {
+  if (data === null || typeof data !== 'object') return undefined;
+  const decision = (['promote', 'dismiss'] as const).find((field) => field in data);
+  if (!decision) return undefined;
+  const { [decision]: version, ...rest } = data as Record<string, unknown>;
+  if (typeof version !== 'string' || !VERSION_PATTERN.test(version)) throw new InvalidJobDataError(`job data '${decision}' must be a held version YYYYMMDD, got ${JSON.stringify(version)}`);
+  if (Object.keys(rest).length > 0) throw new InvalidJobDataError(`job data '${decision}' takes no other field, got ${Object.keys(rest).join(', ')}`);
+  return { version, decision };
 }
 
 export function toBuildOptions(data: unknown, timeZone: string): BuildOptions {
@@ -146,11 +150,11 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
   let worker: Worker | undefined;
   if (options.process !== false) {
     /** A promote job (the dashboard's, R23): no build, so no build metrics; a refusal is not retried. */
-    const promote = async (job: Job<BuildJobData>, version: string): Promise<PromoteResult> => {
+    const promote = async (job: Job<BuildJobData>, { version, decision }: NonNullable<ReturnType<typeof promoteOf>>): Promise<PromoteResult> => {
       const { audit } = options.deps;
       if (!audit) throw new UnrecoverableError('this worker has no audit trail: a promote is refused without its entry (D6)');
       try {
-        return await promoteHeldVersion({ ...options.deps, audit }, version, { actor: `dashboard job ${job.id}`, via: 'dashboard' });
+        return await promoteHeldVersion({ ...options.deps, audit }, version, { actor: `dashboard job ${job.id}`, via: 'dashboard' }, decision);
       } catch (err) {
         if (err instanceof PromoteRefusedError) throw new InvalidJobDataError(err.message);
         throw err;
