@@ -35,6 +35,26 @@ export interface BuildJobData {
   dismiss?: string;
 }
 
+/**
+ * The scheduler's job run ahead of its time (the dashboard's Promote on its delayed job, or a
+ * delay edited to now). BullMQ then schedules the next run from the promoted job's time, not from
+ * now: the next business day's run is skipped (seen as "the next run two days ahead"). The worker
+ * runs it as a "run now" build of today's version and upserts the scheduler again, which puts
+ * its next run back at the next cron time: one build per business day (R6, R21) whatever the
+ * dashboard did. The dashboard says so (DASHBOARD_DESCRIPTION); the click is audited (audited-queue.ts).
+ */
+export function ranAheadOfSchedule(job: Pick<Job, 'repeatJobKey' | 'opts'>, now = Date.now()): boolean {
+  const due = (job.opts as { prevMillis?: number }).prevMillis;
+  return job.repeatJobKey === SCHEDULER_ID && typeof due === 'number' && due > now + EARLY_MARGIN_MS;
+}
+
+/** A scheduler's job taken this much before its time was promoted, not merely picked up early. */
+const EARLY_MARGIN_MS = 60_000;
+
+/** What bull-board shows beside the queue: what its buttons do to the daily build. */
+export const DASHBOARD_DESCRIPTION =
+  "Daily build (R6). Promote on the scheduler's delayed daily-build job runs today's build now (audited) and keeps the schedule's next run; Add job builds by hand (data {\"force\": true}, or {\"promote\": \"YYYYMMDD\"} / {\"dismiss\": ...} for a held version).";
+
 /** Backoff type of build jobs: exponential from `delay`, or until the lock expires (see lockAwareBackoff). */
 const BUILD_BACKOFF = 'lock-aware';
 
@@ -166,6 +186,10 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
         withLogContext({ jobId: job.id }, async () => {
           const promoted = promoteOf(job.data);
           if (promoted) return promote(job, promoted);
+          if (ranAheadOfSchedule(job)) {
+            await ensureScheduler();
+            logger.warn("the scheduler's job was promoted ahead of its time: built now, the schedule's next run kept", { jobId: job.id, due: new Date((job.opts as { prevMillis: number }).prevMillis).toISOString() });
+          }
           const endTimer = metrics.buildDuration.startTimer();
           const abort = new AbortController();
           activeBuilds.add(abort);
