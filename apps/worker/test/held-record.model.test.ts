@@ -7,31 +7,18 @@
  */
 import fc from 'fast-check';
 import { judgeRelease, releaseFigures } from '@feed/domain';
-import { readHeldVersion, readMeta, videoModel, VersionStore, type QueueMeta, type Redis } from '@feed/storage';
+import { readHeldVersion, readMeta, videoModel, VersionStore, type QueueMeta } from '@feed/storage';
 import { holdVersion } from '../src/daily-build/daily-build';
 import { acquireBuildLock } from '../src/daily-build/build-lock';
 import { useTestServices } from '../../../test/support/services';
 import { testBuildDeps } from '../../../test/support/build-deps';
+import { scheduledRedis } from '../../../test/support/scheduled-redis';
 
 const seed = process.env.CI ? 43_10 : Date.now() % 2 ** 31;
 console.log(`held-record.model.test.ts fast-check seed ${seed}`);
 
 const s = useTestServices('held-record');
 const ID = 'a'.repeat(24);
-
-/** Every command of `redis` waits for the scheduler's turn, labelled by flow and command. */
-function scheduled(redis: Redis, scheduler: fc.Scheduler, flow: string): Redis {
-  return new Proxy(redis, {
-    get(target, name, receiver) {
-      const value: unknown = Reflect.get(target, name, receiver);
-      if (typeof value !== 'function') return value;
-      return async (...args: unknown[]) => {
-        await scheduler.schedule(Promise.resolve(), `${flow} ${String(name)}`);
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-}
 
 const meta = (version: string, length: number, buildId: string): QueueMeta => ({
   version,
@@ -77,7 +64,7 @@ describe('two holds at once (R23)', () => {
             });
             const verdict = judgeRelease(releaseFigures(built), current, {});
             expect(verdict.hold).toBe(true);
-            await holdVersion({ ...deps, redis: scheduled(s.redis, scheduler, version) }, built, lock, verdict);
+            await holdVersion({ ...deps, redis: scheduledRedis(s.redis, scheduler, version) }, built, lock, verdict);
             return built.buildId;
           } finally {
             await lock.release();

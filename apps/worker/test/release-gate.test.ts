@@ -5,9 +5,10 @@
  * promote actions (the shared function, the worker's admin endpoint, the dashboard's job)
  * switches current to it. The CLI's `--promote` and `--skip-gate` are in tools/test/cli.test.ts.
  */
+import fc from 'fast-check';
 import { Queue, QueueEvents } from 'bullmq';
 import request from '../../../test/support/contract';
-import { auditTrail, readHeldVersion, readMeta, videoModel, type AuditTrail, type VideoModel } from '@feed/storage';
+import { auditTrail, makeCurrent, readHeldVersion, readMeta, videoModel, type AuditTrail, type VideoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
 import { promoteHeldVersion, PromoteRefusedError } from '../src/daily-build/promote-held';
@@ -18,6 +19,7 @@ import { checkDesiredState, MAX_REPAIR_ATTEMPTS, type ControllerDeps } from '../
 import { createWorkerMetrics, type WorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
 import { testBuildDeps } from '../../../test/support/build-deps';
+import { scheduledRedis } from '../../../test/support/scheduled-redis';
 import { controllerUnderTest } from './support/controller-under-test';
 import { browserIt, launchBrowser } from '../../../test/support/browser';
 
@@ -185,6 +187,38 @@ describe('a held day older than current (R23, D6)', () => {
     expect({ held: (await readHeldVersion(s.redis, s.keys))?.version, shadow: await s.redis.get(s.keys.shadow), current: await s.redis.get(s.keys.current), entries: (await trail.read(10)).length }).toEqual({ held: V2, shadow: V2, current: V1, entries });
   });
 
+});
+
+describe('a promote racing a newer day (R23: decided before it acts)', () => {
+  const seed = process.env.CI ? 43_23 : Date.now() % 2 ** 31;
+  const V3 = '20260726';
+
+  it('when a newer day switches at any point of a promote, then the promote is never refused after acting: promoted or published, the held build live, the hold cleared, the newer day current', async () => {
+    console.log(`release-gate promote race fast-check seed ${seed}`);
+    await heldDayTwo();
+    const build = (await readHeldVersion(s.redis, s.keys))!.buildId;
+    const [held, queue, meta, scores] = await Promise.all([s.redis.get(s.keys.held), s.redis.lRange(s.keys.shadowQueue(V2), 0, -1), s.redis.hGetAll(s.keys.shadowMeta(V2)), s.redis.lRange(s.keys.shadowScores(V2), 0, -1)]);
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), async (scheduler) => {
+        // Back to V2 held and V1 current.
+        await s.redis.del([s.keys.queue(V2), s.keys.meta(V2), s.keys.scores(V2), s.keys.shadowQueue(V2), s.keys.shadowMeta(V2), s.keys.shadowScores(V2)]);
+        await s.redis.set(s.keys.current, V1);
+        await s.redis.set(s.keys.held, held!);
+        await s.redis.set(s.keys.shadow, V2);
+        await s.redis.rPush(s.keys.shadowQueue(V2), queue);
+        await s.redis.rPush(s.keys.shadowScores(V2), scores);
+        await s.redis.hSet(s.keys.shadowMeta(V2), meta);
+
+        const promoting = promoteHeldVersion({ ...promoteDeps(), redis: scheduledRedis(s.redis, scheduler, 'promote') }, V2, { actor: 'oncall', via: 'api' });
+        const newer = makeCurrent(scheduledRedis(s.redis, scheduler, 'newer day'), s.keys, V3);
+        const [result] = await scheduler.waitFor(Promise.all([promoting, newer]));
+
+        expect(['promoted', 'published']).toContain(result.status);
+        expect({ current: await s.redis.get(s.keys.current), held: await readHeldVersion(s.redis, s.keys), build: await s.redis.hGet(s.keys.meta(V2), 'buildId'), live: await s.redis.hGet(s.keys.meta(V2), 'shadow') }).toEqual({ current: V3, held: null, build, live: '0' });
+      }),
+      { seed, numRuns: 25 },
+    );
+  });
 });
 
 describe('the controller over a held day (R23, R21)', () => {
