@@ -133,6 +133,23 @@ describe('the gated daily switch (R23)', () => {
     expect((await readHeldVersion(s.redis, s.keys))?.version).toBe(V2);
   });
 
+  it("when another shadow build replaces the held build's keys between the promote's checks and its publish, then the publish script refuses it (409) and nothing moves", async () => {
+    await heldDayTwo();
+    // Just before the publish script runs, another build's meta lands on the shadow keys.
+    const racing = new Proxy(s.redis, {
+      get(target, name, receiver) {
+        const value: unknown = Reflect.get(target, name, receiver);
+        if (name !== 'evalSha' || typeof value !== 'function') return value;
+        return async (sha: string, options: { keys: string[] }) => {
+          if (options.keys.includes(s.keys.shadowMeta(V2))) await target.hSet(s.keys.shadowMeta(V2), 'buildId', 'another-build');
+          return (value as (...a: unknown[]) => unknown).call(target, sha, options);
+        };
+      },
+    });
+    await expect(promoteHeldVersion({ ...promoteDeps(), redis: racing }, V2, { actor: 'oncall', via: 'api' })).rejects.toMatchObject({ status: 409, message: expect.stringContaining('BUILD_CHANGED') });
+    expect({ current: await s.redis.get(s.keys.current), live: await s.redis.exists(s.keys.queue(V2)), held: (await readHeldVersion(s.redis, s.keys))?.version, shadow: await s.redis.get(s.keys.shadow) }).toEqual({ current: V1, live: 0, held: V2, shadow: V2 });
+  });
+
   it('when a later shadow build replaced the held build\'s keys, then a promote is refused and current stays', async () => {
     await heldDayTwo();
     expect((await runDailyBuild(deps, { shadow: true })).status).toBe('shadow');

@@ -14,7 +14,7 @@
 import type { Logger } from '@feed/logger';
 import { clearHeldVersion, makeCurrent, readHeldVersion, VersionStore, type AuditEntry, type AuditTrail, type HeldVersion, type QueueMeta, type Redis, type RedisKeys } from '@feed/storage';
 import { acquireBuildLock, type BuildLock } from './build-lock';
-import { publish } from './daily-build';
+import { BuildVerificationError, publish } from './daily-build';
 
 export interface PromoteDeps {
   redis: Redis;
@@ -76,7 +76,10 @@ async function decideLocked(deps: PromoteDeps, held: HeldVersion, lock: BuildLoc
     return { status: 'dismissed', current };
   }
   const versions = new VersionStore(redis, keys);
-  await publish(deps, await heldShadow(versions, held), lock, 'live', 'shadow');
+  // The script checks lock, held build and lengths again with the rename: refused there, nothing moved either.
+  await publish(deps, await heldShadow(versions, held), lock, 'live', 'shadow').catch((err: unknown) => {
+    throw err instanceof BuildVerificationError ? new PromoteRefusedError(409, `${err.message}: build the day again`) : err;
+  });
   if (older) return { status: 'published', current };
   const outcome = await makeCurrent(redis, keys, version);
   if (!outcome.switched) return { status: 'published', current: outcome.current };
