@@ -121,7 +121,7 @@ export function toBuildOptions(data: unknown, timeZone: string): BuildOptions {
   if (typeof data !== 'object' || Array.isArray(data)) throw new InvalidJobDataError(`job data must be a JSON object such as {"force": true}, got ${JSON.stringify(data)}`);
   const fields = data as Record<string, unknown>;
   const unknown = Object.keys(fields).filter((key) => key !== 'at' && !(FLAGS as readonly string[]).includes(key));
-  if (unknown.length > 0) throw new InvalidJobDataError(`job data has unknown field(s) ${unknown.join(', ')}; known: at, ${FLAGS.join(', ')} (or promote alone)`);
+  if (unknown.length > 0) throw new InvalidJobDataError(`job data has unknown field(s) ${unknown.join(', ')}; known: at, ${FLAGS.join(', ')} (or promote or dismiss alone)`);
   for (const flag of FLAGS) {
     if (fields[flag] !== undefined && typeof fields[flag] !== 'boolean') throw new InvalidJobDataError(`job data '${flag}' must be true or false, got ${JSON.stringify(fields[flag])}`);
   }
