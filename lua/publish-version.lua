@@ -12,10 +12,13 @@
   ARGV[1] the build's lock token
   ARGV[2] the expiry of the published keys, in seconds from now
   ARGV[3] the queue length the build wrote (meta.length)
+  ARGV[4] (a promote: KEYS[2..4] are the version's shadow keys) the held build: the source meta's
+          buildId must be it, and the published meta says it is live (shadow 0)
 
   Reply: 1 when published. Errors (nothing changed): LOCK_LOST when the lock expired or
-  belongs to another build; LENGTH_MISMATCH when the staged queue, scores or meta disagree
-  with ARGV[3].
+  belongs to another build; BUILD_CHANGED when the source is not the held build ARGV[4] (another
+  shadow build replaced it, or it expired); LENGTH_MISMATCH when the staged queue, scores or
+  meta disagree with ARGV[3].
 
   The length check is the script's own copy of "complete" (VersionStore.completeness in
   packages/storage/src/version-store.ts: the queue holds meta.length ids), made here because it
@@ -27,6 +30,9 @@
 ]]
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('LOCK_LOST the build lock expired or belongs to another build')
+end
+if ARGV[4] and redis.call('HGET', KEYS[4], 'buildId') ~= ARGV[4] then
+  return redis.error_reply('BUILD_CHANGED the shadow keys are not the held build ' .. ARGV[4])
 end
 local length = tonumber(ARGV[3])
 local written = redis.call('LLEN', KEYS[2])
@@ -40,5 +46,8 @@ redis.call('RENAME', KEYS[3], KEYS[6])
 redis.call('RENAME', KEYS[4], KEYS[7])
 for i = 5, 7 do
   redis.call('EXPIRE', KEYS[i], ARGV[2])
+end
+if ARGV[4] then
+  redis.call('HSET', KEYS[7], 'shadow', '0')
 end
 return 1

@@ -132,17 +132,19 @@ program
   .option('--shadow', 'build onto keys of its own; current stays (R20)')
   .option('--switch', 'make this version current even when it is older than current or later than today')
   .option('--skip-gate', "switch whatever the release gate would say (R23: on-call's forced rebuild; audited)")
-  .option('--promote <V>', 'no build: make the version the release gate held current (R23; audited)', versionArg)
-  .action(async (options: { at?: string; force?: boolean; shadow?: boolean; switch?: boolean; skipGate?: boolean; promote?: string }) => {
-    if (options.promote && (options.at !== undefined || options.force || options.shadow || options.switch || options.skipGate)) throw new UsageError('--promote takes no other option');
+  .option('--promote <V>', 'no build: make the version the release gate held current (R23; audited); a day older than current stays published, not current', versionArg)
+  .option('--dismiss <V>', 'no build: drop the hold of a day older than current, publishing nothing (R23; audited)', versionArg)
+  .action(async (options: { at?: string; force?: boolean; shadow?: boolean; switch?: boolean; skipGate?: boolean; promote?: string; dismiss?: string }) => {
+    const held = options.promote ?? options.dismiss;
+    if (held && (options.at !== undefined || options.force || options.shadow || options.switch || options.skipGate || (options.promote && options.dismiss))) throw new UsageError('--promote and --dismiss take no other option');
     if (options.skipGate && options.shadow) throw new UsageError('--skip-gate switches current; --shadow never does');
     await withStores(async ({ config, redis, mongo }) => {
-      if (options.promote) {
+      if (held) {
         const trail = auditTrail(mongo.connection, config.redisKeyPrefix);
         const logger = createLogger({ silent: false, level: 'warn' });
         try {
-          const result = await promoteHeldVersion({ redis, keys: createRedisKeys(config.redisKeyPrefix), logger, audit: trail, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs }, options.promote, cliActor);
-          print({ version: result.version, status: result.status, replaced: result.replaced, reasons: result.held.verdict.reasons.map((r) => r.message) });
+          const result = await promoteHeldVersion({ redis, keys: createRedisKeys(config.redisKeyPrefix), logger, audit: trail, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs }, held, cliActor, options.dismiss ? 'dismiss' : 'promote');
+          print({ version: result.version, status: result.status, replaced: result.replaced, current: result.current, reasons: result.held.verdict.reasons.map((r) => r.message) });
         } catch (err) {
           if (err instanceof PromoteRefusedError) throw new Error(err.message);
           throw err;

@@ -103,7 +103,7 @@ describe('pnpm cli', () => {
     expect(history.output).toMatch(/\(cli\)\s+build-requested\s+before \{"current":null,"asked":\{"at":null,"force":false,"shadow":false,"switch":false,"skipGate":false\}\}\s+after \{"current":"\d{8}","version":"\d{8}","status":"built","gate":"first-version","gateReasons":\[\]\}/);
   }, 60_000);
 
-  it('when a forced rebuild reads a catalogue cut by 80 %, then it is held; --promote switches it, --skip-gate switches a cut one at once, each on record (R23)', async () => {
+  it('when a forced rebuild reads a catalogue cut by 80 %, then it is held; --dismiss of it is refused, --promote switches it, --skip-gate switches a cut one at once, each on record (R23)', async () => {
     const env = { ...(await withoutMongo()).env, MONGO_URL: s.config.mongoUrl! };
     expect((await cli(env, 'seed', '--videos', '100')).code).toBe(0);
     expect((await cli(env, 'build')).code).toBe(0);
@@ -122,6 +122,9 @@ describe('pnpm cli', () => {
     expect(await s.redis.lLen(s.keys.queue(version))).toBe(built);
 
     expect((await cli(env, 'build', '--promote', version, '--force')).code).toBe(2);
+    // The held day is current's: a dismiss is refused (the controller would build it again) and the hold stays.
+    const dismissed = await cli(env, 'build', '--dismiss', version);
+    expect({ code: dismissed.code, refused: /not older than current/.test(dismissed.output) }).toEqual({ code: 1, refused: true });
     const promoted = await cli(env, 'build', '--promote', version);
     expect(promoted.code).toBe(0);
     expect(await s.redis.lLen(s.keys.queue(version))).toBe(await videos.countDocuments());

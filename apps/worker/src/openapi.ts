@@ -172,11 +172,12 @@ export const workerOpenApiDocument = {
       Promoted: {
         type: 'object',
         additionalProperties: false,
-        required: ['version', 'status', 'replaced', 'reasons'],
+        required: ['version', 'status', 'replaced', 'current', 'reasons'],
         properties: {
-          version: { type: 'string' },
-          status: { const: 'promoted' },
+          version: { type: 'string', pattern: '^\\d{8}$' },
+          status: { type: 'string', enum: ['promoted', 'published', 'dismissed'], description: 'promoted: current now; published: its live keys, current a newer day; dismissed: nothing published' },
           replaced: { type: ['string', 'null'], description: 'The version that was current' },
+          current: { type: ['string', 'null'], description: 'The version current now' },
           reasons: { type: 'array', items: ref('HoldReason'), description: 'Why the release gate had held it' },
         },
       },
@@ -250,22 +251,30 @@ export const workerOpenApiDocument = {
         responses: { 200: ok(ref('InspectorSummary')), ...adminRefusals },
       }),
     },
-    '/admin/inspector/api/held/{version}/promote': {
-      post: operation({
-        operationId: 'promoteHeld',
-        tag: 'inspector',
-        summary: 'Promote the held version',
-        description: 'Makes the version the release gate held (R23) current, as the admin user (audited, D6).',
-        security: adminSecurity,
-        parameters: [{ name: 'version', in: 'path', required: true, description: 'YYYYMMDD', schema: { type: 'string', pattern: VERSION_PATTERN.source } }],
-        responses: {
-          200: ok(ref('Promoted')),
-          400: error('The version is not YYYYMMDD'),
-          404: { description: 'That version is not the held one (`not_held`)', ...json(ref('Error')) },
-          409: error('Its shadow keys are not the held build any more (`conflict`): build the day again'),
-          ...adminRefusals,
+    ...Object.fromEntries(
+      (['promote', 'dismiss'] as const).map((decision) => [
+        `/admin/inspector/api/held/{version}/${decision}`,
+        {
+          post: operation({
+            operationId: `${decision}Held`,
+            tag: 'inspector',
+            summary: decision === 'promote' ? 'Promote the held version' : 'Dismiss the hold of a day older than current',
+            description:
+              decision === 'promote'
+                ? 'Publishes the version the release gate held (R23) and makes it current; a day older than current stays published, not current. Clears the hold (feed_version_held); audited (D6). Refused, nothing changed, when it cannot.'
+                : 'Clears the hold of a day older than current (feed_version_held) and publishes nothing; audited (D6). Refused, nothing changed, for the due day.',
+            security: adminSecurity,
+            parameters: [{ name: 'version', in: 'path', required: true, description: 'YYYYMMDD', schema: { type: 'string', pattern: VERSION_PATTERN.source } }],
+            responses: {
+              200: ok(ref('Promoted')),
+              400: error('The version is not YYYYMMDD'),
+              404: { description: 'That version is not the held one (`not_held`)', ...json(ref('Error')) },
+              409: error(decision === 'promote' ? 'A build of it runs, or its shadow keys are not the held build any more (`conflict`): build the day again' : 'It is not older than current (`conflict`): promote it'),
+              ...adminRefusals,
+            },
+          }),
         },
-      }),
-    },
+      ]),
+    ),
   }, () => '', slowClient),
 };

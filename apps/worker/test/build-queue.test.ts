@@ -1,11 +1,12 @@
 import { QueueEvents } from 'bullmq';
 import request from '../../../test/support/contract';
 import { createLogger } from '@feed/logger';
-import { videoModel, type VideoModel } from '@feed/storage';
+import { auditTrail, videoModel, type VideoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { createWorkerApp, DASHBOARD_PATH } from '../src/app';
 import { BUILD_QUEUE, SCHEDULER_ID, startBuildQueue } from '../src/jobs/build-queue';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
+import { asDashboardRequest, auditedQueue } from '../src/jobs/audited-queue';
 import { createWorkerMetrics, type WorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
 import { testBuildDeps } from '../../../test/support/build-deps';
@@ -55,6 +56,21 @@ async function counted(result: string): Promise<number> {
 }
 
 describe('BullMQ build job', () => {
+  it("when on-call promotes the scheduler's delayed job (bull-board's Promote), then it runs now as today's build, audited, and the scheduler keeps its next run (not the cron time after it)", async () => {
+    const next = (await jobs.queue.getJobScheduler(SCHEDULER_ID))!.next!;
+    const scheduled = (await jobs.queue.getJobs(['delayed'])).filter((job) => job.repeatJobKey === SCHEDULER_ID);
+    expect(scheduled.map((job) => job.timestamp + job.delay)).toEqual([next]);
+    // The queue as bull-board has it: its Promote button calls job.promote() on the job it got.
+    const trail = auditTrail(s.mongo, s.prefix);
+    const board = auditedQueue(jobs.queue, { trail, redis: s.redis, keys: s.keys });
+    const ran = scheduled[0].waitUntilFinished(events, 60_000);
+    await asDashboardRequest({ actor: 'oncall', request: 'PUT promote' }, async () => (await board.getJob(scheduled[0].id!))!.promote());
+    expect(await ran).toMatchObject({ version: TODAY });
+    expect((await trail.read(1))[0]).toMatchObject({ action: 'build-requested', actor: 'oncall', via: 'dashboard', after: { how: 'promote', jobId: scheduled[0].id } });
+    const after = (await jobs.queue.getJobs(['delayed'])).filter((job) => job.repeatJobKey === SCHEDULER_ID);
+    expect({ next: (await jobs.queue.getJobScheduler(SCHEDULER_ID))?.next, delayed: after.map((job) => job.timestamp + job.delay) }).toEqual({ next, delayed: [next] });
+  });
+
   it('when the worker starts, then the daily job scheduler exists with the configured cron and time zone', async () => {
     const scheduler = await jobs.queue.getJobScheduler(SCHEDULER_ID);
     expect(scheduler).toMatchObject({ pattern: '30 4 * * *', tz: 'Asia/Shanghai' });
@@ -125,11 +141,13 @@ describe('worker HTTP surface', () => {
     await request(app()).get(`${DASHBOARD_PATH}/`).auth('oncall', 'wrong').expect(401);
   });
 
-  it('when the dashboard is opened with credentials, then bull-board lists the build queue', async () => {
+  it('when the dashboard is opened with credentials, then bull-board lists the build queue with what Promote does to the scheduled build', async () => {
     const page = await request(app()).get(`${DASHBOARD_PATH}/`).auth('oncall', 'secret-pass').expect(200);
     expect(page.text).toMatch(/<html/i);
     const queues = await request(app()).get(`${DASHBOARD_PATH}/api/queues`).auth('oncall', 'secret-pass').expect(200);
     expect(JSON.stringify(queues.body)).toContain(BUILD_QUEUE);
+    // What its buttons do to the daily build, beside the queue.
+    expect(queues.body.queues.find((queue: { name: string }) => queue.name === BUILD_QUEUE)?.description).toMatch(/Promote on the scheduler's delayed daily-build job runs today's build now .* keeps the schedule's next run/);
   });
 
   it('when /metrics and /healthz are read, then they answer without credentials', async () => {

@@ -55,7 +55,7 @@ describe("the worker's OpenAPI document", () => {
     await request(app).options('/admin/no-such-page').expect(404);
     await request(app).get('/ADMIN/INSPECTOR/api/summary').set(ADMIN).expect(404);
     await request(app).post('/admin/inspector/api/held/20260724/promote/').set(ADMIN).expect(404);
-    const promote = workerOpenApiDocument.paths['/admin/inspector/api/held/{version}/promote'].post;
-    expect(promote.parameters).toEqual([expect.objectContaining({ name: 'version', schema: { type: 'string', pattern: '^\\d{8}$' } })]);
+    const promote = (workerOpenApiDocument.paths as Record<string, { post?: { parameters?: object[] } }>)['/admin/inspector/api/held/{version}/promote'].post;
+    expect(promote?.parameters).toEqual([expect.objectContaining({ name: 'version', schema: { type: 'string', pattern: '^\\d{8}$' } })]);
   });
 });

@@ -5,9 +5,10 @@
  * promote actions (the shared function, the worker's admin endpoint, the dashboard's job)
  * switches current to it. The CLI's `--promote` and `--skip-gate` are in tools/test/cli.test.ts.
  */
+import fc from 'fast-check';
 import { Queue, QueueEvents } from 'bullmq';
 import request from '../../../test/support/contract';
-import { auditTrail, readHeldVersion, readMeta, videoModel, type AuditTrail, type VideoModel } from '@feed/storage';
+import { auditTrail, makeCurrent, readHeldVersion, readMeta, videoModel, type AuditTrail, type VideoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
 import { promoteHeldVersion, PromoteRefusedError } from '../src/daily-build/promote-held';
@@ -18,6 +19,7 @@ import { checkDesiredState, MAX_REPAIR_ATTEMPTS, type ControllerDeps } from '../
 import { createWorkerMetrics, type WorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
 import { testBuildDeps } from '../../../test/support/build-deps';
+import { scheduledRedis } from '../../../test/support/scheduled-redis';
 import { controllerUnderTest } from './support/controller-under-test';
 import { browserIt, launchBrowser } from '../../../test/support/browser';
 
@@ -131,6 +133,23 @@ describe('the gated daily switch (R23)', () => {
     expect((await readHeldVersion(s.redis, s.keys))?.version).toBe(V2);
   });
 
+  it("when another shadow build replaces the held build's keys between the promote's checks and its publish, then the publish script refuses it (409) and nothing moves", async () => {
+    await heldDayTwo();
+    // Just before the publish script runs, another build's meta lands on the shadow keys.
+    const racing = new Proxy(s.redis, {
+      get(target, name, receiver) {
+        const value: unknown = Reflect.get(target, name, receiver);
+        if (name !== 'evalSha' || typeof value !== 'function') return value;
+        return async (sha: string, options: { keys: string[] }) => {
+          if (options.keys.includes(s.keys.shadowMeta(V2))) await target.hSet(s.keys.shadowMeta(V2), 'buildId', 'another-build');
+          return (value as (...a: unknown[]) => unknown).call(target, sha, options);
+        };
+      },
+    });
+    await expect(promoteHeldVersion({ ...promoteDeps(), redis: racing }, V2, { actor: 'oncall', via: 'api' })).rejects.toMatchObject({ status: 409, message: expect.stringContaining('BUILD_CHANGED') });
+    expect({ current: await s.redis.get(s.keys.current), live: await s.redis.exists(s.keys.queue(V2)), held: (await readHeldVersion(s.redis, s.keys))?.version, shadow: await s.redis.get(s.keys.shadow) }).toEqual({ current: V1, live: 0, held: V2, shadow: V2 });
+  });
+
   it('when a later shadow build replaced the held build\'s keys, then a promote is refused and current stays', async () => {
     await heldDayTwo();
     expect((await runDailyBuild(deps, { shadow: true })).status).toBe('shadow');
@@ -138,6 +157,84 @@ describe('the gated daily switch (R23)', () => {
     expect(refused).toBeInstanceOf(PromoteRefusedError);
     expect(refused).toMatchObject({ status: 409 });
     expect(await s.redis.get(s.keys.current)).toBe(V1);
+  });
+});
+
+const DAY0 = new Date('2026-07-23T05:00:00+08:00');
+const V0 = '20260723';
+const heldGauge = async () => {
+  const metrics = createWorkerMetrics({ heldVersion: async () => (await readHeldVersion(s.redis, s.keys))?.version ?? null });
+  return (await metrics.registry.getSingleMetric('feed_version_held')!.get()).values[0]?.value;
+};
+/** Current V1; on-call's `--switch` replay of the day before, over the cut catalogue, is held: V0 is held and older than current. */
+async function heldOlderDay(): Promise<{ liveBefore: string[] }> {
+  await cutCatalogueAfterDayOne();
+  now = DAY1;
+  const liveBefore = await s.redis.lRange(s.keys.queue(V0), 0, -1);
+  expect((await runDailyBuild(deps, { at: DAY0, switch: true })).status).toBe('held');
+  expect({ held: (await readHeldVersion(s.redis, s.keys))?.version, current: await s.redis.get(s.keys.current), gauge: await heldGauge() }).toEqual({ held: V0, current: V1, gauge: 1 });
+  return { liveBefore };
+}
+
+describe('a held day older than current (R23, D6)', () => {
+  it('when it is promoted, then it is published (its live keys are the held build) and current stays, the hold and feed_version_held are cleared, and the promote is audited', async () => {
+    await heldOlderDay();
+    const shadowQueue = await s.redis.lRange(s.keys.shadowQueue(V0), 0, -1);
+    const result = await promoteHeldVersion(promoteDeps(), V0, { actor: 'oncall@host', via: 'cli' });
+    expect(result).toMatchObject({ version: V0, status: 'published', replaced: V1, current: V1 });
+    expect(await s.redis.get(s.keys.current)).toBe(V1);
+    expect(await s.redis.lRange(s.keys.queue(V0), 0, -1)).toEqual(shadowQueue);
+    expect(await readMeta(s.redis, s.keys, V0)).toMatchObject({ length: shadowQueue.length, shadow: false });
+    expect({ held: await readHeldVersion(s.redis, s.keys), shadow: await s.redis.get(s.keys.shadow), gauge: await heldGauge() }).toEqual({ held: null, shadow: null, gauge: 0 });
+    expect((await trail.read(1))[0]).toMatchObject({ action: 'build-promoted', actor: 'oncall@host', before: { current: V1, held: V0 }, after: { current: V1, published: V0 } });
+  });
+
+  it('when it is dismissed, then nothing is published, the hold and feed_version_held are cleared, and the dismiss is audited; a dismiss of the due day is refused and changes nothing', async () => {
+    const { liveBefore } = await heldOlderDay();
+    const result = await promoteHeldVersion(promoteDeps(), V0, { actor: 'oncall@host', via: 'cli' }, 'dismiss');
+    expect(result).toMatchObject({ version: V0, status: 'dismissed', current: V1 });
+    expect(await s.redis.lRange(s.keys.queue(V0), 0, -1)).toEqual(liveBefore);
+    expect({ held: await readHeldVersion(s.redis, s.keys), shadow: await s.redis.get(s.keys.shadow), gauge: await heldGauge() }).toEqual({ held: null, shadow: null, gauge: 0 });
+    expect((await trail.read(1))[0]).toMatchObject({ action: 'build-dismissed', before: { current: V1, held: V0 }, after: { current: V1, dismissed: V0 } });
+
+    now = DAY2;
+    expect((await runDailyBuild(deps)).status).toBe('held');
+    const entries = (await trail.read(10)).length;
+    await expect(promoteHeldVersion(promoteDeps(), V2, { actor: 'oncall', via: 'api' }, 'dismiss')).rejects.toMatchObject({ status: 409, message: expect.stringContaining('not older than current') });
+    expect({ held: (await readHeldVersion(s.redis, s.keys))?.version, shadow: await s.redis.get(s.keys.shadow), current: await s.redis.get(s.keys.current), entries: (await trail.read(10)).length }).toEqual({ held: V2, shadow: V2, current: V1, entries });
+  });
+
+});
+
+describe('a promote racing a newer day (R23: decided before it acts)', () => {
+  const seed = process.env.CI ? 43_23 : Date.now() % 2 ** 31;
+  const V3 = '20260726';
+
+  it('when a newer day switches at any point of a promote, then the promote is never refused after acting: promoted or published, the held build live, the hold cleared, the newer day current', async () => {
+    console.log(`release-gate promote race fast-check seed ${seed}`);
+    await heldDayTwo();
+    const build = (await readHeldVersion(s.redis, s.keys))!.buildId;
+    const [held, queue, meta, scores] = await Promise.all([s.redis.get(s.keys.held), s.redis.lRange(s.keys.shadowQueue(V2), 0, -1), s.redis.hGetAll(s.keys.shadowMeta(V2)), s.redis.lRange(s.keys.shadowScores(V2), 0, -1)]);
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), async (scheduler) => {
+        // Back to V2 held and V1 current.
+        await s.redis.del([s.keys.queue(V2), s.keys.meta(V2), s.keys.scores(V2), s.keys.shadowQueue(V2), s.keys.shadowMeta(V2), s.keys.shadowScores(V2)]);
+        await s.redis.set(s.keys.current, V1);
+        await s.redis.set(s.keys.held, held!);
+        await s.redis.set(s.keys.shadow, V2);
+        await s.redis.rPush(s.keys.shadowQueue(V2), queue);
+        await s.redis.rPush(s.keys.shadowScores(V2), scores);
+        await s.redis.hSet(s.keys.shadowMeta(V2), meta);
+
+        const promoting = promoteHeldVersion({ ...promoteDeps(), redis: scheduledRedis(s.redis, scheduler, 'promote') }, V2, { actor: 'oncall', via: 'api' });
+        const newer = makeCurrent(scheduledRedis(s.redis, scheduler, 'newer day'), s.keys, V3);
+        const [result] = await scheduler.waitFor(Promise.all([promoting, newer]));
+
+        expect(['promoted', 'published']).toContain(result.status);
+        expect({ current: await s.redis.get(s.keys.current), held: await readHeldVersion(s.redis, s.keys), build: await s.redis.hGet(s.keys.meta(V2), 'buildId'), live: await s.redis.hGet(s.keys.meta(V2), 'shadow') }).toEqual({ current: V3, held: null, build, live: '0' });
+      }),
+      { seed, numRuns: 25 },
+    );
   });
 });
 
@@ -280,5 +377,20 @@ describe("on-call's promote through the worker (R23, D6)", () => {
     expect(await s.redis.get(s.keys.current)).toBe(V2);
     expect((await trail.read(1))[0]).toMatchObject({ action: 'build-promoted', actor: 'oncall', via: 'api' });
     await request(app).post(`${INSPECTOR_PATH}/api/held/${V2}/promote`).auth('oncall', 'gate-pass').expect(404);
+  });
+
+  it('when on-call dismisses a held day older than current on the admin endpoint, then the hold is gone and a second dismiss is 404; a dismiss of the due day is 409', async () => {
+    await heldOlderDay();
+    const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'gate-pass' }, queue: jobs.queue, metrics, redis: s.redis, keys: s.keys, videos });
+    const dismissed = await request(app).post(`${INSPECTOR_PATH}/api/held/${V0}/dismiss`).auth('oncall', 'gate-pass').expect(200);
+    expect(dismissed.body).toMatchObject({ version: V0, status: 'dismissed', current: V1 });
+    expect(await readHeldVersion(s.redis, s.keys)).toBeNull();
+    expect((await trail.read(1))[0]).toMatchObject({ action: 'build-dismissed', actor: 'oncall', via: 'api' });
+    await request(app).post(`${INSPECTOR_PATH}/api/held/${V0}/dismiss`).auth('oncall', 'gate-pass').expect(404);
+    now = DAY2;
+    expect((await runDailyBuild(deps)).status).toBe('held');
+    const refused = await request(app).post(`${INSPECTOR_PATH}/api/held/${V2}/dismiss`).auth('oncall', 'gate-pass').expect(409);
+    expect(refused.body.error).toMatchObject({ code: 'conflict' });
+    expect((await readHeldVersion(s.redis, s.keys))?.version).toBe(V2);
   });
 });

@@ -16,7 +16,7 @@ export const AUDIT_TRAIL_BYTES = 16 * 1024 * 1024;
 const NAMESPACE_EXISTS = 48;
 
 /** `ramp-*`: on-call's ramp commands; `ramp-step`: each automatic step of a ramp (R23), by the worker that drives it. */
-export const AUDIT_ACTIONS = ['rollout-set', 'rollout-clear', 'build-requested', 'build-held', 'build-promoted', 'ramp-start', 'ramp-pause', 'ramp-resume', 'ramp-step'] as const;
+export const AUDIT_ACTIONS = ['rollout-set', 'rollout-clear', 'build-requested', 'build-held', 'build-promoted', 'build-dismissed', 'ramp-start', 'ramp-pause', 'ramp-resume', 'ramp-step'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export interface AuditEntry {

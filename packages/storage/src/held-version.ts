@@ -6,6 +6,7 @@
 import type { GateVerdict } from '@feed/domain';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
+import { runScript } from './lua-scripts';
 
 export interface HeldVersion {
   version: string;
@@ -30,13 +31,18 @@ export async function readHeldVersion(redis: Redis, keys: RedisKeys): Promise<He
   }
 }
 
-/** Records `held` as the held version (replacing an earlier one: the shadow pointer moved too), expiring with its keys. */
-export async function writeHeldVersion(redis: Redis, keys: RedisKeys, held: HeldVersion, ttlSeconds: number): Promise<void> {
-  await redis.set(keys.held, JSON.stringify(held), { EX: ttlSeconds });
+/**
+ * Records `held` as the held version and points `shadow` at it, in one step (lua/held-record.lua),
+ * unless a later day is held: that record and pointer stay. Returns the version held after it.
+ */
+export async function writeHeldVersion(redis: Redis, keys: RedisKeys, held: HeldVersion, ttlSeconds: number): Promise<string> {
+  return runScript<string>(redis, 'held-record', [keys.shadow, keys.held], ['hold', held.version, JSON.stringify(held), String(ttlSeconds)]);
 }
 
-/** Clears the record; with `version`, only when that version is the held one. */
-export async function clearHeldVersion(redis: Redis, keys: RedisKeys, version?: string): Promise<void> {
-  if (version !== undefined && (await readHeldVersion(redis, keys))?.version !== version) return;
-  await redis.del(keys.held);
+/**
+ * Clears, in one step, the record of `version` and (`exact`: a promote or a dismiss) a shadow
+ * pointer at it; without `exact` any record up to `version` (it switched: older holds are moot).
+ */
+export async function clearHeldVersion(redis: Redis, keys: RedisKeys, version: string, exact: boolean): Promise<void> {
+  await runScript(redis, 'held-record', [keys.shadow, keys.held], ['clear', version, exact ? '1' : '0']);
 }

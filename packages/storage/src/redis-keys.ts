@@ -34,8 +34,8 @@ export function createRedisKeys(prefix = '') {
     guestShareCounted: (user: string, vid: string) => `${p}guest-share:{${user}}:${vid}`,
     /** STRING: the last version built in shadow mode (R20); its keys are shadowQueue/shadowMeta. */
     shadow: `${p}shadow`,
-    /** STRING JSON: the version the release gate held as a shadow (R23) with its verdict; absent when none is held. */
-    held: `${p}held`,
+    /** STRING JSON: the version the release gate held as a shadow (R23) with its verdict; absent when none is held. Shadow's slot (held-record.lua). */
+    held: `{${p}shadow}:held`,
     /** LIST of 24-hex video ids in queue order. */
     queue: (version: string) => `${p}queue:{${version}}`,
     /** Where one build (named by its lock token) writes the queue, scores and meta before publishing them (same slot). */

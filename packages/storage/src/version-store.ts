@@ -100,7 +100,7 @@ export class VersionStore {
   }
 
   /**
-   * Publishes the build's staged keys (or, `from: 'shadow'`, the version's shadow copy: a promote)
+   * Publishes the build's staged keys (or, `from: 'shadow'`, the version's shadow copy of build `meta.buildId`: a promote)
    * as the version's keys (live or shadow, `which`), expiring in `ttlSeconds`, in one script that first checks the
    * lock is still ours and the lengths agree (lua/publish-version.lua); refused with
    * PublishRefusedError. A rebuild of a live version in place then gives its offset buckets the same
@@ -113,9 +113,11 @@ export class VersionStore {
     // A shadow never touches what readers of the version use: its offsets among them (R20).
     const rebuildInPlace = which === 'live' && (await this.redis.exists(target.meta)) === 1;
     try {
-      await runScript(this.redis, 'publish-version', [lock.key, source.queue, source.scores, source.meta, target.queue, target.scores, target.meta], [lock.token, String(ttlSeconds), String(meta.length)]);
+      // A promote publishes exactly the held build it was given (meta.buildId), as live.
+      const held = from === 'shadow' ? [meta.buildId] : [];
+      await runScript(this.redis, 'publish-version', [lock.key, source.queue, source.scores, source.meta, target.queue, target.scores, target.meta], [lock.token, String(ttlSeconds), String(meta.length), ...held]);
     } catch (err) {
-      if (err instanceof Error && /LOCK_LOST|LENGTH_MISMATCH/.test(err.message)) throw new PublishRefusedError(err.message);
+      if (err instanceof Error && /LOCK_LOST|LENGTH_MISMATCH|BUILD_CHANGED/.test(err.message)) throw new PublishRefusedError(err.message);
       throw err;
     }
     if (rebuildInPlace) await Promise.all(offsetBucketKeys(this.keys, meta).map((key) => this.redis.expire(key, ttlSeconds)));

@@ -72,3 +72,28 @@ describe('VersionStore.listVersions', () => {
     expect(await store().listVersions()).toEqual(['20260725', '20260723']);
   });
 });
+
+describe('VersionStore.publish of a held shadow (a promote, R23)', () => {
+  const lock = { key: 'lock', token: 'promote-token' };
+  const publishHeld = (buildId: string) => store().publish({ version: V, length: IDS.length, buildId } as Parameters<VersionStore['publish']>[0], { ...lock, key: s.keys.buildLock(V) }, 'live', 600, 'shadow');
+
+  beforeEach(async () => {
+    await s.redis.set(s.keys.buildLock(V), lock.token);
+    await writeVersion(IDS, IDS.length, 'shadow');
+    await s.redis.rPush(s.keys.shadowScores(V), IDS.map(() => '1'));
+    await s.redis.hSet(s.keys.shadowMeta(V), 'shadow', '1');
+  });
+
+  it('when the shadow keys are another build than the held one, then the publish is refused in its script and nothing moves', async () => {
+    await expect(publishHeld('build-0')).rejects.toThrow(/BUILD_CHANGED/);
+    expect(await s.redis.exists([s.keys.queue(V), s.keys.meta(V)])).toBe(0);
+    expect(await s.redis.lLen(s.keys.shadowQueue(V))).toBe(IDS.length);
+  });
+
+  it('when they are the held build, then they become the live keys, marked live, in the same step', async () => {
+    await publishHeld('build-1');
+    expect(await s.redis.lRange(s.keys.queue(V), 0, -1)).toEqual(IDS);
+    expect(await s.redis.hGet(s.keys.meta(V), 'shadow')).toBe('0');
+    expect(await s.redis.exists(s.keys.shadowQueue(V))).toBe(0);
+  });
+});

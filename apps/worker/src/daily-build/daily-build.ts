@@ -23,7 +23,6 @@ import {
   countUsersWithOffset,
   makeCurrent,
   PublishRefusedError,
-  readHeldVersion,
   VersionStore,
   writeHeldVersion,
   type AuditTrail,
@@ -312,9 +311,9 @@ async function judgeGate(deps: BuildDeps, meta: QueueMeta, options: BuildOptions
 
 /**
  * A held version (R23): published as a shadow (its own keys, R20; `shadow` points at it),
- * recorded as held for the controller, the inspector and a promote, logged and on the audit trail.
+ * recorded as held for the controller, the inspector and a promote, logged and on the audit trail; exported for tests.
  */
-async function holdVersion(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, verdict: GateVerdict): Promise<void> {
+export async function holdVersion(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, verdict: GateVerdict): Promise<void> {
   const { redis, keys, logger } = deps;
   meta.shadow = true;
   const held = { version: meta.version, buildId: meta.buildId, heldAt: new Date().toISOString(), current: verdict.current?.version ?? null, verdict: { outcome: verdict.outcome, reasons: verdict.reasons, compared: verdict.compared, holdDrop: verdict.holdDrop } };
@@ -322,16 +321,14 @@ async function holdVersion(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, ve
   // rebuild of an older current (the controller repairing its lost queue while the due day is
   // held). Replacing the record would make the due day look unhandled, and the controller would
   // alternate between the two days; kept, the older day's repairs count as attempts and stop
-  // (R21), and promoting the due day (or `pnpm cli build --skip-gate`) settles both.
-  const later = await readHeldVersion(redis, keys);
-  const keepLater = later !== null && later.version > held.version;
-  if (keepLater) await publish(deps, meta, lock, 'shadow');
-  else await publishShadow(deps, meta, lock);
+  // (R21), and promoting the due day (or `pnpm cli build --skip-gate`) settles both. The rule is
+  // one step with the record's write (lua/held-record.lua): two holds at once keep the later day.
+  await publish(deps, meta, lock, 'shadow');
   await versionStore(deps).markShadow(meta.version, 'shadow', true);
-  if (keepLater) {
-    logger.warn('daily build held by the release gate; the later held day stays the one to promote', { version: meta.version, held: later.version, reasons: verdict.reasons.map((r) => r.message) });
+  const stays = await writeHeldVersion(redis, keys, held, deps.keyTtlHours * 3600);
+  if (stays !== meta.version) {
+    logger.warn('daily build held by the release gate; the later held day stays the one to promote', { version: meta.version, held: stays, reasons: verdict.reasons.map((r) => r.message) });
   } else {
-    await writeHeldVersion(redis, keys, held, deps.keyTtlHours * 3600);
     logger.warn('daily build held by the release gate', { version: meta.version, current: held.current, reasons: verdict.reasons.map((r) => r.message), promote: `pnpm cli build --promote ${meta.version}` });
   }
   try {
@@ -340,12 +337,6 @@ async function holdVersion(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, ve
     // The version is held already (nothing moved): the trail's outage is on-call's to know, not a failed build.
     logger.error('audit trail unwritable', { action: 'build-held', version: meta.version, err });
   }
-}
-
-/** A held record of `version` or an older day is moot once `version` is current. */
-export async function clearHeldUpTo(redis: Redis, keys: RedisKeys, version: string): Promise<void> {
-  const held = await readHeldVersion(redis, keys);
-  if (held && held.version <= version) await clearHeldVersion(redis, keys, held.version);
 }
 
 /** The lock a build takes: the version's, or a shadow's own, so a shadow never blocks the live build or a repair (R21). */
@@ -428,7 +419,8 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
       return { version, status: 'superseded', reason: `current moved to the newer ${switched.current} during the build`, meta, timings: run.timings };
     }
     logger.info('current version switched', { version, previous: switched.replaced, length: meta.length, gate: verdict?.outcome });
-    await clearHeldUpTo(redis, keys, version);
+    // A held record of this day or an older one is moot once it is current.
+    await clearHeldVersion(redis, keys, version, false);
     await run.phase('legacy', 85, () => refillLegacySet(deps, build, lock, signal));
     const scoresWritten = await run.phase('scores', 90, () =>
       writeBackScores(deps.videos, candidates, generatedAt, { signal, onBatch: (written, total) => run.progress('scores', 90 + (9 * written) / total) }),

@@ -1,16 +1,20 @@
 /**
- * On-call's promotion of a version the release gate held (SPEC R23): one function behind the
- * CLI (`pnpm cli build --promote V`), the worker's admin endpoint and the dashboard's
- * `promote-held` job. Under the version's build lock it publishes the held shadow's own keys as
- * the version's live keys (the same publish script as a build: lock and lengths checked, one
- * step), switches `current` by compare-and-set, refills the legacy set from the promoted queue,
- * clears the held record and writes the audit entry (D6). The queue switched is the one that was
- * judged: a later shadow build of the day (another buildId on the shadow keys) is refused.
+ * On-call's decision on a version the release gate held (SPEC R23): one function behind the CLI
+ * (`pnpm cli build --promote V` / `--dismiss V`), the worker's admin endpoints and the
+ * dashboard's `promote-held` job. Everything that can refuse is decided before anything moves
+ * (R23: a refused action changes nothing): the held record, the build lock, the shadow keys
+ * being the held build and whole. Then, under the version's build lock, a promote publishes the
+ * held shadow's keys as the version's live keys (the publish script checks lock, held build and
+ * lengths again, atomically with the rename) and switches `current` by compare-and-set when the
+ * day is not older than current; a held day older than current stays published, not current (so
+ * does one whose switch lost to a newer day meanwhile: published is not undone). A dismiss, only
+ * for a held day older than current, publishes nothing. Either clears the held record (and with
+ * it `feed_version_held`) and writes the audit entry (D6).
  */
 import type { Logger } from '@feed/logger';
-import { clearHeldVersion, makeCurrent, readHeldVersion, VersionStore, type AuditEntry, type AuditTrail, type HeldVersion, type Redis, type RedisKeys } from '@feed/storage';
+import { clearHeldVersion, makeCurrent, readHeldVersion, VersionStore, type AuditEntry, type AuditTrail, type HeldVersion, type QueueMeta, type Redis, type RedisKeys } from '@feed/storage';
 import { acquireBuildLock, type BuildLock } from './build-lock';
-import { publish } from './daily-build';
+import { BuildVerificationError, publish } from './daily-build';
 
 export interface PromoteDeps {
   redis: Redis;
@@ -32,19 +36,26 @@ export class PromoteRefusedError extends Error {
   }
 }
 
+/** On-call's two answers to a held version. */
+export type HeldDecision = 'promote' | 'dismiss';
+
 export interface PromoteResult {
   version: string;
-  status: 'promoted';
-  /** The version current before the promote. */
+  /** `promoted`: current now; `published`: its live keys, current a newer day; `dismissed`: nothing published. */
+  status: 'promoted' | 'published' | 'dismissed';
+  /** The version current before. */
   replaced: string | null;
-  /** The held record that was promoted (its verdict and compared figures). */
+  /** The version current after. */
+  current: string | null;
+  /** The held record that was decided (its verdict and compared figures). */
   held: HeldVersion;
 }
 
-async function promoteLocked(deps: PromoteDeps, held: HeldVersion, lock: BuildLock): Promise<string | null> {
-  const { redis, keys } = deps;
+type Outcome = Pick<PromoteResult, 'status' | 'current'> & Partial<Pick<PromoteResult, 'replaced'>>;
+
+/** The held build's shadow meta; refused (nothing moved yet) unless its keys are there and whole. */
+async function heldShadow(versions: VersionStore, held: HeldVersion): Promise<QueueMeta> {
   const { version } = held;
-  const versions = new VersionStore(redis, keys);
   const shadow = await versions.readMeta(version, 'shadow');
   if (!shadow || shadow.buildId !== held.buildId) {
     throw new PromoteRefusedError(409, `the shadow keys of ${version} are not the held build ${held.buildId} (${shadow ? `a later shadow build ${shadow.buildId} replaced it` : 'they expired'}): build the day again`);
@@ -52,46 +63,64 @@ async function promoteLocked(deps: PromoteDeps, held: HeldVersion, lock: BuildLo
   // Its queue lost (an eviction, a hand DEL) while its meta stayed: nothing whole to publish.
   const whole = await versions.completeness(version, 'shadow');
   if (!whole.complete) throw new PromoteRefusedError(409, `the held build's shadow keys of ${version} are not whole (${whole.problem}): build the day again`);
-  // Live from here on: the meta says so before it is renamed into place.
-  await versions.markShadow(version, 'shadow', false);
-  await publish(deps, { ...shadow, shadow: false }, lock, 'live', 'shadow');
+  return shadow;
+}
+
+async function decideLocked(deps: PromoteDeps, held: HeldVersion, lock: BuildLock, decision: HeldDecision, current: string | null): Promise<Outcome> {
+  const { redis, keys } = deps;
+  const { version } = held;
+  const older = current !== null && version < current;
+  if (decision === 'dismiss') {
+    // The due day dismissed would be built again by the controller: promote it, or build it with --skip-gate.
+    if (!older) throw new PromoteRefusedError(409, `${version} is not older than current ${current}: promote it, or build the day with --skip-gate`);
+    return { status: 'dismissed', current };
+  }
+  const versions = new VersionStore(redis, keys);
+  // The script checks lock, held build and lengths again with the rename: refused there, nothing moved either.
+  await publish(deps, await heldShadow(versions, held), lock, 'live', 'shadow').catch((err: unknown) => {
+    throw err instanceof BuildVerificationError ? new PromoteRefusedError(409, `${err.message}: build the day again`) : err;
+  });
+  if (older) return { status: 'published', current };
   const outcome = await makeCurrent(redis, keys, version);
-  if (!outcome.switched) throw new PromoteRefusedError(409, `current holds the newer ${outcome.current}: ${version} stays published, not current`);
+  if (!outcome.switched) return { status: 'published', current: outcome.current };
   await versions.markSwitched(version, new Date().toISOString());
   // The legacy random set (R17) from the promoted queue, staged under this lock's token and swapped in whole.
   await versions.refillLegacyFromQueue(version, lock, deps.keyTtlHours * 3600);
   // Finished: a later build of the day finds it current and done (its score write-back waits for the next day's build).
   await versions.markFinished(version, new Date().toISOString());
-  await clearHeldVersion(redis, keys, version);
-  if ((await redis.get(keys.shadow)) === version) await redis.del(keys.shadow);
-  return outcome.replaced;
+  return { status: 'promoted', current: version, replaced: outcome.replaced };
 }
 
 /**
- * Makes the held `version` current. Refused with 404 when no version is held or another one is,
- * 409 when a build of it holds the lock, its shadow keys are not the held build, or current moved
- * to a newer day meanwhile. `who` names the admin user, the CLI's user@host or the dashboard job.
+ * Promotes (or dismisses) the held `version`. Refused, with nothing changed, with 404 when no
+ * version is held or another one is, 409 when a build of it holds the lock, its shadow keys are
+ * not the held build or not whole, or (a dismiss) it is not older than current. `who` names the
+ * admin user, the CLI's user@host or the dashboard job.
  */
-export async function promoteHeldVersion(deps: PromoteDeps, version: string, who: Pick<AuditEntry, 'actor' | 'via'>): Promise<PromoteResult> {
+export async function promoteHeldVersion(deps: PromoteDeps, version: string, who: Pick<AuditEntry, 'actor' | 'via'>, decision: HeldDecision = 'promote'): Promise<PromoteResult> {
   const { redis, keys, logger } = deps;
   const held = await readHeldVersion(redis, keys);
   if (!held || held.version !== version) throw new PromoteRefusedError(404, held ? `${version} is not held; the held version is ${held.version}` : `${version} is not held: no version is held`);
   await deps.audit.ready();
   const lock = await acquireBuildLock(redis, keys.buildLock(version), deps.lockTtlMs, logger);
   if (!lock) throw new PromoteRefusedError(409, `a build of ${version} holds its build lock; promote again when it finished`);
-  let replaced: string | null;
+  const before = await redis.get(keys.current);
+  let outcome: Outcome;
   try {
-    replaced = await promoteLocked(deps, held, lock);
+    outcome = await decideLocked(deps, held, lock, decision, before);
+    await clearHeldVersion(redis, keys, version, true);
   } finally {
     await lock.release().catch(() => undefined);
   }
-  logger.warn('held version promoted', { version, replaced, actor: who.actor, via: who.via });
-  const entry: AuditEntry = { action: 'build-promoted', ...who, before: { current: replaced, held: version, reasons: held.verdict.reasons }, after: { current: version } };
+  const replaced = outcome.replaced ?? before;
+  logger.warn(`held version ${outcome.status}`, { version, replaced, current: outcome.current, actor: who.actor, via: who.via });
+  const action = decision === 'dismiss' ? 'build-dismissed' : 'build-promoted';
+  const entry: AuditEntry = { action, ...who, before: { current: replaced, held: version, reasons: held.verdict.reasons }, after: { current: outcome.current, [outcome.status]: version } };
   try {
     await deps.audit.record(entry);
   } catch (err) {
-    // Promoted already (the trail answered a moment ago): a failed answer would mislead on-call.
+    // Decided already (the trail answered a moment ago): a failed answer would mislead on-call.
     logger.error('audit trail unwritable', { ...entry, err });
   }
-  return { version, status: 'promoted', replaced, held };
+  return { version, status: outcome.status, current: outcome.current, replaced, held };
 }

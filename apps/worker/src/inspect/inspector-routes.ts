@@ -1,7 +1,7 @@
 /**
  * The queue inspector (next to the dashboard, same credentials): versions, meta, block
  * composition, score distribution, the shadow version's diff, the version the release gate held
- * (R23) and the settings in force; `POST api/held/V/promote` promotes that held version.
+ * (R23) and the settings in force; `POST api/held/V/promote` promotes that held version (`dismiss`: an older day's).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -34,14 +34,15 @@ export function inspectorRoutes(deps: InspectorRoutesDeps): Router {
   router.get('/api/summary', async (_req, res) => {
     res.json(await inspectorSummary(deps));
   });
-  // R23: on-call's one action on a held version, as the admin user (D6).
-  router.post('/api/held/:version/promote', async (req, res) => {
+  // R23: on-call's decision on a held version, as the admin user (D6): promote, or dismiss an older day.
+  for (const decision of ['promote', 'dismiss'] as const) router.post(`/api/held/:version/${decision}`, async (req, res) => {
     const { version } = req.params;
     if (!VERSION_PATTERN.test(version)) throw new AppError(400, 'bad_request', `a version is YYYYMMDD, got "${version}"`);
     const { redis, keys, logger, audit, config } = deps;
     try {
-      const result = await promoteHeldVersion({ redis, keys, logger, audit, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs }, version, { actor: adminUserOf(res), via: 'api' });
-      res.json({ version: result.version, status: result.status, replaced: result.replaced, reasons: result.held.verdict.reasons });
+      const who = { actor: adminUserOf(res), via: 'api' } as const;
+      const result = await promoteHeldVersion({ redis, keys, logger, audit, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs }, version, who, decision);
+      res.json({ version: result.version, status: result.status, replaced: result.replaced, current: result.current, reasons: result.held.verdict.reasons });
     } catch (err) {
       if (err instanceof PromoteRefusedError) throw new AppError(err.status, err.status === 404 ? 'not_held' : 'conflict', err.message);
       throw err;

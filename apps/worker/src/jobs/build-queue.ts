@@ -8,13 +8,13 @@ import { VERSION_PATTERN } from '@feed/storage';
 import type { Logger } from '@feed/logger';
 import { withLogContext } from '@feed/logger';
 import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../daily-build/daily-build';
-import { promoteHeldVersion, PromoteRefusedError, type PromoteResult } from '../daily-build/promote-held';
+import { promoteHeldVersion, PromoteRefusedError, type HeldDecision, type PromoteResult } from '../daily-build/promote-held';
 import { recordBuildMeta, type WorkerMetrics } from '../metrics';
 import { bullErrorLogger, BullConnections, bullTelemetry, type BullConnection } from './bull-connection';
 
 export const BUILD_QUEUE = 'short-recommend-build';
 export const SCHEDULER_ID = 'daily-short-recommend-build';
-/** The job name the dashboard adds to promote a held version (R23), with data `{"promote": "YYYYMMDD"}`. */
+/** The job name the dashboard adds to promote a held version (R23), with data `{"promote": "YYYYMMDD"}` (or `{"dismiss": ...}`). */
 export const PROMOTE_JOB = 'promote-held';
 
 /**
@@ -22,7 +22,8 @@ export const PROMOTE_JOB = 'promote-held';
  * `at` without an offset is read in TZ_BUSINESS. A version older than current or later than
  * today is built as a shadow unless `switch` is true (replaying a day never moves `current` by accident).
  * `skipGate` switches whatever the release gate (R23) would say (on-call's forced rebuild).
- * `{"promote": "YYYYMMDD"}` alone is no build: it promotes that held version (R23).
+ * `{"promote": "YYYYMMDD"}` alone is no build: it promotes that held version (R23); `{"dismiss": ...}`
+ * drops the hold of a day older than current.
  */
 export interface BuildJobData {
   at?: string;
@@ -31,7 +32,28 @@ export interface BuildJobData {
   switch?: boolean;
   skipGate?: boolean;
   promote?: string;
+  dismiss?: string;
 }
+
+/**
+ * The scheduler's job run ahead of its time (the dashboard's Promote on its delayed job, or a
+ * delay edited to now). BullMQ then schedules the next run from the promoted job's time, not from
+ * now: the next business day's run is skipped (seen as "the next run two days ahead"). The worker
+ * runs it as a "run now" build of today's version and upserts the scheduler again, which puts
+ * its next run back at the next cron time: one build per business day (R6, R21) whatever the
+ * dashboard did. The dashboard says so (DASHBOARD_DESCRIPTION); the click is audited (audited-queue.ts).
+ */
+export function ranAheadOfSchedule(job: Pick<Job, 'repeatJobKey' | 'opts'>, now = Date.now()): boolean {
+  const due = (job.opts as { prevMillis?: number }).prevMillis;
+  return job.repeatJobKey === SCHEDULER_ID && typeof due === 'number' && due > now + EARLY_MARGIN_MS;
+}
+
+/** A scheduler's job taken this much before its time was promoted, not merely picked up early. */
+const EARLY_MARGIN_MS = 60_000;
+
+/** What bull-board shows beside the queue: what its buttons do to the daily build. */
+export const DASHBOARD_DESCRIPTION =
+  "Daily build (R6). Promote on the scheduler's delayed daily-build job runs today's build now (audited) and keeps the schedule's next run; Add job builds by hand (data {\"force\": true}, or {\"promote\": \"YYYYMMDD\"} / {\"dismiss\": ...} for a held version).";
 
 /** Backoff type of build jobs: exponential from `delay`, or until the lock expires (see lockAwareBackoff). */
 const BUILD_BACKOFF = 'lock-aware';
@@ -83,13 +105,15 @@ export class InvalidJobDataError extends UnrecoverableError {}
 
 const FLAGS = ['force', 'shadow', 'switch', 'skipGate'] as const;
 
-/** The held version a job asks to promote, or undefined for a build job; InvalidJobDataError for a bad one. */
-export function promoteOf(data: unknown): string | undefined {
-  if (data === null || typeof data !== 'object' || !('promote' in data)) return undefined;
-  const { promote, ...rest } = data as Record<string, unknown>;
-  if (typeof promote !== 'string' || !VERSION_PATTERN.test(promote)) throw new InvalidJobDataError(`job data 'promote' must be a held version YYYYMMDD, got ${JSON.stringify(promote)}`);
-  if (Object.keys(rest).length > 0) throw new InvalidJobDataError(`job data 'promote' takes no other field, got ${Object.keys(rest).join(', ')}`);
-  return promote;
+/** The held version a job asks to promote or dismiss, or undefined for a build job; InvalidJobDataError for a bad one. */
+export function promoteOf(data: unknown): { version: string; decision: HeldDecision } | undefined {
+  if (data === null || typeof data !== 'object') return undefined;
+  const decision = (['promote', 'dismiss'] as const).find((field) => field in data);
+  if (!decision) return undefined;
+  const { [decision]: version, ...rest } = data as Record<string, unknown>;
+  if (typeof version !== 'string' || !VERSION_PATTERN.test(version)) throw new InvalidJobDataError(`job data '${decision}' must be a held version YYYYMMDD, got ${JSON.stringify(version)}`);
+  if (Object.keys(rest).length > 0) throw new InvalidJobDataError(`job data '${decision}' takes no other field, got ${Object.keys(rest).join(', ')}`);
+  return { version, decision };
 }
 
 export function toBuildOptions(data: unknown, timeZone: string): BuildOptions {
@@ -97,7 +121,7 @@ export function toBuildOptions(data: unknown, timeZone: string): BuildOptions {
   if (typeof data !== 'object' || Array.isArray(data)) throw new InvalidJobDataError(`job data must be a JSON object such as {"force": true}, got ${JSON.stringify(data)}`);
   const fields = data as Record<string, unknown>;
   const unknown = Object.keys(fields).filter((key) => key !== 'at' && !(FLAGS as readonly string[]).includes(key));
-  if (unknown.length > 0) throw new InvalidJobDataError(`job data has unknown field(s) ${unknown.join(', ')}; known: at, ${FLAGS.join(', ')} (or promote alone)`);
+  if (unknown.length > 0) throw new InvalidJobDataError(`job data has unknown field(s) ${unknown.join(', ')}; known: at, ${FLAGS.join(', ')} (or promote or dismiss alone)`);
   for (const flag of FLAGS) {
     if (fields[flag] !== undefined && typeof fields[flag] !== 'boolean') throw new InvalidJobDataError(`job data '${flag}' must be true or false, got ${JSON.stringify(fields[flag])}`);
   }
@@ -146,11 +170,11 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
   let worker: Worker | undefined;
   if (options.process !== false) {
     /** A promote job (the dashboard's, R23): no build, so no build metrics; a refusal is not retried. */
-    const promote = async (job: Job<BuildJobData>, version: string): Promise<PromoteResult> => {
+    const promote = async (job: Job<BuildJobData>, { version, decision }: NonNullable<ReturnType<typeof promoteOf>>): Promise<PromoteResult> => {
       const { audit } = options.deps;
       if (!audit) throw new UnrecoverableError('this worker has no audit trail: a promote is refused without its entry (D6)');
       try {
-        return await promoteHeldVersion({ ...options.deps, audit }, version, { actor: `dashboard job ${job.id}`, via: 'dashboard' });
+        return await promoteHeldVersion({ ...options.deps, audit }, version, { actor: `dashboard job ${job.id}`, via: 'dashboard' }, decision);
       } catch (err) {
         if (err instanceof PromoteRefusedError) throw new InvalidJobDataError(err.message);
         throw err;
@@ -162,6 +186,10 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
         withLogContext({ jobId: job.id }, async () => {
           const promoted = promoteOf(job.data);
           if (promoted) return promote(job, promoted);
+          if (ranAheadOfSchedule(job)) {
+            await ensureScheduler();
+            logger.warn("the scheduler's job was promoted ahead of its time: built now, the schedule's next run kept", { jobId: job.id, due: new Date((job.opts as { prevMillis: number }).prevMillis).toISOString() });
+          }
           const endTimer = metrics.buildDuration.startTimer();
           const abort = new AbortController();
           activeBuilds.add(abort);
