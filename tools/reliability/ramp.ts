@@ -11,6 +11,8 @@ import { expect, type Suite } from './suite';
 
 export async function rampChecks(suite: Suite): Promise<void> {
   const { api, check, env, keys, redisClient, worker } = suite;
+  // Three ramps of a 1-minute dwell each: the group gets the suite's time budget afresh, as the kill checks do.
+  if (suite.runs('ramp')) suite.deadline.refresh();
   const RAMP_RATES = { view: 1, like: 0.05, collect: 0.02, share: 0.01, 'not-interested': 0.03, request: 0.2, 'server-error': 0.0002, degraded: 0.0004, 'empty-page': 0.0002 };
   const feedReadout = (ringLikes: number) => {
     const timer = setInterval(() => {

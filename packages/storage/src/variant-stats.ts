@@ -58,10 +58,9 @@ const CLIENT_DAY_TTL_S = 3 * 24 * 3600 + 3600;
  * Reply: 0 repeat, -1 over the cap, 1 counted and the client's first of the hour, 2 counted.
  */
 export async function admitReadoutAction(redis: Redis, keys: RedisKeys, client: string, at: Date, variant: Variant, event: VariantEvent, vid?: string): Promise<number> {
-  const day = (back: number) => keys.readoutClient(client, new Date(at.getTime() - back * DAY_MS).toISOString().slice(0, 10).replace(/-/g, ''));
-  const hour = at.toISOString().slice(11, 13);
+  const day = (back: number) => keys.readoutClient(client, statsHour(new Date(at.getTime() - back * DAY_MS)).slice(0, 8));
   const first = vid === undefined ? '' : `${variant}:${event}:${vid}`;
-  return runScript<number>(redis, 'readout-admit', [day(0), day(1), day(2)], [first, `${hour}:${variant}:${event}`, String(READOUT_CLIENT_HOURLY_CAP), String(CLIENT_DAY_TTL_S)]);
+  return runScript<number>(redis, 'readout-admit', [day(0), day(1), day(2)], [first, `${statsHour(at).slice(8)}:${variant}:${event}`, String(READOUT_CLIENT_HOURLY_CAP), String(CLIENT_DAY_TTL_S)]);
 }
 
 /** The hashes of the `hours` UTC hours up to `now` (the current, partial hour included). */
