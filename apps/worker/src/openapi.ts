@@ -150,12 +150,13 @@ export const workerOpenApiDocument = {
           shadowDiff: nullable(ref('VersionDiff')),
           scores: {
             type: ['object', 'null'],
-            description: "recommendScore of the head of current's queue (up to 2000), in 12 equal-width buckets",
-            required: ['version', 'sampled', 'buckets'],
+            description: "recommendScore of the head of current's queue (up to 2000), in 12 equal-width buckets; a stored score that is no finite number (string, NaN, Infinity) is counted in `odd`, never bucketed",
+            required: ['version', 'sampled', 'buckets', 'odd'],
             properties: {
               version: { type: 'string' },
               sampled: { type: 'integer', minimum: 0 },
               buckets: { type: 'array', items: { type: 'object', required: ['from', 'to', 'count'], properties: { from: { type: 'number' }, to: { type: 'number' }, count: { type: 'integer', minimum: 0 } } } },
+              odd: { type: 'object', required: ['count', 'ids'], properties: { count: { type: 'integer', minimum: 0 }, ids: { type: 'array', items: { type: 'string' }, description: 'The first five odd videos' } } },
             },
           },
           rollout: { type: 'object', required: ['enabled', 'percent'], properties: { enabled: { type: 'boolean' }, percent: { type: 'integer', minimum: 0, maximum: 100 } }, description: 'The rollout in force and where each value comes from' },

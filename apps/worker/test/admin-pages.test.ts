@@ -6,10 +6,11 @@
  */
 import type { Server } from 'node:http';
 import type { Browser } from 'playwright-core';
+import { Types } from 'mongoose';
 import { PNG } from 'pngjs';
 import request from '../../../test/support/contract';
 import { createLogger } from '@feed/logger';
-import { addVariantStats, auditTrail, changeRolloutOverRamp, commit, variantField, videoModel, type VideoModel } from '@feed/storage';
+import { addVariantStats, auditTrail, changeRolloutOverRamp, commit, variantField, VersionStore, videoModel, type VideoModel } from '@feed/storage';
 import { advanceRamp, emptyReadout, startRamp, type RampState } from '@feed/domain';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
@@ -91,6 +92,16 @@ describe('queue inspector', () => {
     expect(res.body.schedule.nextBuildAt).toMatch(/T20:30:00\.000Z$/);
     expect(res.body.schedule.nextBuildAtLocal).toMatch(/ 04:30:00 Asia\/Shanghai$/);
     expect(res.body.schedule.error).toBeUndefined();
+  });
+
+  it('when queued videos hold a string, Infinity or NaN recommendScore, then the summary answers 200 and shows them as odd (R1a, R23)', async () => {
+    await buildCurrentAndShadow();
+    const queued = (await new VersionStore(s.redis, s.keys).readQueue('20260724', 'live', 0, 2)).map((id) => new Types.ObjectId(id));
+    const odd: unknown[] = ['high', Infinity, NaN];
+    await Promise.all(queued.map((_id, i) => videos.collection.updateOne({ _id }, { $set: { recommendScore: odd[i] } })));
+    const res = await request(base).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'inspect-pass').expect(200);
+    expect(res.body.scores.odd).toEqual({ count: 3, ids: expect.arrayContaining(queued.map(String)) });
+    expect(res.body.scores.buckets.reduce((n: number, b: { count: number }) => n + b.count, 0)).toBe(397);
   });
 
   it('when the daily job scheduler is missing, then the summary says so as an error instead of a next run', async () => {

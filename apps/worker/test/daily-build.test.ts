@@ -1,6 +1,6 @@
 import { createClient, type RedisClientType } from 'redis';
 import { mongo, Types } from 'mongoose';
-import { BLOCK_SIZE, expandBlocks, MIN_OFFSET_BUCKETS, USERS_PER_BUCKET, versionFor } from '@feed/domain';
+import { BLOCK_SIZE, expandBlocks, MAX_RECOMMEND_SCORE, MIN_OFFSET_BUCKETS, USERS_PER_BUCKET, versionFor } from '@feed/domain';
 import { offsetBucketKeys, offsetSlot, readMeta, videoModel, type VideoModel } from '@feed/storage';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { waitUntil } from '../../../tools/support/processes';
@@ -460,10 +460,22 @@ describe('daily build', () => {
     const queue = await queueOf();
     expect(queue).toHaveLength(44);
     expect(new Set(queue)).toEqual(new Set([...oldIds, ...odd.map((d) => d._id.toHexString())]));
-    expect(result.meta?.documentIssues).toEqual({ 'unreadable-id': 1, 'non-numeric-field': 2 });
-    expect((await readMeta(s.redis, s.keys, VERSION))?.documentIssues).toEqual({ 'unreadable-id': 1, 'non-numeric-field': 2 });
+    // One reason a document: the 2^53 + 1 like count and the 2e300 collects pass MAX_RECOMMEND_SCORE.
+    const issues = { 'unreadable-id': 1, 'non-numeric-field': 1, 'saturated-score': 2 };
+    expect(result.meta?.documentIssues).toEqual(issues);
+    expect((await readMeta(s.redis, s.keys, VERSION))?.documentIssues).toEqual(issues);
     const decimal = await videos.findById(odd[0]._id).lean();
     expect(decimal?.recommendScore).toBe(5);
+  });
+
+  it('when counters are 1e308, then the score written back is finite (saturated) and the document is counted as odd (R1a, R23)', async () => {
+    await seed(5, 0);
+    const huge = { _id: new Types.ObjectId(), status: 'approved', newsType: 'short', deleted: false, recommendLikeCount: 1e308, recommendShareCount: 1e308, reviewAt: new Date(AT.getTime() - DAY) };
+    await videos.collection.insertOne(huge);
+    const result = await runDailyBuild(deps, { at: AT });
+    expect(result.meta?.documentIssues).toEqual({ 'saturated-score': 1 });
+    expect((await videos.findById(huge._id).lean())?.recommendScore).toBe(MAX_RECOMMEND_SCORE);
+    expect(await videos.collection.countDocuments({ recommendScore: { $in: [Infinity, -Infinity, NaN] } })).toBe(0);
   });
 
   it('when ids are written, then they are 24-hex ObjectId strings', async () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { mongo, Types } from 'mongoose';
-import { recommendScore } from '@feed/domain';
+import { MAX_RECOMMEND_SCORE, recommendScore } from '@feed/domain';
 import { CandidateColumns } from '../src/daily-build/candidate-columns';
 import { pushRawCandidate } from '../src/daily-build/read-candidates';
 
@@ -79,13 +79,16 @@ describe('pushRawCandidate (R1a)', () => {
         const counters = ['recommendLikeCount', 'recommendCollectCount', 'recommendCommentCount', 'recommendShareCount'] as const;
         const counted = Object.fromEntries(counters.map((c) => [c, byValue(reference[c]) ?? 0]));
         expect(columns.scores[0]).toBe(recommendScore(counted));
+        // A score is always finite (R23): counters like 1e308 saturate, and the document is counted.
+        expect(Number.isFinite(columns.scores[0])).toBe(true);
+        const saturated = columns.scores[0] === MAX_RECOMMEND_SCORE;
         const reviewAt = reference.reviewAt instanceof Date ? reference.reviewAt.getTime() : 'reviewAt' in reference ? (byValue(reference.reviewAt) ?? 0) : -Infinity;
         expect(columns.reviewAt[0]).toBe(reviewAt);
         const scoreAt = reference.recommendScoreAt instanceof Date || byValue(reference.recommendScoreAt) !== null;
         const stored = reference.recommendScore instanceof Date ? null : byValue(reference.recommendScore);
         expect(columns.storedScores[0]).toBe(scoreAt && stored !== null ? stored : NaN);
         const odd = [...counters, 'reviewAt' as const].some((f) => f in reference && !(f === 'reviewAt' && reference[f] instanceof Date) && byValue(reference[f] instanceof Date ? null : reference[f]) === null);
-        expect(issue).toBe(odd ? 'non-numeric-field' : null);
+        expect(issue).toBe(saturated ? 'saturated-score' : odd ? 'non-numeric-field' : null);
       }),
       { numRuns: 500 },
     );

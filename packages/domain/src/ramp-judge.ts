@@ -34,10 +34,20 @@ export interface VariantCounts {
   notInterested: number;
 }
 
+/**
+ * The most actions of one kind (views, likes, "not interested", ...) one client (user or guest
+ * device) has counted per hour and variant (D7), on top of counting each video once: no client
+ * moves an engagement rate by more than this over the views of the hour. 200 is a 15-second video
+ * every 18 seconds for a full hour.
+ */
+export const READOUT_CLIENT_HOURLY_CAP = 200;
+
 /** A step's readout: the ring (V2) beside legacy over the same hours. */
 export interface StepReadout {
   ring: VariantCounts;
   legacy: VariantCounts;
+  /** Per variant, the clients whose views were counted, summed per hour (client-hours): the sample behind `views`. */
+  viewers?: { ring: number; legacy: number };
 }
 
 export type OperationalGuardName = 'server-errors' | 'degradations' | 'empty-pages';
@@ -177,6 +187,17 @@ function judgeOperational(guard: OperationalGuardName, readout: StepReadout, gua
   return { ...base, outcome: 'pass' };
 }
 
+/** The sample behind an engagement verdict, and how much of it one client can be (D7). */
+function sampleOfStep(readout: StepReadout, guard: EngagementGuardName): string {
+  const [successes] = GUARD_COUNTS[guard];
+  const side = (variant: 'ring' | 'legacy') => {
+    const counts = readout[variant];
+    const viewers = readout.viewers?.[variant];
+    return `${variant} ${counts[successes]} of ${counts.views} views${viewers === undefined ? '' : ` from ${viewers} client-hours`}`;
+  };
+  return `sample: ${side('ring')}, ${side('legacy')}; each client counts once per video and at most ${READOUT_CLIENT_HOURLY_CAP} of an action an hour`;
+}
+
 function judgeEngagement(guard: EngagementGuardName, readout: StepReadout, guards: StepGuards, confidence: number): GuardResult {
   const unreadable = unreadableResult(guard, 'engagement', confidence, readout);
   if (unreadable) return unreadable;
@@ -187,7 +208,11 @@ function judgeEngagement(guard: EngagementGuardName, readout: StepReadout, guard
   const worse = test.difference !== null && (LOWER_IS_WORSE[guard] ? test.difference < 0 : test.difference > 0);
   if (worse && test.significant) {
     const pValue = test.pValue ?? 0;
-    return { ...base, outcome: 'fail', reason: `${guard} per view ${rounded(test.a.rate ?? 0)} on the ring vs legacy's ${rounded(test.b.rate ?? 0)} is ${LOWER_IS_WORSE[guard] ? 'lower' : 'higher'} beyond chance (p = ${pValue.toPrecision(3)}, tested at ${confidence})` };
+    return {
+      ...base,
+      outcome: 'fail',
+      reason: `${guard} per view ${rounded(test.a.rate ?? 0)} on the ring vs legacy's ${rounded(test.b.rate ?? 0)} is ${LOWER_IS_WORSE[guard] ? 'lower' : 'higher'} beyond chance (p = ${pValue.toPrecision(3)}, tested at ${confidence}; ${sampleOfStep(readout, guard)})`,
+    };
   }
   return { ...base, outcome: 'pass' };
 }

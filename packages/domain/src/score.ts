@@ -13,12 +13,18 @@ export interface RecommendCounters {
 /** A counter as a count: missing, negative or non-finite values count as 0. */
 export const nonNegativeCount = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
 
-/** like x1 + collect x2 + comment x3 + share x5. Missing or negative counters count as 0. */
+/**
+ * The largest score. Counters R1a accepts can be any double (1e308 included), whose weighted sum
+ * is Infinity: such a score saturates here, an integer every reader can order and bucket.
+ */
+export const MAX_RECOMMEND_SCORE = Number.MAX_SAFE_INTEGER;
+
+/** like x1 + collect x2 + comment x3 + share x5, at most MAX_RECOMMEND_SCORE. Missing or negative counters count as 0. */
 export function recommendScore(video: RecommendCounters): number {
-  return (
+  const score =
     SCORE_WEIGHTS.like * nonNegativeCount(video.recommendLikeCount) +
     SCORE_WEIGHTS.collect * nonNegativeCount(video.recommendCollectCount) +
     SCORE_WEIGHTS.comment * nonNegativeCount(video.recommendCommentCount) +
-    SCORE_WEIGHTS.share * nonNegativeCount(video.recommendShareCount)
-  );
+    SCORE_WEIGHTS.share * nonNegativeCount(video.recommendShareCount);
+  return Math.min(score, MAX_RECOMMEND_SCORE);
 }

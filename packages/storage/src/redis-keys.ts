@@ -30,8 +30,8 @@ export function createRedisKeys(prefix = '') {
     repairStopped: `${p}repair-stopped`,
     /** HASH `variant:event` -> count for one UTC hour (YYYYMMDDHH): the V2 vs legacy readout (D7). */
     variantStats: (hour: string) => `${p}variant-stats:${hour}`,
-    /** STRING with expiry: a guest's share of a video was counted by the readout (D7: once per guest and video). */
-    guestShareCounted: (user: string, vid: string) => `${p}guest-share:{${user}}:${vid}`,
+    /** HASH with expiry: one client's counted readout actions of one UTC day (YYYYMMDD), first successes and hourly counts (D7, lua/readout-admit.lua). */
+    readoutClient: (client: string, day: string) => `${p}readout:{${client}}:${day}`,
     /** STRING: the last version built in shadow mode (R20); its keys are shadowQueue/shadowMeta. */
     shadow: `${p}shadow`,
     /** STRING JSON: the version the release gate held as a shadow (R23) with its verdict; absent when none is held. Shadow's slot (held-record.lua). */

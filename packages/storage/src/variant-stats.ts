@@ -3,7 +3,8 @@
  * one Redis hash per UTC hour, so that every API instance contributes and the inspector can sum
  * the last 24 hours. Each API instance adds its counts in batches (VariantReadout in the API).
  */
-import { emptyReadout, type StepReadout, type VariantCounts } from '@feed/domain';
+import { emptyReadout, READOUT_CLIENT_HOURLY_CAP, type StepReadout, type VariantCounts } from '@feed/domain';
+import { runScript } from './lua-scripts';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
 
@@ -25,6 +26,9 @@ export type VariantTally = Record<Variant, Record<VariantEvent, number>>;
 export const VARIANT_HEALTH_EVENTS = ['request', 'server-error', 'degraded', 'empty-page'] as const;
 export type VariantHealthEvent = (typeof VARIANT_HEALTH_EVENTS)[number];
 
+/** Per variant and hour: the clients whose views were counted (their first counted view of the hour), the sample behind the views. */
+export const VIEWERS = 'viewers';
+
 /** Hourly hashes outlive the 24 h the readout sums. */
 const HOUR_KEY_TTL_S = 48 * 3600;
 const HOUR_MS = 3_600_000;
@@ -41,7 +45,23 @@ export async function addVariantStats(redis: Redis, keys: RedisKeys, at: Date, c
   await Promise.all([...[...counts].map(([field, n]) => redis.hIncrBy(key, field, n)), redis.expire(key, HOUR_KEY_TTL_S)]);
 }
 
-export const variantField = (variant: Variant, event: VariantEvent | VariantHealthEvent) => `${variant}:${event}`;
+export const variantField = (variant: Variant, event: VariantEvent | VariantHealthEvent | typeof VIEWERS) => `${variant}:${event}`;
+
+const DAY_MS = 24 * HOUR_MS;
+/** A client's readout hash lives three days: the two before today are read for first successes (lua/readout-admit.lua). */
+const CLIENT_DAY_TTL_S = 3 * 24 * 3600 + 3600;
+
+/**
+ * Whether one action of `client` is counted by the readout (D7, lua/readout-admit.lua): not when
+ * it repeats the client's `event` of `vid` for `variant` within 48 h (`vid` undefined: the caller
+ * knows it is a first success), nor past READOUT_CLIENT_HOURLY_CAP of them in the hour.
+ * Reply: 0 repeat, -1 over the cap, 1 counted and the client's first of the hour, 2 counted.
+ */
+export async function admitReadoutAction(redis: Redis, keys: RedisKeys, client: string, at: Date, variant: Variant, event: VariantEvent, vid?: string): Promise<number> {
+  const day = (back: number) => keys.readoutClient(client, statsHour(new Date(at.getTime() - back * DAY_MS)).slice(0, 8));
+  const first = vid === undefined ? '' : `${variant}:${event}:${vid}`;
+  return runScript<number>(redis, 'readout-admit', [day(0), day(1), day(2)], [first, `${statsHour(at).slice(8)}:${variant}:${event}`, String(READOUT_CLIENT_HOURLY_CAP), String(CLIENT_DAY_TTL_S)]);
+}
 
 /** The hashes of the `hours` UTC hours up to `now` (the current, partial hour included). */
 const hourHashes = (redis: Redis, keys: RedisKeys, now: Date, hours: number) =>
@@ -63,12 +83,14 @@ const STEP_FIELDS: Record<keyof VariantCounts, VariantEvent | VariantHealthEvent
 /** A ramp step's readout (R23 over D7): both variants' counts summed over the `hours` hours up to `now`. */
 export async function readStepReadout(redis: Redis, keys: RedisKeys, now: Date, hours: number): Promise<StepReadout> {
   const readout = emptyReadout();
+  const viewers = { ring: 0, legacy: 0 };
   for (const hash of await hourHashes(redis, keys, now, hours)) {
     for (const variant of VARIANTS) {
       for (const [count, event] of Object.entries(STEP_FIELDS) as Array<[keyof VariantCounts, string]>) readout[variant][count] += Number(hash[`${variant}:${event}`] ?? 0);
+      viewers[variant] += Number(hash[variantField(variant, VIEWERS)] ?? 0);
     }
   }
-  return readout;
+  return { ...readout, viewers };
 }
 
 /** The sums over the `hours` hours up to `now` (the current, partial hour included). */

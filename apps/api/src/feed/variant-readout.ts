@@ -7,20 +7,21 @@
  *
  * An action counts once per first success, as R3 counts it: the callers record a like or collect
  * only when the service made the user's record (a toggled like is one like), a comment only when
- * its Idempotency-Key is new, a user's share only when it made the share record; a guest has no
- * record, so a guest's share counts once per guest and video by a marker in Redis.
+ * its Idempotency-Key is new, a user's share only when it made the share record. Views, "not
+ * interested" and guests' shares count once per client (user or guest device), video and variant
+ * by the client's readout hash in Redis, and every kind of action at most
+ * READOUT_CLIENT_HOURLY_CAP times per client and hour (lua/readout-admit.lua): no client moves a
+ * verdict by repeating a request.
  *
  * Beside engagement, each feed request's health is tallied per variant (`countHealth`): answered,
  * 5xx, degraded, empty; the worker's ramp judges a step on them (R23).
  */
 import { logger } from '@feed/logger';
-import { addVariantStats, variantField, type Redis, type RedisKeys, type Variant, type VariantEvent, type VariantHealthEvent } from '@feed/storage';
+import { addVariantStats, admitReadoutAction, variantField, VIEWERS, type Redis, type RedisKeys, type Variant, type VariantEvent, type VariantHealthEvent } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics } from '../metrics';
 
 const FLUSH_EVERY_MS = 5_000;
-/** How long a guest's counted share is remembered: longer than any rollout step is judged over. */
-const GUEST_SHARE_TTL_S = 30 * 24 * 3600;
 
 export class VariantReadout {
   private pending = new Map<string, number>();
@@ -36,25 +37,28 @@ export class VariantReadout {
     this.timer = setInterval(() => void this.flush(), FLUSH_EVERY_MS).unref();
   }
 
-  async record(identity: Identity, event: VariantEvent): Promise<void> {
-    this.count(await this.variantOf(identity), event);
+  /**
+   * One action of `identity`, counted for its variant unless it repeats the client's action on
+   * `vid` (undefined: the caller knows it is a first success) or passes the client's hourly cap.
+   * Without Redis the action goes uncounted rather than failing the request.
+   */
+  async record(identity: Identity, event: Exclude<VariantEvent, 'page'>, vid?: string): Promise<void> {
+    const variant = await this.variantOf(identity);
+    let admitted: number;
+    try {
+      admitted = await admitReadoutAction(this.redis, this.keys, identity.key, new Date(), variant, event, vid);
+    } catch (err) {
+      logger.warn('action not counted by the readout: Redis unavailable', { event, err: err instanceof Error ? err.message : String(err) });
+      return;
+    }
+    if (admitted <= 0) return;
+    this.count(variant, event);
+    if (admitted === 1 && event === 'view') this.countHealth(variant, VIEWERS);
   }
 
-  /**
-   * A valid share: counted when it is the identity's first of the video (`first` from the
-   * service for a user; the Redis marker for a guest). Without Redis a guest's share goes
-   * uncounted rather than failing the share.
-   */
+  /** A valid share: a user's when the service made its share record (`first`), a guest's once per video. */
   async recordShare(identity: Identity, vid: string, first: boolean): Promise<void> {
-    if (identity.userId === undefined) {
-      try {
-        first = (await this.redis.set(this.keys.guestShareCounted(identity.key, vid), '1', { NX: true, EX: GUEST_SHARE_TTL_S })) === 'OK';
-      } catch (err) {
-        logger.warn('guest share not counted by the readout: Redis unavailable', { err: err instanceof Error ? err.message : String(err) });
-        return;
-      }
-    }
-    if (first) await this.record(identity, 'share');
+    if (identity.userId === undefined || first) await this.record(identity, 'share', vid);
   }
 
   count(variant: Variant, event: VariantEvent): void {
@@ -68,7 +72,7 @@ export class VariantReadout {
    * A feed request's health for the variant (R23's operational guards): Redis's tally only, in the
    * same batches; Prometheus has the service-wide figures already (feed_pages_total and others).
    */
-  countHealth(variant: Variant, event: VariantHealthEvent): void {
+  countHealth(variant: Variant, event: VariantHealthEvent | typeof VIEWERS): void {
     const field = variantField(variant, event);
     this.pending.set(field, (this.pending.get(field) ?? 0) + 1);
   }

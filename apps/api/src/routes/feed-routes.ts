@@ -121,14 +121,14 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
   router.post('/api/app/vid/view', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req);
     await inRedis(history.recordView(identity.key, vid), 'view-history');
-    await feed.readout.record(identity, 'view');
+    await feed.readout.record(identity, 'view', vid);
     res.json({ ok: true });
   });
 
   router.post('/api/app/recommend/vid/not-interested', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req);
     await inRedis(history.markNotInterested(identity.key, vid), 'not-interested');
-    await feed.readout.record(identity, 'not-interested');
+    await feed.readout.record(identity, 'not-interested', vid);
     logger.info('video marked not interested', { requestId: requestIdOf(res), vid });
     res.json({ ok: true });
   });

@@ -5,7 +5,7 @@
  * no document object is made per video. Deserialised documents cost ~10 KB of garbage a video,
  * enough of it promoted that the old heap grew by ~130 MB before its first collection.
  */
-import { ELIGIBLE_FILTER, finiteOrNull, numericValue, recommendScore, type RecommendCounters } from '@feed/domain';
+import { ELIGIBLE_FILTER, finiteOrNull, MAX_RECOMMEND_SCORE, numericValue, recommendScore, type RecommendCounters } from '@feed/domain';
 import { CandidateColumns, ID_BYTES } from './candidate-columns';
 import { mongo } from 'mongoose';
 import type { Logger } from '@feed/logger';
@@ -16,8 +16,11 @@ const READ_BATCH = 2000;
 
 const PROJECTION = { _id: 1, reviewAt: 1, recommendLikeCount: 1, recommendCollectCount: 1, recommendCommentCount: 1, recommendShareCount: 1, recommendScore: 1, recommendScoreAt: 1 };
 
-/** Why a document was skipped or corrected (R1a): the labels of `feed_build_documents_skipped_total`. */
-export type DocumentIssue = 'unreadable-id' | 'unreadable-document' | 'non-numeric-field';
+/**
+ * Why a document was skipped or corrected (R1a): the labels of `feed_build_documents_skipped_total`.
+ * `saturated-score`: counters so large (e.g. 1e308) that the score was capped at MAX_RECOMMEND_SCORE.
+ */
+export type DocumentIssue = 'unreadable-id' | 'unreadable-document' | 'non-numeric-field' | 'saturated-score';
 
 export type DocumentIssues = Partial<Record<DocumentIssue, number>>;
 
@@ -26,6 +29,13 @@ export interface ReadResult {
   /** Documents skipped (unreadable-*) or read with a field taken as 0 (non-numeric-field). */
   issues: DocumentIssues;
 }
+
+const ISSUE_EVENTS: Record<DocumentIssue, string> = {
+  'unreadable-id': 'video skipped by the build',
+  'unreadable-document': 'video skipped by the build',
+  'non-numeric-field': 'video field read as 0',
+  'saturated-score': 'video score saturated',
+};
 
 /** Documents logged one by one per build; the rest are only counted. */
 const ISSUES_LOGGED = 20;
@@ -43,7 +53,7 @@ export async function readCandidates(videos: VideoModel, logger: Logger, signal?
         const issue = pushRawCandidate(candidates, document);
         if (issue === null) continue;
         issues[issue] = (issues[issue] ?? 0) + 1;
-        if (logged++ < ISSUES_LOGGED) logger.warn(issue === 'non-numeric-field' ? 'video field read as 0' : 'video skipped by the build', { issue, _id: describeId(document) });
+        if (logged++ < ISSUES_LOGGED) logger.warn(ISSUE_EVENTS[issue], { issue, _id: describeId(document) });
       }
     }
   } finally {
@@ -137,7 +147,8 @@ class UnreadableDocument extends Error {}
 /**
  * Appends one raw BSON video (the projection's top-level fields) to the columns (R1a): a counter
  * or date of any numeric BSON type counts by its value; any other value (string, array, object,
- * null, boolean, NaN, ...) counts as 0 and the document is reported as `non-numeric-field`. A
+ * null, boolean, NaN, ...) counts as 0 and the document is reported as `non-numeric-field`; a
+ * score past MAX_RECOMMEND_SCORE is capped there and reported as `saturated-score`. A
  * document without an ObjectId `_id`, or with an element of no known BSON type, is not appended.
  * Returns what was odd about the document, or null.
  */
@@ -232,6 +243,7 @@ function readRawCandidate(candidates: CandidateColumns, bytes: Uint8Array): Docu
   }
   if (idAt < 0) return 'unreadable-id';
   // A score counts as written back only with its recommendScoreAt (R2); else it is written.
-  candidates.push(bytes, recommendScore(counters), reviewAt, scoreAtSet ? storedScore : null, idAt);
-  return corrected ? 'non-numeric-field' : null;
+  const score = recommendScore(counters);
+  candidates.push(bytes, score, reviewAt, scoreAtSet ? storedScore : null, idAt);
+  return score === MAX_RECOMMEND_SCORE ? 'saturated-score' : corrected ? 'non-numeric-field' : null;
 }

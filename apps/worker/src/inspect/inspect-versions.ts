@@ -5,7 +5,7 @@
 import type { Queue } from 'bullmq';
 import { Types } from 'mongoose';
 import type { Config } from '@feed/config';
-import { countDuplicates, expandBlocks, fullBlockRatio } from '@feed/domain';
+import { countDuplicates, expandBlocks, fullBlockRatio, numericValue } from '@feed/domain';
 import { CHECK_EVERY_MS } from '../controller/desired-state';
 import { SCHEDULER_ID } from '../jobs/build-queue';
 import { rampView } from './inspect-ramp';
@@ -131,24 +131,34 @@ export async function summarizeVersions(redis: Redis, keys: RedisKeys, versions?
 const SCORE_SAMPLE = 2000;
 const SCORE_BUCKETS = 12;
 
+/** Odd scores named in the summary; the rest are only counted. */
+const ODD_NAMED = 5;
+
 interface ScoreHistogram {
   sampled: number;
   buckets: Array<{ from: number; to: number; count: number }>;
+  /** Sampled videos whose stored recommendScore is no finite number (a string, NaN, Infinity): shown, never bucketed (R1a). */
+  odd: { count: number; ids: string[] };
 }
 
-/** The written-back recommendScore of the first queued videos, in equal-width buckets. */
+/** The written-back recommendScore of the first queued videos, in equal-width buckets; odd values counted apart. */
 async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel, version: string): Promise<ScoreHistogram> {
   const ids = await new VersionStore(redis, keys).readQueue(version, 'live', 0, SCORE_SAMPLE - 1);
-  const docs = await videos
-    .find({ _id: { $in: ids.map((id) => new Types.ObjectId(id)) } })
-    .select({ recommendScore: 1 })
-    .lean();
-  const scores = docs.map((d) => d.recommendScore ?? 0);
-  const max = Math.max(1, ...scores);
+  const docs = await videos.collection
+    .find<{ _id: unknown; recommendScore?: unknown }>({ _id: { $in: ids.map((id) => new Types.ObjectId(id)) } }, { projection: { recommendScore: 1 } })
+    .toArray();
+  const scores: number[] = [];
+  const odd: string[] = [];
+  for (const doc of docs) {
+    const score = doc.recommendScore === undefined ? 0 : numericValue(doc.recommendScore);
+    if (score === null) odd.push(String(doc._id));
+    else scores.push(score);
+  }
+  const max = scores.reduce((a, b) => Math.max(a, b), 1);
   const width = Math.ceil((max + 1) / SCORE_BUCKETS);
   const buckets = Array.from({ length: SCORE_BUCKETS }, (_, i) => ({ from: i * width, to: (i + 1) * width - 1, count: 0 }));
-  for (const score of scores) buckets[Math.min(SCORE_BUCKETS - 1, Math.floor(score / width))].count++;
-  return { sampled: scores.length, buckets };
+  for (const score of scores) buckets[Math.min(SCORE_BUCKETS - 1, Math.max(0, Math.floor(score / width)))].count++;
+  return { sampled: docs.length, buckets, odd: { count: odd.length, ids: odd.slice(0, ODD_NAMED) } };
 }
 
 export interface BuildSchedule {
