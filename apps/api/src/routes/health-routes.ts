@@ -1,7 +1,9 @@
 /**
  * Liveness, readiness and metrics for the orchestrator and Prometheus (SPEC R17).
  * `/healthz` depends on nothing. `/readyz` is 200 while this instance can serve a page, i.e.
- * while MongoDB answers (without Redis the feed degrades to MongoDB); 503 only when it cannot.
+ * while MongoDB answers (without Redis the feed degrades to MongoDB); 503 when it cannot, when the
+ * instance is draining (SPEC D4: from the SIGTERM on), and until it is warm: a new instance says
+ * ready once it serves ring pages at full speed (`warm`, the in-process copy of current loaded).
  */
 import { Router } from 'express';
 import type { Connection } from 'mongoose';
@@ -12,7 +14,7 @@ import { openApiDocument } from '../openapi';
 /** MongoDB's probe gets longer than a Redis read: a slow primary election is not "down". */
 const MONGO_PROBE_MS = 1000;
 
-export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Connection; metrics: ApiMetrics; deadlineMs: number }): Router {
+export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Connection; metrics: ApiMetrics; deadlineMs: number; draining: () => boolean; warm: () => Promise<boolean> }): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -34,8 +36,10 @@ export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Conne
       check('redis', () => deps.redis.get(deps.keys.current), deps.deadlineMs),
       check('mongo', () => deps.mongo.db!.command({ ping: 1 }), MONGO_PROBE_MS),
     ]);
-    const ready = mongo === 'ok';
-    res.status(ready ? 200 : 503).json({ status: ready ? (redis === 'ok' ? 'ready' : 'degraded') : 'unavailable', redis, mongo });
+    // Without Redis no ring page is served anyway: degraded is ready, without waiting for a copy.
+    const warm = redis !== 'ok' || (await deps.warm().catch(() => true));
+    const status = deps.draining() ? 'draining' : mongo !== 'ok' ? 'unavailable' : !warm ? 'warming' : redis === 'ok' ? 'ready' : 'degraded';
+    res.status(status === 'ready' || status === 'degraded' ? 200 : 503).json({ status, redis, mongo });
   });
   router.get('/openapi.json', (_req, res) => {
     res.json(openApiDocument);
