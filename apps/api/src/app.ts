@@ -112,14 +112,15 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   // The feed routes first: they take nearly all the traffic.
   app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret, redisDeadlineMs: config.redisDeadlineMs, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
   let draining = false;
-  // Warm once the copy of the version current at start is held (or there is none, or copies are
-  // off): later versions load while the instance serves, as every instance does at the daily switch.
+  // Warm once the copy of the version current at start is held (or there is none, copies are off,
+  // or the copy was refused: its pages come from Redis then): later versions load while the
+  // instance serves, as every instance does at the daily switch.
   let warm = config.queueCopiesMax === 0;
   const warmUp = async () => {
     if (warm) return true;
     const { current, rings } = await feed.readState.get();
     const ring = current ? rings.get(current) : null;
-    if (ring) void queueCopies.ensure(ring);
+    if (ring) void queueCopies.ensure(ring).then(() => (warm = true));
     return (warm = !ring || queueCopies.ready(ring));
   };
   app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs, draining: () => draining, warm: warmUp }));

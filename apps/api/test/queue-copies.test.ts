@@ -118,6 +118,15 @@ describe('readiness of a new instance and of a draining one (D4)', () => {
     expect((await request(api.app).get('/readyz').expect(503)).body.status).toBe('draining');
   });
 
+  it('when the copy of current is refused (the queue disagrees with its meta), then the new instance says ready anyway: its pages come from Redis', async () => {
+    await publishQueue(s.redis, s.keys, V, ids.slice(0, 30));
+    await s.redis.rPush(s.keys.queue(V), ids[40]);
+    const api = testApi(s);
+    expect(await readiness(api)).toBe('warming');
+    await waitUntil('ready without a copy', async () => (await readiness(api)) === 'ready', 5_000);
+    expect(await copyLoads(api)).toBe(0);
+  });
+
   it('when no version is current, then a new instance is ready at once: the degraded feed is its steady state', async () => {
     await s.redis.del([s.keys.current, s.keys.previous]);
     const api = testApi(s);
