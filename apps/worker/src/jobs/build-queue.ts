@@ -144,7 +144,6 @@ export interface BuildQueue {
 export async function startBuildQueue(options: BuildQueueOptions): Promise<BuildQueue> {
   const { logger, metrics } = options;
   const activeBuilds = new Set<ActiveBuild>();
-  let closing = false;
   const handOver = (build: ActiveBuild) => build.abort.abort(new Error('worker shutting down: build aborted, lock released, job back in the queue'));
   // BullMQ gets clients of its own (the worker's blocks on BZPOPMIN) and we close them after it.
   const connections = new BullConnections(options.connection);
@@ -212,7 +211,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
             return result;
           } catch (err) {
             if (err instanceof BuildLockedError || err instanceof InvalidJobDataError) throw err;
-            if (closing && active.abort.signal.aborted) {
+            if (active.abort.signal.aborted) {
               // Handed over (SPEC D4): back to waiting, not failed, for the next worker to take at once.
               logger.warn('build handed over at shutdown: lock released, job back in the queue', { jobId: job.id });
               await job.moveToWait(token);
@@ -235,7 +234,6 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
     worker,
     ensureScheduler,
     async close() {
-      closing = true;
       for (const build of activeBuilds) if (!finishesWithin(build, BUILD_SHUTDOWN_GRACE_MS)) handOver(build);
       const abortAfterGrace = setTimeout(() => activeBuilds.forEach(handOver), BUILD_SHUTDOWN_GRACE_MS);
       // BullMQ's close waits on Redis; with Redis gone it would wait forever, so it is bounded:
