@@ -113,11 +113,11 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret, redisDeadlineMs: config.redisDeadlineMs, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
   let draining = false;
   // Warm once the copy of the version current at start is held (or there is none, copies are off,
-  // or the copy was refused: its pages come from Redis then): later versions load while the
-  // instance serves, as every instance does at the daily switch.
+  // the copy was refused, or Redis is down: degraded is ready, and stays so when Redis returns):
+  // later versions load while the instance serves, as every instance does at the daily switch.
   let warm = config.queueCopiesMax === 0;
-  const warmUp = async () => {
-    if (warm) return true;
+  const warmUp = async (redisUp: boolean) => {
+    if (warm || !redisUp) return (warm = true);
     const { current, rings } = await feed.readState.get();
     const ring = current ? rings.get(current) : null;
     if (ring) void queueCopies.ensure(ring).then(() => (warm = true));

@@ -14,7 +14,7 @@ import { openApiDocument } from '../openapi';
 /** MongoDB's probe gets longer than a Redis read: a slow primary election is not "down". */
 const MONGO_PROBE_MS = 1000;
 
-export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Connection; metrics: ApiMetrics; deadlineMs: number; draining: () => boolean; warm: () => Promise<boolean> }): Router {
+export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Connection; metrics: ApiMetrics; deadlineMs: number; draining: () => boolean; warm: (redisUp: boolean) => Promise<boolean> }): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -36,8 +36,7 @@ export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Conne
       check('redis', () => deps.redis.get(deps.keys.current), deps.deadlineMs),
       check('mongo', () => deps.mongo.db!.command({ ping: 1 }), MONGO_PROBE_MS),
     ]);
-    // Without Redis no ring page is served anyway: degraded is ready, without waiting for a copy.
-    const warm = redis !== 'ok' || (await deps.warm().catch(() => true));
+    const warm = await deps.warm(redis === 'ok').catch(() => true);
     const status = deps.draining() ? 'draining' : mongo !== 'ok' ? 'unavailable' : !warm ? 'warming' : redis === 'ok' ? 'ready' : 'degraded';
     res.status(status === 'ready' || status === 'degraded' ? 200 : 503).json({ status, redis, mongo });
   });
