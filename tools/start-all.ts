@@ -64,7 +64,8 @@ async function main(): Promise<void> {
   const staleQueue = await prepareDemo(config, localMongo.embedded !== undefined);
   worker = await startWorker(config);
   if (staleQueue) await rebuildForEmbeddedData(worker);
-  api = await startApi(config);
+  // No load balancer routes to `pnpm start`: Ctrl-C needs no propagation delay (SPEC D4).
+  api = await startApi({ ...config, shutdownDelayMs: 0 });
   logger.info('feed service running', {
     api: `http://127.0.0.1:${config.port}/api/app/recommend/vid/list`,
     dashboard: `http://127.0.0.1:${config.workerPort}/admin/queues`,

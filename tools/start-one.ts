@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   exitOnSignals(name, async () => {
     await running.stop();
     await localMongo.stop();
-  });
+  }, 'deadlineMs' in running ? running.deadlineMs : undefined);
 }
 
 main().catch((err: unknown) => {

@@ -9,6 +9,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import Ajv2019 from 'ajv/dist/2019';
 import { parse, parseAllDocuments } from 'yaml';
+import { loadConfig } from '@feed/config';
+import { apiShutdownDeadlineMs, SHUTDOWN_DEADLINE_MS } from '@feed/lifecycle';
 import { policyViolations, type Manifest } from './k8s-policy';
 
 const INFRA = path.resolve(__dirname, '..');
@@ -120,6 +122,19 @@ describe('Kubernetes manifests', () => {
       expect(containerOf(find('Deployment', `short-feed-${app}`)).image).toBe(`registry.example.com/short-feed-${app}:${version}`);
       expect(read(`Dockerfile.${app}`)).toContain(`docker build -t registry.example.com/short-feed-${app}:`);
     }
+  });
+
+  it('when the shutdown is timed (D4), then each grace covers its process\'s deadline with a margin, and the API turns unready by its probe within its delay', () => {
+    const delayMs = Number(find('ConfigMap', 'short-feed-config').data!.SHUTDOWN_DELAY_MS ?? loadConfig({}).shutdownDelayMs);
+    const compose = parse(read('docker-compose.yml')) as { services: Record<string, { stop_grace_period?: string }> };
+    for (const [app, deadlineMs] of [['api', apiShutdownDeadlineMs(delayMs)], ['worker', SHUTDOWN_DEADLINE_MS]] as const) {
+      expect(deadlineMs).toBeLessThanOrEqual(10_000); // D4's bound at the defaults
+      const grace = find('Deployment', `short-feed-${app}`).spec!.template!.spec.terminationGracePeriodSeconds ?? 30;
+      expect(grace * 1000).toBeGreaterThanOrEqual(deadlineMs + 2_000);
+      expect(Number(/^(\d+)s$/.exec(compose.services[app].stop_grace_period ?? '10s')![1]) * 1000).toBeGreaterThanOrEqual(deadlineMs + 2_000);
+    }
+    const probe = containerOf(find('Deployment', 'short-feed-api')).readinessProbe!;
+    expect((probe.periodSeconds ?? 10) * (probe.failureThreshold ?? 3) * 1000).toBeLessThanOrEqual(delayMs);
   });
 
   it('when the API is sized, then its memory request is API_MEMORY_BUDGET_MB and its limit leaves half again for what no cache owns', () => {

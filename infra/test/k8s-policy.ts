@@ -14,6 +14,8 @@ export interface Manifest {
 
 interface Probe {
   httpGet?: { path: string };
+  periodSeconds?: number;
+  failureThreshold?: number;
 }
 
 interface Container {
@@ -33,6 +35,7 @@ interface ManifestSpec {
   template?: {
     metadata?: { labels?: Record<string, string> };
     spec: {
+      terminationGracePeriodSeconds?: number;
       securityContext?: { runAsNonRoot?: boolean };
       topologySpreadConstraints?: Array<{ topologyKey: string }>;
       containers: Container[];

@@ -88,6 +88,19 @@ describe('shutdown on a signal (D4)', () => {
     expect(await exited(api)).toBe(0);
   });
 
+  it('when the API gets SIGTERM, then it is unready at once yet serves new connections, each answer with Connection: close; a second signal exits at once with 130', async () => {
+    const { process: api, base } = await startDeployable('api');
+    api.child.kill('SIGTERM');
+    // Draining: unready, still serving for SHUTDOWN_DELAY_MS (5 s).
+    await waitUntil('the first signal taken', async () => (await fetch(`${base}/readyz`)).status === 503, 5_000);
+    const page = await fetch(`${base}/api/app/recommend/vid/list?pageSize=2`, { headers: bearer('draining-user') });
+    expect(page.status).toBe(200);
+    // A keep-alive client takes its answer and opens its next connection elsewhere.
+    expect(page.headers.get('connection')).toBe('close');
+    api.child.kill('SIGTERM');
+    expect(await exited(api)).toBe(130);
+  });
+
   it('when the worker gets SIGTERM with a half-sent request open, then it exits 0 within 10 s and its port is closed', async () => {
     const { process: worker, port } = await startDeployable('worker');
     const halfSent = net.connect(port, '127.0.0.1');

@@ -38,6 +38,8 @@ export interface Api {
   app: Express;
   feed: FeedService;
   metrics: ApiMetrics;
+  /** From now on /readyz says 503 `draining` (SIGTERM, SPEC D4). */
+  drain(): void;
 }
 
 export function createApp({ config, redis, mongo, metrics = createApiMetrics(), counterHooks }: ApiDeps): Api {
@@ -117,14 +119,26 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   });
   // The feed routes first: they take nearly all the traffic.
   app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret, redisDeadlineMs: config.redisDeadlineMs, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
-  app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs }));
+  let draining = false;
+  // Warm once the copy of the version current at start is held (or there is none, copies are off,
+  // the copy was refused, or Redis is down: degraded is ready, and stays so when Redis returns):
+  // later versions load while the instance serves, as every instance does at the daily switch.
+  let warm = config.queueCopiesMax === 0;
+  const warmUp = async (redisUp: boolean) => {
+    if (warm || !redisUp) return (warm = true);
+    const { current, rings } = await feed.readState.get();
+    const ring = current ? rings.get(current) : null;
+    if (ring) void queueCopies.ensure(ring).then(() => (warm = true));
+    return (warm = !ring || queueCopies.ready(ring));
+  };
+  app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs, draining: () => draining, warm: warmUp }));
   app.use(interactionRoutes(interactions, config.authJwtSecret, feed.readout, config.mongoDeadlineMs));
   app.use(adminRoutes({ config, redis, keys, catalog, history, feed, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   app.use(errorHandler());
   requestLabels = declareHttpRoutes(metrics.httpDuration, routesOf(app));
-  return { app, feed, metrics };
+  return { app, feed, metrics, drain: () => void (draining = true) };
 }
 
 type RouterLayer = Express['router']['stack'][number];

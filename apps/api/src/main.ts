@@ -3,7 +3,7 @@ import './telemetry';
 import { stopTelemetry, TELEMETRY_SHUTDOWN_MS } from '@feed/telemetry';
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '@feed/config';
-import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
+import { apiShutdownDeadlineMs, drainHttpServer, exitOnSignals } from '@feed/lifecycle';
 import { createHttpServer } from '@feed/http';
 import { configureLogger, logger } from '@feed/logger';
 import { closeRedis, connectMongo, connectRedis, interactionModels, videoModel } from '@feed/storage';
@@ -13,6 +13,8 @@ import { createApiMetrics } from './metrics';
 export interface RunningApi {
   server: Server;
   stop(): Promise<void>;
+  /** The whole shutdown's bound from the signal (the propagation delay, the drain, the stores). */
+  deadlineMs: number;
 }
 
 export async function startApi(config: Config = loadConfig()): Promise<RunningApi> {
@@ -23,7 +25,7 @@ export async function startApi(config: Config = loadConfig()): Promise<RunningAp
   const redis = await connectRedis(config, { failFast: true, background: true });
   // The unique indexes that decide "first success" (R3) must exist before the first request.
   await Promise.all([videoModel(mongo.connection), ...Object.values(interactionModels(mongo.connection))].map((m) => m.init()));
-  const { app, feed } = createApp({ config, redis, mongo: mongo.connection, metrics: createApiMetrics({ defaultMetrics: true }) });
+  const { app, feed, drain } = createApp({ config, redis, mongo: mongo.connection, metrics: createApiMetrics({ defaultMetrics: true }) });
   const server = createHttpServer(app, { headersTimeoutMs: config.httpHeadersTimeoutMs, requestTimeoutMs: config.httpRequestTimeoutMs, maxConnections: config.httpMaxConnections }).listen(config.port);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   logger.info('api listening', { port: config.port });
@@ -31,19 +33,21 @@ export async function startApi(config: Config = loadConfig()): Promise<RunningAp
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      // Stop accepting, let in-flight requests finish, then close the stores.
-      await closeHttpServer(server);
+      // Unready at once, serving (Connection: close) while the endpoints propagate, then stop
+      // accepting, let in-flight requests finish, and close the stores (SPEC D4).
+      drain();
+      await drainHttpServer(server, config.shutdownDelayMs);
       await feed.readout.close();
       await closeRedis(redis);
       await mongo.close();
       if (!(await stopTelemetry())) logger.warn('last spans not exported: the trace collector did not answer in time', { ms: TELEMETRY_SHUTDOWN_MS });
     })());
-  return { server, stop };
+  return { server, stop, deadlineMs: apiShutdownDeadlineMs(config.shutdownDelayMs) };
 }
 
 if (require.main === module) {
   startApi().then(
-    ({ stop }) => exitOnSignals('api', stop),
+    ({ stop, deadlineMs }) => exitOnSignals('api', stop, deadlineMs),
     (err: unknown) => {
       logger.error('api failed to start', { err });
       process.exit(1);

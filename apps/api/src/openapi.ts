@@ -196,7 +196,7 @@ export const openApiDocument = {
         additionalProperties: false,
         required: ['status', 'redis', 'mongo'],
         properties: {
-          status: { type: 'string', enum: ['ready', 'degraded', 'unavailable'], description: 'degraded: Redis is down and the feed serves its MongoDB fallback' },
+          status: { type: 'string', enum: ['ready', 'degraded', 'unavailable', 'warming', 'draining'], description: 'degraded: Redis is down and the feed serves its MongoDB fallback; warming: a new instance is loading its copy of the current queue; draining: the instance got SIGTERM (D4)' },
           redis: { type: 'string', enum: ['ok', 'down'] },
           mongo: { type: 'string', enum: ['ok', 'down'] },
         },
@@ -264,9 +264,9 @@ export const openApiDocument = {
         operationId: 'readiness',
         tag: 'operations',
         summary: 'Readiness',
-        description: 'Ready while MongoDB answers; Redis down is degraded, still ready (R17).',
+        description: 'Ready while MongoDB answers; Redis down is degraded, still ready (R17). 503 while warming (a new instance) and draining (from SIGTERM on, D4).',
         security: [],
-        responses: { 200: ok(ref('Readiness')), 503: { description: 'MongoDB does not answer', ...json(ref('Readiness')) }, ...slowClient },
+        responses: { 200: ok(ref('Readiness')), 503: { description: 'MongoDB does not answer, or the instance is warming or draining', ...json(ref('Readiness')) }, ...slowClient },
       }),
     },
     '/metrics': {

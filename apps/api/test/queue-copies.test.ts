@@ -100,3 +100,36 @@ describe('queue copies (R22)', () => {
     expect(copies.idsAt((await readRingVersion(s.redis, s.keys, '20260803'))!, 18, 3)).toEqual([ids[18], ids[19], ids[0]]);
   });
 });
+
+describe('readiness of a new instance and of a draining one (D4)', () => {
+  const readiness = async (api: Api) => (await request(api.app).get('/readyz')).body.status as string;
+
+  it('when a new instance starts with a current version, then /readyz says 503 warming until its copy is loaded, stays ready when another version becomes current, and says 503 draining once drained', async () => {
+    await publishQueue(s.redis, s.keys, V, ids.slice(0, 30));
+    const api = testApi(s);
+    const first = await request(api.app).get('/readyz').expect(503);
+    expect(first.body).toEqual({ status: 'warming', redis: 'ok', mongo: 'ok' });
+    await waitUntil('the copy loaded', async () => (await readiness(api)) === 'ready', 5_000);
+    expect(await copyLoads(api)).toBe(1);
+    // The daily switch: the instance serves on while it copies the new version (never all unready at once).
+    await publishQueue(s.redis, s.keys, '20260725', ids.slice(30, 60));
+    expect(await readiness(api)).toBe('ready');
+    api.drain();
+    expect((await request(api.app).get('/readyz').expect(503)).body.status).toBe('draining');
+  });
+
+  it('when the copy of current is refused (the queue disagrees with its meta), then the new instance says ready anyway: its pages come from Redis', async () => {
+    await publishQueue(s.redis, s.keys, V, ids.slice(0, 30));
+    await s.redis.rPush(s.keys.queue(V), ids[40]);
+    const api = testApi(s);
+    expect(await readiness(api)).toBe('warming');
+    await waitUntil('ready without a copy', async () => (await readiness(api)) === 'ready', 5_000);
+    expect(await copyLoads(api)).toBe(0);
+  });
+
+  it('when no version is current, then a new instance is ready at once: the degraded feed is its steady state', async () => {
+    await s.redis.del([s.keys.current, s.keys.previous]);
+    const api = testApi(s);
+    expect((await request(api.app).get('/readyz').expect(200)).body.status).toBe('ready');
+  });
+});

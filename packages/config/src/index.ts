@@ -97,6 +97,10 @@ function settingsFor(env: NodeJS.ProcessEnv) {
     httpHeadersTimeoutMs: setting('HTTP_HEADERS_TIMEOUT_MS', Joi.number().integer().min(100).max(120_000).default(10_000).description('Both deployables: time a client has to send its request headers, then 408 (slow clients)')),
     httpRequestTimeoutMs: setting('HTTP_REQUEST_TIMEOUT_MS', Joi.number().integer().min(100).max(600_000).default(30_000).description('Both deployables: time a client has to send a whole request, body included, then 408')),
     httpMaxConnections: setting('HTTP_MAX_CONNECTIONS', Joi.number().integer().min(1).max(1_000_000).default(4096).description('Both deployables: connections an instance holds at once; more are refused')),
+    shutdownDelayMs: setting(
+      'SHUTDOWN_DELAY_MS',
+      Joi.number().integer().min(0).max(60_000).default(5_000).description('API: after SIGTERM, how long /readyz says 503 while the instance still serves (every answer with Connection: close) before it stops accepting; covers the orchestrator\'s endpoint propagation. The manifests\' grace must exceed it + 4.5 s'),
+    ),
     mongoUrl: optional(
       'MONGO_URL',
       required(Joi.string().uri({ scheme: ['mongodb', 'mongodb+srv'] })).description(

@@ -3,12 +3,18 @@
  * what is held finish or be handed back, within a hard deadline; a second signal exits at once.
  */
 import type { Server } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { logger } from '@feed/logger';
 
 /** Everything must be closed within this, whatever hangs (the orchestrator's grace is 10 s+). */
 export const SHUTDOWN_DEADLINE_MS = 9_500;
 /** How long in-flight HTTP requests may take to finish before their sockets are cut. */
 export const HTTP_DRAIN_MS = 5_000;
+/** The API's drain after its propagation delay, and the close of its stores (and last spans) after that. */
+export const API_DRAIN_MS = 3_000;
+export const API_CLOSE_MS = 1_500;
+/** The API's whole shutdown from the signal (SPEC D4): 9.5 s with the default 5 s delay; the manifests' grace covers it. */
+export const apiShutdownDeadlineMs = (shutdownDelayMs: number) => shutdownDelayMs + API_DRAIN_MS + API_CLOSE_MS;
 
 /**
  * Calls `stop` on the first SIGTERM or SIGINT and exits 0 when it resolves (1 when it fails or
@@ -63,4 +69,17 @@ export function closeHttpServer(server: Server, drainMs = HTTP_DRAIN_MS): Promis
     });
     server.closeIdleConnections();
   });
+}
+
+/**
+ * The API's drain (SPEC D4). From the call every response says `Connection: close`, so a
+ * keep-alive client takes its answer and opens its next connection elsewhere (never a reset
+ * mid-request), while the server keeps accepting for `delayMs`: the time the orchestrator takes
+ * to stop routing here. An idle keep-alive socket is left open meanwhile (closing it races a
+ * client sending on it); past the delay no client routes here, so closeHttpServer closes it.
+ */
+export async function drainHttpServer(server: Server, delayMs: number, drainMs = API_DRAIN_MS): Promise<void> {
+  server.prependListener('request', (_req, res) => res.setHeader('Connection', 'close'));
+  await sleep(delayMs);
+  await closeHttpServer(server, drainMs);
 }

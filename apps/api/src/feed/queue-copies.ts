@@ -90,6 +90,12 @@ export class QueueCopies {
     return ids;
   }
 
+  /** Whether pages of `ring` are served at full speed: its copy is held, or it is too large ever to be copied. */
+  ready(ring: RingVersion): boolean {
+    const held = this.copies.get(ring.version);
+    return (held !== undefined && sameBuild(held, ring)) || ring.length * ID_BYTES > this.maxBytes;
+  }
+
   /** Bytes held by the copies (the memory bench, and `feed_queue_copy_bytes`). */
   bytes(): number {
     let total = 0;

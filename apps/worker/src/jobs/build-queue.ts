@@ -2,7 +2,7 @@
  * The BullMQ side of the daily build (SPEC R6): a Job Scheduler with the configured cron and
  * time zone, and a Worker that runs the build with progress, retries and backoff.
  */
-import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { Queue, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { parseBuildAt } from '@feed/domain';
 import { VERSION_PATTERN } from '@feed/storage';
 import type { Logger } from '@feed/logger';
@@ -141,19 +141,34 @@ export const BUILD_SHUTDOWN_GRACE_MS = 6_000;
 /** How long BullMQ gets to close after the build is done or aborted. */
 const CLOSE_SETTLE_MS = 1_500;
 
+interface ActiveBuild {
+  abort: AbortController;
+  startedAt: number;
+  /** The build's progress (its phase's percentage, 0-100). */
+  percent: number;
+}
+
+/** Whether the build, at its pace so far, finishes within `ms` (before any progress: no). */
+const finishesWithin = (build: ActiveBuild, ms: number) => build.percent > 0 && ((performance.now() - build.startedAt) * (100 - build.percent)) / build.percent <= ms;
+
 export interface BuildQueue {
   queue: Queue<BuildJobData>;
   worker?: Worker<BuildJobData, BuildResult | PromoteResult>;
   /** Creates the daily job scheduler, or puts it back (the controller calls it after Redis lost it). */
   ensureScheduler(): Promise<void>;
-  /** Stops taking jobs; an active build gets BUILD_SHUTDOWN_GRACE_MS, then is aborted (its lock released). */
+  /**
+   * Stops taking jobs. An active build that at its pace cannot finish within BUILD_SHUTDOWN_GRACE_MS
+   * is handed over at once (aborted, its lock released, its job back to waiting); one that can
+   * gets the grace, then is handed over.
+   */
   close(): Promise<void>;
 }
 
 
 export async function startBuildQueue(options: BuildQueueOptions): Promise<BuildQueue> {
   const { logger, metrics } = options;
-  const activeBuilds = new Set<AbortController>();
+  const activeBuilds = new Set<ActiveBuild>();
+  const handOver = (build: ActiveBuild) => build.abort.abort(new Error('worker shutting down: build aborted, lock released, job back in the queue'));
   // BullMQ gets clients of its own (the worker's blocks on BZPOPMIN) and we close them after it.
   const connections = new BullConnections(options.connection);
   const connection = connections.next;
@@ -182,7 +197,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
     };
     worker = new Worker<BuildJobData, BuildResult | PromoteResult>(
       BUILD_QUEUE,
-      (job: Job<BuildJobData>) =>
+      (job: Job<BuildJobData>, token?: string) =>
         withLogContext({ jobId: job.id }, async () => {
           const promoted = promoteOf(job.data);
           if (promoted) return promote(job, promoted);
@@ -191,8 +206,8 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
             logger.warn("the scheduler's job was promoted ahead of its time: built now, the schedule's next run kept", { jobId: job.id, due: new Date((job.opts as { prevMillis: number }).prevMillis).toISOString() });
           }
           const endTimer = metrics.buildDuration.startTimer();
-          const abort = new AbortController();
-          activeBuilds.add(abort);
+          const active: ActiveBuild = { abort: new AbortController(), startedAt: performance.now(), percent: 0 };
+          activeBuilds.add(active);
           try {
             let buildOptions: BuildOptions;
             try {
@@ -204,8 +219,11 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
             }
             const result = await runDailyBuild(options.deps, {
               ...buildOptions,
-              signal: abort.signal,
-              onProgress: (phase, percent) => job.updateProgress({ phase, percent }),
+              signal: active.abort.signal,
+              onProgress: (phase, percent) => {
+                active.percent = percent;
+                return job.updateProgress({ phase, percent });
+              },
             });
             endTimer({ result: result.status });
             metrics.builds.inc({ result: result.status });
@@ -221,11 +239,17 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
             return result;
           } catch (err) {
             if (err instanceof BuildLockedError || err instanceof InvalidJobDataError) throw err;
+            if (active.abort.signal.aborted) {
+              // Handed over (SPEC D4): back to waiting, not failed, for the next worker to take at once.
+              logger.warn('build handed over at shutdown: lock released, job back in the queue', { jobId: job.id });
+              await job.moveToWait(token);
+              throw new WaitingError();
+            }
             endTimer({ result: 'failed' });
             metrics.builds.inc({ result: 'failed' });
             throw err;
           } finally {
-            activeBuilds.delete(abort);
+            activeBuilds.delete(active);
           }
         }),
       { connection: connection(), prefix: options.prefix, concurrency: 1, ...bullTelemetry(), settings: { backoffStrategy: (attemptsMade, _type, err) => lockAwareBackoff(attemptsMade, options.retryDelayMs, err) } },
@@ -238,9 +262,8 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
     worker,
     ensureScheduler,
     async close() {
-      const abortAfterGrace = setTimeout(() => {
-        for (const build of activeBuilds) build.abort(new Error('worker shutting down: build aborted, lock released'));
-      }, BUILD_SHUTDOWN_GRACE_MS);
+      for (const build of activeBuilds) if (!finishesWithin(build, BUILD_SHUTDOWN_GRACE_MS)) handOver(build);
+      const abortAfterGrace = setTimeout(() => activeBuilds.forEach(handOver), BUILD_SHUTDOWN_GRACE_MS);
       // BullMQ's close waits on Redis; with Redis gone it would wait forever, so it is bounded:
       // the grace for an active build (then its abort), or a short wait when idle.
       const bound = (activeBuilds.size > 0 ? BUILD_SHUTDOWN_GRACE_MS : 0) + CLOSE_SETTLE_MS;
