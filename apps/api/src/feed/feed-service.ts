@@ -213,6 +213,11 @@ export class FeedService {
     if (claim.count === 0) return;
     // Counted apart from Redis failures: the claim ran, its answer came after the request's deadline.
     this.metrics.lateClaims.inc();
+    await this.giveBack(ring, userKey, claim);
+  }
+
+  /** Gives unserved claimed positions back; what could not be given back is counted as lost. */
+  private async giveBack(ring: RingVersion, userKey: string, claim: Claim): Promise<void> {
     const unserved = await unclaimPositions(this.redis, this.keys, ring, userKey, claim).catch(() => claim.count);
     this.metrics.claimsGivenBack.inc({ result: unserved === 0 ? 'given-back' : 'lost' });
   }
@@ -247,7 +252,7 @@ export class FeedService {
           const claim = await this.claim(ring, request, count);
           const ids = await request.deadline.run(() => this.reader.idsAt(ring, claim.offset, claim.count), 'queue read').catch((err: unknown) => {
             // Claimed but not readable (Redis failed between the two calls): not served, so given back.
-            void unclaimPositions(this.redis, this.keys, ring, request.identity.key, claim).catch(() => undefined);
+            void this.giveBack(ring, request.identity.key, claim);
             throw err;
           });
           if (ids.length < claim.count) {

@@ -83,7 +83,8 @@ export async function promoteHeldVersion(deps: PromoteDeps, version: string, who
   try {
     replaced = await promoteLocked(deps, held, lock);
   } finally {
-    await lock.release().catch(() => undefined);
+    // Logged, not counted: the lock lapses with its lease.
+    await lock.release().catch((err: unknown) => logger.warn('build lock not released: it lapses with its lease', { version, err }));
   }
   logger.warn('held version promoted', { version, replaced, actor: who.actor, via: who.via });
   const entry: AuditEntry = { action: 'build-promoted', ...who, before: { current: replaced, held: version, reasons: held.verdict.reasons }, after: { current: version } };
