@@ -17,7 +17,8 @@ import { claimPositions, Deadline, DeadlineSpentError, RedisCallError, unclaimPo
 import { AppError, unavailable } from '@feed/http';
 import { annotateRequestSpan, inSpan } from '@feed/telemetry';
 import type { Identity } from '../http/identity';
-import type { ApiMetrics, SkipReason } from '../metrics';
+import type { SkipReason, StrategyName } from '../labels';
+import type { ApiMetrics } from '../metrics';
 import { RingReader, scanRing } from './ring-scan';
 import type { QueueCopies } from './queue-copies';
 import { ClockSkewProbe } from './clock-skew';
@@ -45,8 +46,6 @@ export interface FeedOptions {
   /** The instance's copies of published queues (R22); absent: positions are read from Redis. */
   queueCopies?: QueueCopies;
 }
-
-export type StrategyName = 'ring' | 'previous-version' | 'legacy-set' | 'mongo-fallback';
 
 /** Most recent approved videos the MongoDB fallback samples from. */
 const MONGO_FALLBACK_POOL = 200;
