@@ -6,7 +6,7 @@
  */
 import type Joi from 'joi';
 import parse from 'joi-to-json';
-import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, openApiParts } from '@feed/http';
+import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA } from '@feed/http';
 import { AUDIT_ACTIONS } from '@feed/storage';
 import { objectId, vidBody } from './http/validate';
 import { adQuery, countQuery, pageQuery } from './routes/feed-routes';
@@ -16,7 +16,10 @@ import { auditQuery, explainQuery, rampBody, rolloutBody } from './routes/admin-
 type JsonSchema = Record<string, unknown>;
 
 const toJsonSchema = (schema: Joi.Schema): JsonSchema => parse(schema, 'open-api-3.1') as JsonSchema;
-const { ref, json, ok, error, slowClient } = openApiParts;
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: object) => ({ content: { 'application/json': { schema } } });
+const ok = (schema: object, description = 'OK') => ({ description, ...json(schema) });
+const error = (description: string) => ({ description, ...json(ref('Error')) });
 
 /** The query parameters of a joi object schema, one per key. */
 function queryParameters(schema: Joi.ObjectSchema): object[] {
@@ -31,6 +34,8 @@ function queryParameters(schema: Joi.ObjectSchema): object[] {
 }
 
 const body = (schema: Joi.Schema, required = true) => ({ required, ...json(toJsonSchema(schema)) });
+/** Node's server answers any route so (SPEC C: slow clients are bounded). */
+const slowClient = { 408: { description: 'The request was not received within HTTP_HEADERS_TIMEOUT_MS (headers) or HTTP_REQUEST_TIMEOUT_MS (whole request); no body' } };
 /** Answered wherever a body is parsed (express.json's 16 KB limit). */
 const tooLarge = { 413: error('Request body larger than 16 KB (payload_too_large)') };
 

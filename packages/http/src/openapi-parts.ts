@@ -1,4 +1,4 @@
-/** The parts both deployables' OpenAPI documents describe alike: the error body (errors.ts), the admin credentials (basic-auth.ts) and the builders' helpers. */
+/** The parts both deployables' OpenAPI documents describe alike: the error body (errors.ts) and the admin credentials (basic-auth.ts). */
 
 /** `{ error: { code, message } }`, the body of every error answer (`errorHandler`). */
 export const ERROR_BODY_SCHEMA = {
@@ -13,16 +13,3 @@ export const ERROR_BODY_SCHEMA = {
 
 /** The admin routes' HTTP Basic scheme (`requireAdmin`). */
 export const ADMIN_BASIC_SCHEME = { type: 'http', scheme: 'basic', description: 'ADMIN_USER and ADMIN_PASSWORD; the scheme name in any case (RFC 7235)' };
-
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: object) => ({ content: { 'application/json': { schema } } });
-
-/** Small builders both documents use: a schema reference, a JSON body, a 2xx answer, an error answer, the 408 of slow clients. */
-export const openApiParts = {
-  ref,
-  json,
-  ok: (schema: object, description = 'OK') => ({ description, ...json(schema) }),
-  error: (description: string) => ({ description, ...json(ref('Error')) }),
-  /** Node's server answers any route so (SPEC C: slow clients are bounded). */
-  slowClient: { 408: { description: 'The request was not received within HTTP_HEADERS_TIMEOUT_MS (headers) or HTTP_REQUEST_TIMEOUT_MS (whole request); no body' } },
-};
