@@ -59,7 +59,6 @@ export async function killBuildAt(phase: KillPhase, setup: KillSetup): Promise<K
 export async function killChecks(suite: Suite): Promise<void> {
   if (suite.options.quick && !suite.options.only?.includes('kill')) return;
   const { businessDay, check, keys, pageVersion, redisClient, summary } = suite;
-  suite.deadline.refresh();
   await suite.workerProcess?.stop();
   const killWorkers: Managed[] = [];
   const startKillWorker = async () => {

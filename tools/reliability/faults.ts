@@ -1,7 +1,7 @@
 /** Group `faults`: Redis down or restarted mid-build, a worker killed mid-build, two workers on one version, MongoDB down (last: it stays down). */
 import { Queue } from 'bullmq';
 import { BUILD_QUEUE, buildJobOptions, bullConnectionFactory, type BuildJobData, type BuildResult } from '@feed/worker';
-import { cli, freePort, startProcess, tsx, waitUntil } from '../support/processes';
+import { cli, CLI_TIMEOUT_MS, exitWithin, freePort, startProcess, tsx, waitUntil } from '../support/processes';
 import { expect, type Suite } from './suite';
 
 export async function faultChecks(suite: Suite): Promise<void> {
@@ -48,7 +48,7 @@ export async function faultChecks(suite: Suite): Promise<void> {
     const during = await page('redis-down-mid-build');
     expect(during.status === 200 && during.version === 'fallback', `with Redis down: ${JSON.stringify(during)}, not a fallback page`);
     suite.redis = await suite.restartRedis();
-    const code = await new Promise<number | null>((resolve) => build.child.once('exit', resolve));
+    const code = await exitWithin(build, 'the build under the Redis outage', CLI_TIMEOUT_MS);
     const now = await redisClient.get(keys.current);
     expect(now === current || code === 0, `current moved to ${now} although the build failed`);
     if (now) expect((await redisClient.lLen(keys.queue(now))) === Number(await redisClient.hGet(keys.meta(now), 'length')), 'current version is half-written');

@@ -62,8 +62,8 @@ export interface Suite {
   results: CheckResult[];
   /** The figures of the summary lines. */
   summary: Record<string, string>;
-  /** The suite's time budget: it stops by itself past it (refreshed before the long kill checks). */
-  deadline: NodeJS.Timeout;
+  /** When the suite started (the report prints the time it took). */
+  startedAt: number;
   /** Runs the check unless `--only` leaves its group out; records and prints its outcome. */
   check(group: Group, name: string, fn: () => Promise<string | void>): Promise<void>;
   runs(group: Group): boolean;
@@ -114,11 +114,9 @@ export async function createSuite(options: SuiteOptions): Promise<Suite> {
   processes.push(mongoServer);
   const redisClient = createClient({ url: env.REDIS_URL, socket: { reconnectStrategy: () => 100 } });
   redisClient.on('error', () => undefined);
-  const deadline = setTimeout(() => {
-    console.error('reliability suite exceeded its time budget; stopping');
-    process.exit(2);
-  }, (options.quick ? 6 : 15) * 60_000);
-  deadline.unref();
+  // No whole-suite time budget (a timed test fails on a loaded machine): each wait is bounded by
+  // what it waits for (waitUntil's bound, a CLI child's exitWithin, fetch's own 300 s headers and
+  // body timeouts), and the report prints the time the suite took.
   const scope = { redisUrl: env.REDIS_URL, mongoUrl: env.MONGO_URL };
   const started = (deployable: { process: Managed }) => (processes.push(deployable.process), deployable.process);
   const token = (sub: string, signOptions: jwt.SignOptions = {}) => jwt.sign({ sub }, secret, { algorithm: 'HS256', expiresIn: '1h', ...signOptions });
@@ -142,7 +140,7 @@ export async function createSuite(options: SuiteOptions): Promise<Suite> {
     queue: [],
     results: [],
     summary: {},
-    deadline,
+    startedAt: Date.now(),
     runs,
     async check(group, name, fn) {
       if (!runs(group)) return;
@@ -173,7 +171,6 @@ export async function createSuite(options: SuiteOptions): Promise<Suite> {
     startApi: async () => started(await startTestDeployable(tsx('apps/api/src/main.ts'), scope, env, { port: apiPort, until: '/readyz' })),
     startWorker: async (port = workerPort, extraEnv = {}) => started(await startTestDeployable(tsx('apps/worker/src/main.ts'), scope, { ...env, ...extraEnv }, { port })),
     async close() {
-      clearTimeout(deadline);
       await Promise.all(processes.map((p) => p.stop()));
       await redisClient.quit().catch(() => undefined);
       await suite.redis.stop();
@@ -195,6 +192,6 @@ export function report(suite: Suite): number {
   console.log(`bad inputs: ${summary.badInput ?? 'n/a'}`);
   console.log(`data lost: ${summary.dataLost ?? 'n/a'}`);
   console.log(`time to repair after a SIGKILL per phase: ${summary.killTable ?? 'n/a'}`);
-  console.log(`reliability: ${results.length - failed.length} passed, ${failed.length} failed`);
+  console.log(`reliability: ${results.length - failed.length} passed, ${failed.length} failed in ${((Date.now() - suite.startedAt) / 1000).toFixed(0)} s`);
   return failed.length ? 1 : 0;
 }

@@ -131,9 +131,28 @@ export async function startMongoProcess(port: number): Promise<Managed> {
   return mongo;
 }
 
-/** Runs a CLI command to completion; returns exit code and output. */
+/** The exit code of `p` once it exits; past `timeoutMs` it is SIGKILLed and this throws naming `what`. */
+export async function exitWithin(p: Managed, what: string, timeoutMs: number): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const overdue = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new Error(`${what} did not exit within ${timeoutMs / 1000} s: killed`));
+      void p.stop('SIGKILL');
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([exited(p), overdue]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Runs a CLI command to completion (at most `timeoutMs`, then it is killed); returns exit code and output. */
 export async function cli(env: Record<string, string>, ...args: string[]): Promise<{ code: number | null; output: string }> {
   const p = startProcess(tsx('tools/cli.ts', ...args), env);
-  const code = await new Promise<number | null>((resolve) => p.child.once('exit', resolve));
+  const code = await exitWithin(p, `cli ${args[0]}`, CLI_TIMEOUT_MS);
   return { code, output: p.output.join('') };
 }
+
+/** The longest a CLI command may run: the 100k-video seed and a build on a loaded 2-core machine take minutes, not ten. */
+export const CLI_TIMEOUT_MS = 600_000;

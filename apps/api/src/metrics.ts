@@ -3,18 +3,14 @@ import { getHeapStatistics } from 'node:v8';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { VARIANT_EVENTS, VARIANTS } from '@feed/storage';
 import { declareLabels } from '@feed/telemetry';
-import type { StrategyName } from './feed/feed-service';
+import { SKIP_REASONS, STRATEGIES } from './labels';
 
 /**
  * The known label values, declared once: the code that counts takes its values from here, each
  * series is exported at 0 from the start (so alerts see a first event), and an undeclared value
  * throws (test/metric-labels.test.ts also checks the alerts and the dashboard match these).
  */
-export const STRATEGIES = ['ring', 'previous-version', 'legacy-set', 'mongo-fallback'] as const satisfies readonly StrategyName[];
 export const DEGRADATION_KINDS = ['previous-version', 'legacy-set', 'mongo-fallback'] as const;
-/** Why a ring candidate was skipped; `unreadable_id` and `non_numeric_field` count odd documents read from MongoDB (R1a). */
-export const SKIP_REASONS = ['invalid', 'seen', 'not_interested', 'own', 'duplicate', 'unreadable_id', 'non_numeric_field'] as const;
-export type SkipReason = (typeof SKIP_REASONS)[number];
 /** The feed's strategies, its settings and user-filter reads, and the other endpoints' Redis calls. */
 export const REDIS_OPERATIONS = [...STRATEGIES, 'settings', 'user-filter', 'watch-count', 'view-history', 'not-interested'] as const;
 export const CLAIM_RESULTS = ['given-back', 'lost'] as const;

@@ -254,9 +254,11 @@ describe('daily build', () => {
 
   it('when a crashed worker left the lock behind, then the build waits for its expiry and then succeeds', async () => {
     await seed(30, 0);
-    await s.redis.set(s.keys.buildLock(VERSION), 'dead-worker-token', { PX: 200 });
+    await s.redis.set(s.keys.buildLock(VERSION), 'dead-worker-token', { PX: 600_000 });
     expect((await runDailyBuild(deps, { at: AT })).status).toBe('locked');
     expect(await s.redis.get(s.keys.current)).toBeNull();
+    // Its lease runs out now (a short PX from the start could lapse before the first build looked).
+    await s.redis.pExpire(s.keys.buildLock(VERSION), 1);
     // Wait, bounded, for the lock's own expiry in Redis (observed state, not a fixed sleep).
     await waitUntil('the crashed worker\'s lock to expire', async () => (await s.redis.exists(s.keys.buildLock(VERSION))) === 0, 5_000);
     expect((await runDailyBuild(deps, { at: AT })).status).toBe('built');
@@ -265,9 +267,11 @@ describe('daily build', () => {
   it('when another build holds the lock for long, then a waiting build starts as soon as it is released, not when its TTL would end (R21)', async () => {
     await seed(30, 0);
     await s.redis.set(s.keys.buildLock(VERSION), 'live-holder', { PX: 600_000 });
+    const looked = jest.spyOn(s.redis, 'exists');
     const waiting = runDailyBuild({ ...deps, lockWaitMs: 60_000 }, { at: AT, force: true });
-    // The waiter polls; the holder finishes: its release lets the waiter in, ten minutes early.
-    await waitUntil('the waiter to have looked at the lock', async () => (await s.redis.get(s.keys.buildLock(VERSION))) === 'live-holder', 5_000);
+    // The waiter polls (EXISTS on the lock); the holder finishes: its release lets the waiter in, ten minutes early.
+    await waitUntil('the waiter to have looked at the lock', async () => looked.mock.calls.some(([key]) => key === s.keys.buildLock(VERSION)), 5_000);
+    looked.mockRestore();
     await s.redis.del(s.keys.buildLock(VERSION));
     expect((await waiting).status).toBe('built');
     expect(await s.redis.get(s.keys.current)).toBe(VERSION);

@@ -176,6 +176,16 @@ export type Config = { [K in Exclude<keyof Values, AbsentKeys>]: Values[K] } & {
 
 export class ConfigError extends Error {}
 
+/**
+ * NODE_ENV and LOG_LEVEL validated by their declarations, for the logger before (or without) the
+ * whole configuration: a bad value reads as its default here, and loadConfig reports it.
+ */
+export function loggingConfig(env: NodeJS.ProcessEnv = process.env): Pick<Config, 'nodeEnv' | 'logLevel'> {
+  const { nodeEnv, logLevel } = settingsFor(env);
+  const valid = <T>({ env: name, schema }: Setting<T, T>): T => (schema.validate(env[name]).error ? schema.validate(undefined) : schema.validate(env[name])).value as T;
+  return { nodeEnv: valid(nodeEnv), logLevel: valid(logLevel) };
+}
+
 /** Validates the environment; throws ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (env === process.env) loadDotEnv(env);

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import fc from 'fast-check';
-import { ConfigError, describeConfig, loadConfig, loadDotEnv, renderConfigTable } from '@feed/config';
+import { ConfigError, describeConfig, loadConfig, loadDotEnv, loggingConfig, renderConfigTable } from '@feed/config';
 
 /** 32 characters made now: a secret no file of the repository holds (a literal here would be published). */
 const privateSecret = () => randomBytes(24).toString('base64url');
@@ -60,6 +60,11 @@ describe('configuration (D2)', () => {
   it('when values are given, then they are parsed', () => {
     const config = loadConfig({ SHORT_RECOMMEND_V2_ENABLED: 'false', SHORT_RECOMMEND_V2_PERCENT: '30', REDIS_CLUSTER_NODES: 'a:7000,b:7001', REDIS_URL: 'redis://127.0.0.1:6379/3' });
     expect(config).toMatchObject({ shortRecommendV2Enabled: false, shortRecommendV2Percent: 30, redisClusterNodes: ['a:7000', 'b:7001'], redisUrl: 'redis://127.0.0.1:6379/3' });
+  });
+
+  it('when the logger reads NODE_ENV and LOG_LEVEL before the whole configuration, then their declarations validate them: a bad value reads as its default', () => {
+    expect(loggingConfig({ NODE_ENV: 'production', LOG_LEVEL: 'debug' })).toEqual({ nodeEnv: 'production', logLevel: 'debug' });
+    expect(loggingConfig({ NODE_ENV: 'prod', LOG_LEVEL: 'loud' })).toEqual({ nodeEnv: 'development', logLevel: 'info' });
   });
 
   it('when the schema is described, then every variable has a description', () => {

@@ -4,6 +4,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import winston from 'winston';
+import { loggingConfig } from '@feed/config';
 
 const context = new AsyncLocalStorage<Record<string, unknown>>();
 
@@ -36,10 +37,11 @@ const formatFor = (json: boolean) =>
   );
 
 export function createLogger(options: { level?: string; json?: boolean; silent?: boolean } = {}): winston.Logger {
+  const { logLevel, nodeEnv } = loggingConfig();
   return winston.createLogger({
-    level: options.level ?? process.env.LOG_LEVEL ?? 'info',
-    silent: options.silent ?? process.env.NODE_ENV === 'test',
-    format: formatFor(options.json ?? process.env.NODE_ENV === 'production'),
+    level: options.level ?? logLevel,
+    silent: options.silent ?? nodeEnv === 'test',
+    format: formatFor(options.json ?? nodeEnv === 'production'),
     transports: [new winston.transports.Console()],
   });
 }
@@ -47,9 +49,9 @@ export function createLogger(options: { level?: string; json?: boolean; silent?:
 export type Logger = winston.Logger;
 
 /**
- * The process-wide logger. Until a deployable or the CLI applies its validated configuration
- * (`configureLogger`), it follows NODE_ENV and LOG_LEVEL as found, so that modules logging at
- * import and tests behave the same.
+ * The process-wide logger. Until a deployable or the CLI applies its whole validated configuration
+ * (`configureLogger`), it follows NODE_ENV and LOG_LEVEL as their declarations validate them
+ * (`loggingConfig`), so that a start-up failure and tests log the same way.
  */
 export const logger = createLogger();
 

@@ -4,6 +4,7 @@
  * switches exactly the build that was judged (its buildId), not a later shadow build of that day.
  */
 import type { GateVerdict } from '@feed/domain';
+import { logger } from '@feed/logger';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
 import { runScript } from './lua-scripts';
@@ -25,10 +26,12 @@ export async function readHeldVersion(redis: Redis, keys: RedisKeys): Promise<He
   if (!text) return null;
   try {
     const held = JSON.parse(text) as HeldVersion;
-    return typeof held?.version === 'string' && typeof held.buildId === 'string' ? held : null;
+    if (typeof held?.version === 'string' && typeof held.buildId === 'string') return held;
   } catch {
-    return null;
+    // Logged below, not counted: the controller then reads the day as not held and builds it again.
   }
+  logger.warn('held version record unreadable: read as none held', { key: keys.held, record: text.slice(0, 200) });
+  return null;
 }
 
 /**

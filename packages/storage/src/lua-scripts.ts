@@ -10,9 +10,9 @@ import type { Redis } from './redis-client';
 
 /**
  * Compiled, the scripts sit beside this file (`pnpm build` copies them into `dist/lua`); from
- * the TypeScript sources they are read from the repository's `lua/` folder. LUA_DIR overrides both.
+ * the TypeScript sources they are read from the repository's `lua/` folder.
  */
-export const LUA_DIR = process.env.LUA_DIR ?? [path.join(__dirname, 'lua'), path.resolve(__dirname, '../../../lua')].find((dir) => existsSync(dir))!;
+export const LUA_DIR = [path.join(__dirname, 'lua'), path.resolve(__dirname, '../../../lua')].find((dir) => existsSync(dir))!;
 
 export type ScriptName = 'ring-claim' | 'ring-unclaim' | 'redis-time' | 'release-lock' | 'extend-lock' | 'record-fingerprint' | 'remove-fingerprint' | 'publish-version' | 'switch-current' | 'rollout-commit' | 'held-record' | 'readout-admit';
 

@@ -1,7 +1,7 @@
 /** Why a ring candidate is served or skipped (SPEC R11, V2): one rule for the feed and for explain. */
 import { isEligible } from '@feed/domain';
 import type { Identity } from '../http/identity';
-import type { SkipReason } from '../metrics';
+import type { SkipReason } from '../labels';
 import type { UserFilter } from '../users/user-history';
 import type { CatalogVideo } from './video-catalog';
 

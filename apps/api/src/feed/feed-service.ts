@@ -20,7 +20,8 @@ import { claimPositions, Deadline, DeadlineSpentError, readOffset, RedisCallErro
 import { AppError, unavailable } from '@feed/http';
 import { annotateRequestSpan, inSpan } from '@feed/telemetry';
 import type { Identity } from '../http/identity';
-import type { ApiMetrics, SkipReason } from '../metrics';
+import type { SkipReason, StrategyName } from '../labels';
+import type { ApiMetrics } from '../metrics';
 import { RingReader, scanRing } from './ring-scan';
 import type { QueueCopies } from './queue-copies';
 import { ClockSkewProbe } from './clock-skew';
@@ -48,8 +49,6 @@ export interface FeedOptions {
   /** The instance's copies of published queues (R22); absent: positions are read from Redis. */
   queueCopies?: QueueCopies;
 }
-
-export type StrategyName = 'ring' | 'previous-version' | 'legacy-set' | 'mongo-fallback';
 
 /** Most recent approved videos the MongoDB fallback samples from. */
 const MONGO_FALLBACK_POOL = 200;
@@ -234,6 +233,11 @@ export class FeedService {
     if (claim.count === 0) return;
     // Counted apart from Redis failures: the claim ran, its answer came after the request's deadline.
     this.metrics.lateClaims.inc();
+    await this.giveBack(ring, userKey, claim);
+  }
+
+  /** Gives unserved claimed positions back; what could not be given back is counted as lost. */
+  private async giveBack(ring: RingVersion, userKey: string, claim: Claim): Promise<void> {
     const unserved = await unclaimPositions(this.redis, this.keys, ring, userKey, claim).catch(() => claim.count);
     this.metrics.claimsGivenBack.inc({ result: unserved === 0 ? 'given-back' : 'lost' });
   }
@@ -276,7 +280,7 @@ export class FeedService {
           const claim = await this.claim(ring, request, count);
           const ids = await request.deadline.run(() => this.reader.idsAt(ring, claim.offset, claim.count), 'queue read').catch((err: unknown) => {
             // Claimed but not readable (Redis failed between the two calls): not served, so given back.
-            void unclaimPositions(this.redis, this.keys, ring, request.identity.key, claim).catch(() => undefined);
+            void this.giveBack(ring, request.identity.key, claim);
             throw err;
           });
           claims.push(claim);

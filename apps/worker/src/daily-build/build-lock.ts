@@ -27,7 +27,8 @@ export async function acquireBuildLock(redis: Redis, key: string, ttlMs: number,
       (renewed) => {
         if (renewed !== 1) logger?.warn('build lock lost: it lapsed or another build holds it', { key });
       },
-      () => undefined,
+      // Logged, not counted: a beat that fails leaves the lease to lapse unless a later one renews it, and the publish script refuses a lost lock.
+      (err: unknown) => logger?.warn('build lock heartbeat failed', { key, err }),
     );
   }, Math.max(100, Math.floor(ttlMs / 3)));
   heartbeat.unref();

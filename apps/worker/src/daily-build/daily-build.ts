@@ -431,10 +431,11 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
     await run.progress('done', 100);
     return { version, status: 'built', meta, scoresWritten, verdict, timings: run.timings };
   } catch (err) {
-    await versionStore(deps).dropStaging(version, lock).catch(() => undefined);
+    // Cleanup failures are logged, not counted: the build already counts as failed, staging keys expire and the lock lapses.
+    await versionStore(deps).dropStaging(version, lock).catch((dropErr: unknown) => logger.warn('staging keys not dropped: they expire with their TTL', { version, err: dropErr }));
     logger.error('daily build failed', { version, err });
     throw err;
   } finally {
-    await lock.release().catch(() => undefined);
+    await lock.release().catch((err: unknown) => logger.warn('build lock not released: it lapses with its lease', { version, err }));
   }
 }

@@ -110,7 +110,8 @@ export async function promoteHeldVersion(deps: PromoteDeps, version: string, who
     outcome = await decideLocked(deps, held, lock, decision, before);
     await clearHeldVersion(redis, keys, version, true);
   } finally {
-    await lock.release().catch(() => undefined);
+    // Logged, not counted: the lock lapses with its lease.
+    await lock.release().catch((err: unknown) => logger.warn('build lock not released: it lapses with its lease', { version, err }));
   }
   const replaced = outcome.replaced ?? before;
   logger.warn(`held version ${outcome.status}`, { version, replaced, current: outcome.current, actor: who.actor, via: who.via });
