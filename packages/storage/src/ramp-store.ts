@@ -48,8 +48,16 @@ function rampOf(fields: Record<string, string>): StoredRamp {
 
 /** The stored ramp (`state: null` with `error` when what is stored is no ramp this code reads). */
 export async function readRamp(redis: Redis, keys: RedisKeys): Promise<StoredRamp> {
-  return rampOf(await redis.hGetAll(keys.ramp));
+  const fields = await hashAt(redis, keys.ramp);
+  return fields ? rampOf(fields) : { state: null, error: 'the ramp key holds no hash (written by hand?): start a ramp over it or delete it', revision: '0' };
 }
+
+/** The hash at `key`, or null when the key holds another type (as rollout-commit.lua reads it: no ramp). */
+const hashAt = (redis: Redis, key: string) =>
+  redis.hGetAll(key).catch((err: unknown) => {
+    if (err instanceof Error && err.message.startsWith('WRONGTYPE')) return null;
+    throw err;
+  });
 
 /**
  * Moves a past version's ramp key (another slot) to `keys.ramp` once: read the old, write the new
@@ -57,8 +65,8 @@ export async function readRamp(redis: Redis, keys: RedisKeys): Promise<StoredRam
  * deleted at the next call, which never overwrites the new one. True when an old key was found.
  */
 export async function migrateRampKey(redis: Redis, keys: RedisKeys): Promise<boolean> {
-  const old = await redis.hGetAll(keys.legacyRamp);
-  if (old.state === undefined) return false;
+  const old = await hashAt(redis, keys.legacyRamp);
+  if (old?.state === undefined) return false;
   await runScript(redis, 'rollout-commit', [keys.rollout, keys.ramp], ['0', '', old.revision ?? '1', old.state, 'none']);
   await redis.del(keys.legacyRamp);
   return true;
@@ -129,7 +137,9 @@ async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollo
     const decided = decide(stored, rollout, deps.now?.() ?? new Date());
     if (!decided.ok) return decided;
     // The revision climbs over whatever was stored, a replaced ramp's included: a driver that read the old one cannot commit over the new.
-    const state = decided.state && { ...decided.state, revision: Math.max(decided.state.revision, Number(stored.revision) + 1) };
+    // A revision that is no count (written by hand) is climbed over from 0: a NaN would store an unreadable ramp.
+    const after = Number(stored.revision) + 1;
+    const state = decided.state && { ...decided.state, revision: Math.max(decided.state.revision, Number.isSafeInteger(after) ? after : 1) };
     if (await commit(redis, keys, { rampRevision: stored.revision, state, rollout: decided.rollout })) {
       return { ok: true, before: stored, state, rollout: { before: rollout, after: await observeRollout(redis, keys, environment) } };
     }
