@@ -130,7 +130,7 @@ const record = (trail: AuditTrail, entry: AuditEntry) =>
  * read; on a lost race reads again (bounded: a driver commits once or twice per check, so a few
  * attempts always find a quiet moment). A human's rollout change wins over any rollout revision.
  */
-async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollout: RolloutInForce, now: Date) => Decision): Promise<{ ok: true; before: StoredRamp; state?: RampState; rollout: { before: RolloutInForce; after: RolloutInForce } } | Exclude<RampCommandResult, { ok: true }>> {
+async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollout: RolloutInForce, now: Date) => Decision): Promise<{ ok: true; before: StoredRamp; state?: RampState; rollout: { wrote: boolean; before: RolloutInForce; after: RolloutInForce } } | Exclude<RampCommandResult, { ok: true }>> {
   const { redis, keys, environment } = deps;
   for (let attempt = 0; attempt < COMMAND_ATTEMPTS; attempt++) {
     const [stored, rollout] = await Promise.all([readRamp(redis, keys), observeRollout(redis, keys, environment)]);
@@ -141,7 +141,7 @@ async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollo
     const after = Number(stored.revision) + 1;
     const state = decided.state && { ...decided.state, revision: Math.max(decided.state.revision, Number.isSafeInteger(after) ? after : 1) };
     if (await commit(redis, keys, { rampRevision: stored.revision, state, rollout: decided.rollout })) {
-      return { ok: true, before: stored, state, rollout: { before: rollout, after: await observeRollout(redis, keys, environment) } };
+      return { ok: true, before: stored, state, rollout: { wrote: decided.rollout !== undefined, before: rollout, after: await observeRollout(redis, keys, environment) } };
     }
   }
   return { ok: false, kind: 'busy', error: `the ramp changed under ${COMMAND_ATTEMPTS} attempts in a row; try again` };
@@ -156,8 +156,8 @@ async function rampCommand(deps: RampCommandDeps, action: AuditEntry['action'], 
   });
   if (!done.ok) return done;
   await record(deps.trail, { action, ...deps.who, before: rampSummary(done.before.state), after: rampSummary(done.state!) });
-  // A start or resume writes its step's percent: a change of the override like any other (D6).
-  if (done.rollout.after.percent !== done.rollout.before.percent || done.rollout.after.enabled !== done.rollout.before.enabled) {
+  // A start or resume writes its step's percent: a change of the override like any other (D6); another writer's change meanwhile is not this command's.
+  if (done.rollout.wrote && (done.rollout.after.percent !== done.rollout.before.percent || done.rollout.after.enabled !== done.rollout.before.enabled)) {
     await record(deps.trail, { action: 'rollout-set', ...deps.who, before: strip(done.rollout.before), after: strip(done.rollout.after) });
   }
   return { ok: true, state: done.state! };

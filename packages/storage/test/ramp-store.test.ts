@@ -127,6 +127,27 @@ describe('ramp store (R23)', () => {
     expect((await readRamp(s.redis, s.keys)).state).toEqual(state);
   });
 
+  it("when another writer changes the percent while a pause commits, then the pause's audit tells of the pause only, no rollout change it never made", async () => {
+    await started();
+    const entries: Array<{ action: string }> = [];
+    let commits = 0;
+    // The other writer lands right after the pause's commit, before the pause reads the rollout back.
+    const redis = new Proxy(s.redis, {
+      get: (target, key) =>
+        key === 'evalSha' || key === 'eval'
+          ? async (...args: unknown[]) => {
+              const reply: unknown = await (target[key] as (...a: unknown[]) => Promise<unknown>)(...args);
+              if (commits++ === 0) await s.redis.hSet(s.keys.rollout, { percent: '42' });
+              return reply;
+            }
+          : (Reflect.get(target, key) as unknown),
+    });
+    const trail = { ...deps().trail, record: async (entry: { action: string }) => void entries.push(entry) };
+    expect(await pauseStoredRamp({ ...deps(), redis, trail })).toMatchObject({ ok: true });
+    expect(commits).toBeGreaterThan(0);
+    expect(entries.map((e) => e.action)).toEqual(['ramp-pause']);
+  });
+
   it("when the keys are built, then the ramp's key is tagged with the override's name (one hash slot in a cluster)", () => {
     expect(s.keys.ramp).toBe(`{${s.keys.rollout}}:ramp`);
   });
