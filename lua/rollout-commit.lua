@@ -15,13 +15,18 @@
   Reply: 1 when written (the override's revision bumped when it changed), 0 when a revision is
   another than the one read (nothing written).
 ]]
-if (redis.call('HGET', KEYS[2], 'revision') or '0') ~= ARGV[1] then
+-- A ramp key of another type (written by hand) is no ramp, as none is: revision '0', replaced by a new one.
+local rampIsHash = redis.call('TYPE', KEYS[2]).ok == 'hash'
+if (rampIsHash and redis.call('HGET', KEYS[2], 'revision') or '0') ~= ARGV[1] then
   return 0
 end
 if ARGV[2] ~= '' and (redis.call('HGET', KEYS[1], 'revision') or '0') ~= ARGV[2] then
   return 0
 end
 if ARGV[3] ~= '' then
+  if not rampIsHash then
+    redis.call('DEL', KEYS[2])
+  end
   redis.call('HSET', KEYS[2], 'revision', ARGV[3], 'state', ARGV[4])
 end
 if ARGV[5] == 'clear' then

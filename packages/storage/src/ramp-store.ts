@@ -48,8 +48,16 @@ function rampOf(fields: Record<string, string>): StoredRamp {
 
 /** The stored ramp (`state: null` with `error` when what is stored is no ramp this code reads). */
 export async function readRamp(redis: Redis, keys: RedisKeys): Promise<StoredRamp> {
-  return rampOf(await redis.hGetAll(keys.ramp));
+  const fields = await hashAt(redis, keys.ramp);
+  return fields ? rampOf(fields) : { state: null, error: 'the ramp key holds no hash (written by hand?): start a ramp over it or delete it', revision: '0' };
 }
+
+/** The hash at `key`, or null when the key holds another type (as rollout-commit.lua reads it: no ramp). */
+const hashAt = (redis: Redis, key: string) =>
+  redis.hGetAll(key).catch((err: unknown) => {
+    if (err instanceof Error && err.message.startsWith('WRONGTYPE')) return null;
+    throw err;
+  });
 
 /**
  * Moves a past version's ramp key (another slot) to `keys.ramp` once: read the old, write the new
@@ -57,8 +65,8 @@ export async function readRamp(redis: Redis, keys: RedisKeys): Promise<StoredRam
  * deleted at the next call, which never overwrites the new one. True when an old key was found.
  */
 export async function migrateRampKey(redis: Redis, keys: RedisKeys): Promise<boolean> {
-  const old = await redis.hGetAll(keys.legacyRamp);
-  if (old.state === undefined) return false;
+  const old = await hashAt(redis, keys.legacyRamp);
+  if (old?.state === undefined) return false;
   await runScript(redis, 'rollout-commit', [keys.rollout, keys.ramp], ['0', '', old.revision ?? '1', old.state, 'none']);
   await redis.del(keys.legacyRamp);
   return true;
@@ -122,16 +130,18 @@ const record = (trail: AuditTrail, entry: AuditEntry) =>
  * read; on a lost race reads again (bounded: a driver commits once or twice per check, so a few
  * attempts always find a quiet moment). A human's rollout change wins over any rollout revision.
  */
-async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollout: RolloutInForce, now: Date) => Decision): Promise<{ ok: true; before: StoredRamp; state?: RampState; rollout: { before: RolloutInForce; after: RolloutInForce } } | Exclude<RampCommandResult, { ok: true }>> {
+async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollout: RolloutInForce, now: Date) => Decision): Promise<{ ok: true; before: StoredRamp; state?: RampState; rollout: { wrote: boolean; before: RolloutInForce; after: RolloutInForce } } | Exclude<RampCommandResult, { ok: true }>> {
   const { redis, keys, environment } = deps;
   for (let attempt = 0; attempt < COMMAND_ATTEMPTS; attempt++) {
     const [stored, rollout] = await Promise.all([readRamp(redis, keys), observeRollout(redis, keys, environment)]);
     const decided = decide(stored, rollout, deps.now?.() ?? new Date());
     if (!decided.ok) return decided;
     // The revision climbs over whatever was stored, a replaced ramp's included: a driver that read the old one cannot commit over the new.
-    const state = decided.state && { ...decided.state, revision: Math.max(decided.state.revision, Number(stored.revision) + 1) };
+    // A revision that is no count (written by hand) is climbed over from 0: a NaN would store an unreadable ramp.
+    const after = Number(stored.revision) + 1;
+    const state = decided.state && { ...decided.state, revision: Math.max(decided.state.revision, Number.isSafeInteger(after) ? after : 1) };
     if (await commit(redis, keys, { rampRevision: stored.revision, state, rollout: decided.rollout })) {
-      return { ok: true, before: stored, state, rollout: { before: rollout, after: await observeRollout(redis, keys, environment) } };
+      return { ok: true, before: stored, state, rollout: { wrote: decided.rollout !== undefined, before: rollout, after: await observeRollout(redis, keys, environment) } };
     }
   }
   return { ok: false, kind: 'busy', error: `the ramp changed under ${COMMAND_ATTEMPTS} attempts in a row; try again` };
@@ -146,8 +156,8 @@ async function rampCommand(deps: RampCommandDeps, action: AuditEntry['action'], 
   });
   if (!done.ok) return done;
   await record(deps.trail, { action, ...deps.who, before: rampSummary(done.before.state), after: rampSummary(done.state!) });
-  // A start or resume writes its step's percent: a change of the override like any other (D6).
-  if (done.rollout.after.percent !== done.rollout.before.percent || done.rollout.after.enabled !== done.rollout.before.enabled) {
+  // A start or resume writes its step's percent: a change of the override like any other (D6); another writer's change meanwhile is not this command's.
+  if (done.rollout.wrote && (done.rollout.after.percent !== done.rollout.before.percent || done.rollout.after.enabled !== done.rollout.before.enabled)) {
     await record(deps.trail, { action: 'rollout-set', ...deps.who, before: strip(done.rollout.before), after: strip(done.rollout.after) });
   }
   return { ok: true, state: done.state! };

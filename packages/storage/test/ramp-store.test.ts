@@ -5,7 +5,7 @@
  * key is moved once. And the ranges every edge validates a ramp with (rampAskSchema).
  */
 import { MAX_DWELL_MS } from '@feed/domain';
-import { auditTrail, commit, migrateRampKey, observeRollout, pauseStoredRamp, rampAskOf, rampAskSchema, readRamp, startStoredRamp, type RampCommandDeps } from '../src';
+import { auditTrail, changeRolloutOverRamp, commit, migrateRampKey, observeRollout, pauseStoredRamp, rampAskOf, rampAskSchema, readRamp, startStoredRamp, type RampCommandDeps } from '../src';
 import { useTestServices } from '../../../test/support/services';
 
 const s = useTestServices('ramp-store');
@@ -99,6 +99,53 @@ describe('ramp store (R23)', () => {
     expect(await migrateRampKey(s.redis, s.keys)).toBe(true);
     expect(await s.redis.hGetAll(s.keys.ramp)).toEqual({ revision: '7', state: '{"old":1}' });
     expect(await s.redis.exists(s.keys.legacyRamp)).toBe(0);
+  });
+
+  it.each(['abc', '1.5', '9007199254740993', 'Infinity'])('when the stored ramp revision is %j (written by hand), then a start stores a ramp that reads and is paused', async (revision) => {
+    await s.redis.hSet(s.keys.ramp, { revision, state: 'null' });
+    const state = await started();
+    expect(await readRamp(s.redis, s.keys)).toEqual({ state, revision: String(state.revision) });
+    expect(await pauseStoredRamp(deps())).toMatchObject({ ok: true, state: { status: 'paused' } });
+  });
+
+  it.each([
+    ['a list', () => s.redis.rPush(s.keys.ramp, 'x')],
+    ['a string', () => s.redis.set(s.keys.ramp, 'x')],
+  ])('when the ramp key holds %s (written by hand), then it reads as unreadable, the kill switch goes through and a start replaces it', async (_kind, write) => {
+    await write();
+    expect(await readRamp(s.redis, s.keys)).toEqual({ state: null, revision: '0', error: expect.stringMatching(/holds no hash/) });
+    expect(await changeRolloutOverRamp(deps(), { enabled: false })).toMatchObject({ enabled: false });
+    await changeRolloutOverRamp(deps(), 'clear');
+    const state = await started();
+    expect((await readRamp(s.redis, s.keys)).state).toEqual(state);
+  });
+
+  it("when a past version's ramp key holds no hash (written by hand), then there is nothing to move and the ramp in its slot is read as ever", async () => {
+    const state = await started();
+    await s.redis.set(s.keys.legacyRamp, 'x');
+    expect(await migrateRampKey(s.redis, s.keys)).toBe(false);
+    expect((await readRamp(s.redis, s.keys)).state).toEqual(state);
+  });
+
+  it("when another writer changes the percent while a pause commits, then the pause's audit tells of the pause only, no rollout change it never made", async () => {
+    await started();
+    const entries: Array<{ action: string }> = [];
+    let commits = 0;
+    // The other writer lands right after the pause's commit, before the pause reads the rollout back.
+    const redis = new Proxy(s.redis, {
+      get: (target, key) =>
+        key === 'evalSha' || key === 'eval'
+          ? async (...args: unknown[]) => {
+              const reply: unknown = await (target[key] as (...a: unknown[]) => Promise<unknown>)(...args);
+              if (commits++ === 0) await s.redis.hSet(s.keys.rollout, { percent: '42' });
+              return reply;
+            }
+          : (Reflect.get(target, key) as unknown),
+    });
+    const trail = { ...deps().trail, record: async (entry: { action: string }) => void entries.push(entry) };
+    expect(await pauseStoredRamp({ ...deps(), redis, trail })).toMatchObject({ ok: true });
+    expect(commits).toBeGreaterThan(0);
+    expect(entries.map((e) => e.action)).toEqual(['ramp-pause']);
   });
 
   it("when the keys are built, then the ramp's key is tagged with the override's name (one hash slot in a cluster)", () => {
