@@ -75,6 +75,14 @@ async function call(method: 'GET' | 'HEAD', path: string, headers: Record<string
   return { status: res.status, vids: (body.vInfos ?? []).map((v) => v.vid), ms: Math.round(performance.now() - started) };
 }
 const page = (headers: Record<string, string>, method: 'GET' | 'HEAD' = 'GET') => call(method, '/api/app/recommend/vid/list?pageSize=5', headers);
+/** Likes the readout counted (D7), over every variant and hour. */
+async function likesCounted(): Promise<number> {
+  let total = 0;
+  for await (const batch of client.scanKeys(`${prefix}recommend:short:variant-stats:*`)) {
+    for (const key of batch) for (const [field, n] of Object.entries(await client.hGetAll(key))) if (field.endsWith(':like')) total += Number(n);
+  }
+  return total;
+}
 const offset = (name: string) => offsetOf(client, keys, VERSION, `g:${device(name)['X-Device-Id']}`);
 
 describe('a frozen MongoDB (SIGSTOP)', () => {
@@ -98,6 +106,12 @@ describe('a frozen MongoDB (SIGSTOP)', () => {
 
     // After the stall: each device's first page is the ring's start, as if nothing had happened.
     await waitUntil('ready after the stall', async () => (await call('GET', '/readyz', {})).status === 200, 15_000);
+    // The like answered 503 still lands once MongoDB resumes: its first success is counted by the
+    // readout (D7) then, once; the client's retry finds it done and counts nothing more.
+    await waitUntil('the stalled like counted by the readout', async () => (await likesCounted()) === 1, 15_000);
+    const retried = await fetch(`${base}/api/app/vid/like`, { method: 'POST', headers: { ...bearer('stall-liker'), 'Content-Type': 'application/json' }, body: JSON.stringify({ vid: ids[0] }) });
+    expect(await retried.json()).toEqual({ active: true, changed: false });
+    expect(await likesCounted()).toBe(1);
     for (const name of devices) {
       expect((await page(device(name), 'HEAD')).status).toBe(200);
       expect({ name, ...(await page(device(name))) }).toMatchObject({ name, status: 200, vids: ids.slice(0, 5) });

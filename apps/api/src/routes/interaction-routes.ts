@@ -21,17 +21,28 @@ export const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, '
 /**
  * `readout` counts each first like, collect, comment and share for the user's variant (D7: a toggled like is one like).
  * An interaction's MongoDB work is answered within `mongoDeadlineMs` (R17): past it a 503, and the
- * client's retry is safe (each kind's unique record makes the first success decidable).
+ * client's retry is safe (each kind's unique record makes the first success decidable). Writes
+ * answered 503 may still land when MongoDB resumes: their first success is counted then (`counted`
+ * follows the writes, not the answer), since the retry finds it done and counts nothing.
  */
 export function interactionRoutes(service: InteractionService, jwtSecret: string, readout: VariantReadout, mongoDeadlineMs: number): Router {
   const router = Router(ROUTING);
-  const bounded = <T>(writes: Promise<T>) => withDeadline(writes, mongoDeadlineMs, 'MongoDB writes of the interaction');
+  const counted = async <T>(writes: Promise<T>, count?: (result: T) => Promise<void>): Promise<T> => {
+    const done = writes.then(async (result) => {
+      await count?.(result);
+      return result;
+    });
+    done.catch(() => undefined); // awaited below, or by no one once the request answered 503
+    await withDeadline(writes, mongoDeadlineMs, 'MongoDB writes of the interaction');
+    return done;
+  };
   const toggle = (path: string, action: (vid: string, userId: string) => Promise<ToggleOutcome>, engagement?: 'like' | 'collect') =>
     router.post(path, async (req, res) => {
       const { userId } = requireUser(req, jwtSecret);
       const { vid } = validateBody(vidBody, req);
-      const { active, changed, first } = await bounded(action(vid, userId));
-      if (engagement && first) await readout.record(userIdentity(userId), engagement);
+      const { active, changed } = await counted(action(vid, userId), async ({ first }) => {
+        if (engagement && first) await readout.record(userIdentity(userId), engagement);
+      });
       res.json({ active, changed });
     });
   toggle('/api/app/vid/like', service.like, 'like');
@@ -44,24 +55,26 @@ export function interactionRoutes(service: InteractionService, jwtSecret: string
     const { vid, content } = validateBody(commentBody, req);
     const header = req.header('idempotency-key');
     const key = header === undefined ? undefined : validate(idempotencyKey.label('Idempotency-Key'), header);
-    const result = await bounded(service.comment(vid, userId, content.trim(), key));
-    if (result.created) await readout.record(userIdentity(userId), 'comment');
+    const result = await counted(service.comment(vid, userId, content.trim(), key), async ({ created }) => {
+      if (created) await readout.record(userIdentity(userId), 'comment');
+    });
     res.status(result.created ? 201 : 200).json(result);
   });
 
   router.delete('/api/app/vid/comment/:id', async (req, res) => {
     const { userId } = requireUser(req, jwtSecret);
     const id = validate(objectId.label('id'), req.params.id);
-    res.json(await bounded(service.deleteComment(id, userId)));
+    res.json(await counted(service.deleteComment(id, userId)));
   });
 
   router.post('/api/app/share/output', async (req, res) => {
     const identity = identify(req, jwtSecret);
     const { videoID } = validateBody(shareBody, req);
-    const { counted, first, valid } = await bounded(service.share(videoID, identity.userId));
     // A guest's share moves no counter (R4) but is engagement of the guest's variant all the same.
-    if (valid && videoID !== undefined) await readout.recordShare(identity, videoID, first);
-    res.json({ ok: true, counted });
+    const share = await counted(service.share(videoID, identity.userId), async ({ first, valid }) => {
+      if (valid && videoID !== undefined) await readout.recordShare(identity, videoID, first);
+    });
+    res.json({ ok: true, counted: share.counted });
   });
   return router;
 }
