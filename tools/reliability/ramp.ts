@@ -11,8 +11,6 @@ import { expect, type Suite } from './suite';
 
 export async function rampChecks(suite: Suite): Promise<void> {
   const { api, check, env, keys, redisClient, worker } = suite;
-  // Each ramp waits out 1-minute dwells: each check gets the suite's time budget afresh, as the kill checks do.
-  const freshBudget = () => suite.deadline.refresh();
   const RAMP_RATES = { view: 1, like: 0.05, collect: 0.02, share: 0.01, 'not-interested': 0.03, request: 0.2, 'server-error': 0.0002, degraded: 0.0004, 'empty-page': 0.0002 };
   const feedReadout = (ringLikes: number) => {
     const timer = setInterval(() => {
@@ -35,7 +33,6 @@ export async function rampChecks(suite: Suite): Promise<void> {
   const rollout = async () => redisClient.hGetAll(keys.rollout);
   /** Starts a ramp 5,100 % over a readout whose ring likes at `ringLikeRate`, until it is `until`; what it left. */
   const rampUntil = async (ringLikeRate: number, until: 'done' | 'halted') => {
-    freshBudget();
     const stop = feedReadout(ringLikeRate);
     try {
       const started = await cli(env, 'rollout', '--ramp', '5,100', '--dwell', '1m');
@@ -60,7 +57,6 @@ export async function rampChecks(suite: Suite): Promise<void> {
     expect(res.status === 200, `POST ${path}: ${res.status} ${await res.text()}`);
   };
   await check('ramp', 'a ramp 50,100 % over 150 users\' real traffic and one guest device sending 300 "not interested" for one video: reaches 100 %', async () => {
-    freshBudget();
     // The step's readout is its UTC hours: counts of earlier groups in them are not this traffic.
     await redisClient.del([0, 1, 2].map((h) => keys.variantStats(statsHour(new Date(Date.now() - h * 3600_000)))));
     const admin = { Authorization: `Basic ${Buffer.from(`admin:${suite.adminPassword}`).toString('base64')}`, 'Content-Type': 'application/json' };

@@ -233,13 +233,7 @@ export class FeedService {
     if (claim.count === 0) return;
     // Counted apart from Redis failures: the claim ran, its answer came after the request's deadline.
     this.metrics.lateClaims.inc();
-    await this.giveBack(ring, userKey, claim);
-  }
-
-  /** Gives unserved claimed positions back; what could not be given back is counted as lost. */
-  private async giveBack(ring: RingVersion, userKey: string, claim: Claim): Promise<void> {
-    const unserved = await unclaimPositions(this.redis, this.keys, ring, userKey, claim).catch(() => claim.count);
-    this.metrics.claimsGivenBack.inc({ result: unserved === 0 ? 'given-back' : 'lost' });
+    await this.giveBack(ring, userKey, [claim]);
   }
 
   /**
@@ -280,7 +274,7 @@ export class FeedService {
           const claim = await this.claim(ring, request, count);
           const ids = await request.deadline.run(() => this.reader.idsAt(ring, claim.offset, claim.count), 'queue read').catch((err: unknown) => {
             // Claimed but not readable (Redis failed between the two calls): not served, so given back.
-            void this.giveBack(ring, request.identity.key, claim);
+            void this.giveBack(ring, request.identity.key, [claim]);
             throw err;
           });
           claims.push(claim);
@@ -319,7 +313,7 @@ export class FeedService {
     };
   }
 
-  /** Claims of a page not served, latest first, within a Redis deadline of their own (the request's may be spent). */
+  /** Claims of a page not served, latest first, within a Redis deadline of their own (the request's may be spent); what could not be given back is counted as lost. */
   private async giveBack(ring: RingVersion, userKey: string, claims: Claim[]): Promise<void> {
     const given = Promise.all(claims.map((claim) => unclaimPositions(this.redis, this.keys, ring, userKey, claim)));
     const unserved = await withDeadline(given, this.options.redisDeadlineMs, 'give-back').catch(() => claims.map((claim) => claim.count));
