@@ -62,6 +62,13 @@ describe('configuration (D2)', () => {
     expect(config).toMatchObject({ shortRecommendV2Enabled: false, shortRecommendV2Percent: 30, redisClusterNodes: ['a:7000', 'b:7001'], redisUrl: 'redis://127.0.0.1:6379/3' });
   });
 
+  it('when REDIS_SENTINELS is given, then it is parsed with the master name, and it is refused beside REDIS_CLUSTER_NODES', () => {
+    expect(loadConfig({ REDIS_SENTINELS: 's1:26379,s2:26380', REDIS_SENTINEL_MASTER: 'feed' })).toMatchObject({ redisSentinels: ['s1:26379', 's2:26380'], redisSentinelMaster: 'feed' });
+    expect(loadConfig({}).redisSentinels).toBeUndefined();
+    expect(() => loadConfig({ REDIS_SENTINELS: 's1:26379', REDIS_CLUSTER_NODES: 'a:7000' })).toThrow(/REDIS_SENTINELS.*REDIS_CLUSTER_NODES/);
+    expect(() => loadConfig({ REDIS_SENTINELS: 'no-port' })).toThrow(/REDIS_SENTINELS/);
+  });
+
   it('when the schema is described, then every variable has a description', () => {
     const described = describeConfig();
     expect(described.length).toBeGreaterThan(20);
