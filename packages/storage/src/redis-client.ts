@@ -66,7 +66,29 @@ function clusterAdapter(cluster: ClusterClient): Redis {
       yield* node.scanIterator({ MATCH: pattern, COUNT: count });
     }
   }
+  followFailovers(cluster);
   return Object.assign(cluster, { scanKeys, mGetBuffers: (keys: string[]) => binary.mGet(keys) });
+}
+
+/** Least time between two slot-map reads while a node reports errors. */
+const REDISCOVER_EVERY_MS = 500;
+
+/**
+ * node-redis's cluster client reads the slot map again only on MOVED/ASK (node-redis #2806): the
+ * slots of a master that died never answer MOVED, so it would send them to the dead node for ever
+ * ("The client is offline"). While any node reports errors (its reconnects fail every 2 s at most,
+ * the policy's backoff), the map is read again from a node that answers, at most every 500 ms:
+ * once the replica is promoted, the map names it and the dead node's client is dropped (SPEC R22).
+ */
+function followFailovers(cluster: ClusterClient): void {
+  let lastRead = -Infinity;
+  cluster.on('node-error', () => {
+    if (!cluster.isOpen || performance.now() - lastRead < REDISCOVER_EVERY_MS) return;
+    const answering = [...cluster.nodeByAddress.values()].find((node) => node.client?.isReady)?.client;
+    if (!answering) return;
+    lastRead = performance.now();
+    cluster._slots.rediscover(answering).catch(() => undefined);
+  });
 }
 
 /** Connects (or, with `background`, starts connecting) and returns a client for either mode. */
