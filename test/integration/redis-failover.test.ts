@@ -5,7 +5,8 @@
  * a replica, a replica is lost. Counted from what the clients see: every 5xx, every page not
  * from the ring once the cluster has been whole for HEAL_BOUND_MS, every position served twice.
  * Then both /readyz say ready with Redis ok, and the controller (through BullMQ) rebuilds a
- * current queue deleted after the failover. No restart of either process.
+ * current queue deleted after the failover. No restart of either process. The same for a primary
+ * and its replica behind three Sentinels (the third topology): primary SIGKILLed, back as replica.
  */
 import { spawnSync } from 'node:child_process';
 import mongoose, { type Connection } from 'mongoose';
@@ -15,19 +16,21 @@ import { seedVideos } from '@feed/demo-data';
 import { tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { startTestDeployable } from '../support/deployables';
 import { startLocalCluster, type LocalCluster } from '../support/redis-cluster';
+import { SENTINEL_MASTER, startLocalSentinels, type LocalSentinels } from '../support/redis-sentinel';
 import { testMongoUrl } from '../support/mongo';
 import { readThrough, type Reading } from '../support/page-readers';
 
 /** Ring pages again within this long of the cluster saying cluster_state:ok (SPEC R22: "within seconds"). */
 const HEAL_BOUND_MS = 5_000;
 const BASE_PORT = 27000;
+const SENTINEL_BASE_PORT = 27020;
 const available = ['redis-server', 'redis-cli'].every((tool) => spawnSync(tool, ['--version']).status === 0);
 if (!available && process.env.CI) throw new Error('redis-server/redis-cli not installed: the Redis failover tests are required under CI');
+/** `it` when redis-server is installed, `it.skip` otherwise. */
 const clusterIt = available ? it : it.skip;
 
 const keys = createRedisKeys();
 const mongoUrl = testMongoUrl('failover');
-let cluster: LocalCluster;
 let mongo: Connection;
 const running: Managed[] = [];
 let api: string;
@@ -35,27 +38,29 @@ let worker: string;
 const today = versionFor(new Date(), 'Asia/Shanghai');
 
 beforeAll(async () => {
-  if (!available) return;
-  cluster = await startLocalCluster(BASE_PORT, { replicas: 1, nodeTimeoutMs: 2000, busOffset: 100 });
   mongo = await mongoose.createConnection(mongoUrl).asPromise();
   await seedVideos(videoModel(mongo), { videos: 1000, fresh: 10 });
-  const env = { LOG_LEVEL: 'warn', REDIS_CLUSTER_NODES: cluster.nodes.join(','), CURRENT_CACHE_MS: '1000', REDIS_DEADLINE_MS: '500' };
+}, 60_000);
+
+afterAll(async () => {
+  await mongo.dropDatabase();
+  await mongo.close();
+});
+
+/** The worker, then the API, on the topology `env` names; until the API serves a ring page. */
+async function startService(env: Record<string, string>): Promise<void> {
   for (const name of ['worker', 'api'] as const) {
-    const deployable = await startTestDeployable(tsx('tools/start-one.ts', name), { mongoUrl }, env, { startupMs: 90_000 });
+    const deployable = await startTestDeployable(tsx('tools/start-one.ts', name), { mongoUrl }, { LOG_LEVEL: 'warn', CURRENT_CACHE_MS: '1000', REDIS_DEADLINE_MS: '500', ...env }, { startupMs: 90_000 });
     running.push(deployable.process);
     if (name === 'api') api = deployable.base;
     else worker = deployable.base;
   }
-  await waitUntil('a first ring page', async () => (await readThrough(api, { clients: 1, pages: 1 })).pages[0]?.version === today, 120_000);
-}, 240_000);
+  await waitUntil('a first ring page', async () => (await readThrough(api, { clients: 1, pages: 1 })).pages[0]?.version === today, 120_000).catch((err: unknown) => {
+    throw new Error(`${String(err)}; their output: ${running.map((p) => p.output.join('').slice(-3000)).join('\n---\n')}`);
+  });
+}
 
-afterAll(async () => {
-  if (!available) return;
-  await Promise.all(running.map((p) => p.stop('SIGKILL')));
-  await mongo.dropDatabase();
-  await mongo.close();
-  await cluster.stop();
-});
+const stopService = () => Promise.all(running.splice(0).map((p) => p.stop('SIGKILL')));
 
 /** Both deployables say ready with Redis ok. */
 async function bothReady(): Promise<boolean> {
@@ -89,6 +94,19 @@ const expectHealed = (result: Reading & { healedAt: number }) => {
 };
 
 describe('a Redis Cluster failing over under the API and the worker (R22)', () => {
+  let cluster: LocalCluster;
+  beforeAll(async () => {
+    if (!available) return;
+    cluster = await startLocalCluster(BASE_PORT, { replicas: 1, nodeTimeoutMs: 2000, busOffset: 100 });
+    await startService({ REDIS_CLUSTER_NODES: cluster.nodes.join(',') });
+  }, 240_000);
+
+  afterAll(async () => {
+    if (!available) return;
+    await stopService();
+    await cluster.stop();
+  });
+
   clusterIt("when the master owning the current pointer's slot is SIGKILLed, then within seconds of cluster_state:ok the ring serves, both are ready, and the controller repairs", async () => {
     const victim = await cluster.masterOf(keys.current);
     const result = await readAcross('SIGKILL master', async () => {
@@ -99,9 +117,9 @@ describe('a Redis Cluster failing over under the API and the worker (R22)', () =
     expectHealed(result);
     await waitUntil('both /readyz ready with Redis ok', bothReady, HEAL_BOUND_MS);
     // The controller's checks and repairs, and BullMQ under them, work on the new topology.
-    const owner = await cluster.masterOf(keys.queue(today));
-    expect(await cluster.cli(owner, 'del', keys.queue(today))).toBe('1');
-    await waitUntil('the deleted queue rebuilt and served', async () => (await cluster.cli(await cluster.masterOf(keys.queue(today)), 'exists', keys.queue(today))) === '1', 90_000);
+    const owner = () => cluster.masterOf(keys.queue(today));
+    expect(await cluster.cli(await owner(), 'del', keys.queue(today))).toBe('1');
+    await waitUntil('the deleted queue rebuilt', async () => (await cluster.cli(await owner(), 'exists', keys.queue(today))) === '1', 90_000);
 
     // The failed master comes back, as a replica.
     const back = await readAcross('old master back as replica', async () => {
@@ -135,4 +153,41 @@ describe('a Redis Cluster failing over under the API and the worker (R22)', () =
     expect(result.pages.filter((p) => p.version !== today)).toEqual([]);
     await cluster.restart(replica);
   }, 120_000);
+});
+
+describe('a primary behind Redis Sentinel failing over under the API and the worker (R22)', () => {
+  let sentinels: LocalSentinels;
+  beforeAll(async () => {
+    if (!available) return;
+    sentinels = await startLocalSentinels(SENTINEL_BASE_PORT);
+    await startService({ REDIS_SENTINELS: sentinels.sentinels.join(','), REDIS_SENTINEL_MASTER: SENTINEL_MASTER });
+  }, 240_000);
+
+  afterAll(async () => {
+    if (!available) return;
+    await stopService();
+    await sentinels.stop();
+  });
+
+  clusterIt('when the primary is SIGKILLed and the Sentinels promote the replica, then within seconds the ring serves, both are ready, and the controller repairs', async () => {
+    const victim = await sentinels.primary();
+    const result = await readAcross('Sentinel: SIGKILL primary', async () => {
+      await sentinels.kill(victim);
+      await waitUntil('the replica promoted', async () => (await sentinels.primary()) !== victim, 30_000);
+      await waitUntil('the new primary writable', async () => (await sentinels.cli(await sentinels.primary(), 'role')).startsWith('master'), 10_000);
+      return performance.now();
+    });
+    expectHealed(result);
+    await waitUntil('both /readyz ready with Redis ok', bothReady, HEAL_BOUND_MS);
+    const primary = await sentinels.primary();
+    expect(await sentinels.cli(primary, 'del', keys.queue(today))).toBe('1');
+    await waitUntil('the deleted queue rebuilt', async () => (await sentinels.cli(primary, 'exists', keys.queue(today))) === '1', 90_000);
+
+    const back = await readAcross('Sentinel: old primary back as replica', async () => {
+      await sentinels.restart(victim);
+      await waitUntil('the old primary a replica', async () => (await sentinels.cli(victim, 'role')).startsWith('slave'), 30_000);
+      return performance.now();
+    });
+    expectHealed(back);
+  }, 300_000);
 });

@@ -1,22 +1,22 @@
 /**
- * node-redis v5 connection, standalone or cluster (SPEC D2), behind one small interface.
+ * node-redis v5 connection, standalone, cluster or behind Sentinels (SPEC D2, R22), behind one small interface.
  *
  * v5 rather than v6: v6 adds a default 5 s per-command timeout whose timer bookkeeping measured
  * 3.5-6x slower on EVALSHA and HGET here (50 in flight); v5 has no per-command timer and we
  * bound waiting with the connection policy of redis-connection.ts and explicit deadlines.
  */
-import { createClient, createCluster, RESP_TYPES } from 'redis';
-import type { Config } from '@feed/config';
+import { createClient, createCluster, createSentinel, RESP_TYPES } from 'redis';
 import { logger, oncePerMessage } from '@feed/logger';
 import { withDeadline } from './deadline';
-import { describeRedisTarget, nodeRedisSocket, redisTarget } from './redis-connection';
+import { describeRedisTarget, nodeRedisSocket, redisTarget, type RedisNode, type RedisSettings } from './redis-connection';
 
 type StandaloneClient = ReturnType<typeof createClient>;
 type ClusterClient = ReturnType<typeof createCluster>;
+type SentinelClient = ReturnType<typeof createSentinel>;
 
 /**
- * The commands the service sends. Every one touches keys of a single slot, so the standalone
- * and the cluster client both satisfy this (the compiler checks it in `connectRedis`): a command
+ * The commands the service sends. Every one touches keys of a single slot, so the standalone,
+ * the cluster and the sentinel client all satisfy this (the compiler checks it in `connectRedis`): a command
  * that only one of them has cannot be added here without an adapter below.
  */
 type RedisCommands = Pick<
@@ -70,6 +70,35 @@ function clusterAdapter(cluster: ClusterClient): Redis {
   return Object.assign(cluster, { scanKeys, mGetBuffers: (keys: string[]) => binary.mGet(keys) });
 }
 
+function sentinelAdapter(sentinel: SentinelClient): Redis {
+  // Not withTypeMapping: node-redis 5.12's sentinel applies it to the client itself (every reply turned into bytes).
+  const mGetBuffers = (keys: string[]) => sentinel.sendCommand<Array<Buffer | null>>(true, ['MGET', ...keys], { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } });
+  async function* scanKeys(pattern: string, count = 1000): AsyncIterable<string[]> {
+    let cursor = '0';
+    do {
+      const reply = await sentinel.scan(cursor, { MATCH: pattern, COUNT: count });
+      cursor = reply.cursor;
+      yield reply.keys;
+    } while (cursor !== '0');
+  }
+  return Object.assign(sentinel, { scanKeys, mGetBuffers });
+}
+
+/**
+ * The primary behind Sentinels: node-redis asks them which node it is, follows their
+ * switch-master announcements and, should one be missed, asks them again every second.
+ */
+function connectSentinel(sentinels: RedisNode[], name: string, failFast: boolean | undefined): SentinelClient {
+  return createSentinel({
+    name,
+    sentinelRootNodes: sentinels,
+    nodeClientOptions: { socket: nodeRedisSocket, disableOfflineQueue: failFast },
+    sentinelClientOptions: { socket: nodeRedisSocket },
+    scanInterval: 1_000,
+    passthroughClientErrorEvents: true,
+  });
+}
+
 /** Least time between two slot-map reads while a node reports errors. */
 const REDISCOVER_EVERY_MS = 500;
 
@@ -92,14 +121,16 @@ function followFailovers(cluster: ClusterClient): void {
 }
 
 /** Connects (or, with `background`, starts connecting) and returns a client for either mode. */
-export async function connectRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>, options: RedisOptions = {}): Promise<Redis> {
+export async function connectRedis(config: RedisSettings, options: RedisOptions = {}): Promise<Redis> {
   // Timeouts, reconnects and fail-fast: the policy in redis-connection.ts.
   const target = redisTarget(config);
   const socket = nodeRedisSocket;
   const redis =
     target.mode === 'cluster'
       ? clusterAdapter(createCluster({ rootNodes: target.nodes.map((node) => ({ socket: node })), defaults: { socket, disableOfflineQueue: options.failFast } }))
-      : standaloneAdapter(createClient({ url: target.url, socket, disableOfflineQueue: options.failFast }));
+      : target.mode === 'sentinel'
+        ? sentinelAdapter(connectSentinel(target.sentinels, target.name, options.failFast))
+        : standaloneAdapter(createClient({ url: target.url, socket, disableOfflineQueue: options.failFast }));
   // A Redis outage repeats the same error on every reconnect: one line per distinct message per 30 s.
   redis.on('error', oncePerMessage(30_000, (err) => logger.warn('redis error', { err: err.message })));
   const connecting = redis.connect();
