@@ -5,14 +5,13 @@
  * 3.5-6x slower on EVALSHA and HGET here (50 in flight); v5 has no per-command timer and we
  * bound waiting with the connection policy of redis-connection.ts and explicit deadlines.
  */
-import { createClient, createCluster, createSentinel, RESP_TYPES } from 'redis';
+import { createClient, createCluster, RESP_TYPES } from 'redis';
 import { logger, oncePerMessage } from '@feed/logger';
 import { withDeadline } from './deadline';
-import { describeRedisTarget, nodeRedisSocket, redisTarget, type RedisNode, type RedisSettings } from './redis-connection';
+import { describeRedisTarget, nodeRedisSocket, reconnectDelay, redisTarget, type RedisNode, type RedisSettings } from './redis-connection';
 
 type StandaloneClient = ReturnType<typeof createClient>;
 type ClusterClient = ReturnType<typeof createCluster>;
-type SentinelClient = ReturnType<typeof createSentinel>;
 
 /**
  * The commands the service sends. Every one touches keys of a single slot, so the standalone,
@@ -70,33 +69,90 @@ function clusterAdapter(cluster: ClusterClient): Redis {
   return Object.assign(cluster, { scanKeys, mGetBuffers: (keys: string[]) => binary.mGet(keys) });
 }
 
-function sentinelAdapter(sentinel: SentinelClient): Redis {
-  // Not withTypeMapping: node-redis 5.12's sentinel applies it to the client itself (every reply turned into bytes).
-  const mGetBuffers = (keys: string[]) => sentinel.sendCommand<Array<Buffer | null>>(true, ['MGET', ...keys], { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } });
-  async function* scanKeys(pattern: string, count = 1000): AsyncIterable<string[]> {
-    let cursor = '0';
-    do {
-      const reply = await sentinel.scan(cursor, { MATCH: pattern, COUNT: count });
-      cursor = reply.cursor;
-      yield reply.keys;
-    } while (cursor !== '0');
+/** The primary's address as the first Sentinel that answers names it. */
+async function askSentinels(sentinels: RedisNode[], name: string): Promise<RedisNode> {
+  for (const sentinel of sentinels) {
+    const client = createClient({ socket: { ...sentinel, connectTimeout: nodeRedisSocket.connectTimeout, reconnectStrategy: false } });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      const reply = await client.sendCommand<[string, string] | null>(['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name]);
+      if (reply) return { host: reply[0], port: Number(reply[1]) };
+    } catch {
+      // the next Sentinel
+    } finally {
+      client.destroy();
+    }
   }
-  return Object.assign(sentinel, { scanKeys, mGetBuffers });
+  throw new Error(`no Sentinel of ${sentinels.map((s) => `${s.host}:${s.port}`).join(',')} names a primary ${name}`);
 }
 
 /**
- * The primary behind Sentinels: node-redis asks them which node it is, follows their
- * switch-master announcements and, should one be missed, asks them again every second.
+ * The primary behind Sentinels, as a standalone client of the address they name, under the
+ * policy (fail-fast included). While the client reports errors (the primary lost; Sentinel also
+ * disconnects the clients of a primary it turns into a replica) the Sentinels are asked again, at
+ * most every 500 ms; when they name another node, a client of it takes over and the old one is
+ * dropped. Not node-redis's createSentinel: it retries each command until a primary answers, so
+ * commands the API gave up on pile up and run late on the new primary (pages degraded for
+ * seconds after the promotion, claims moving offsets for pages never served).
  */
-function connectSentinel(sentinels: RedisNode[], name: string, failFast: boolean | undefined): SentinelClient {
-  return createSentinel({
-    name,
-    sentinelRootNodes: sentinels,
-    nodeClientOptions: { socket: nodeRedisSocket, disableOfflineQueue: failFast },
-    sentinelClientOptions: { socket: nodeRedisSocket },
-    scanInterval: 1_000,
-    passthroughClientErrorEvents: true,
-  });
+function sentinelPrimary(sentinels: RedisNode[], name: string, failFast: boolean | undefined): Redis {
+  const listeners: Array<(err: Error) => void> = [];
+  let address: RedisNode | undefined;
+  let current: Redis | undefined;
+  let closed = false;
+  let lastAsked = -Infinity;
+  const use = (next: RedisNode) => {
+    const client = standaloneAdapter(createClient({ socket: { ...nodeRedisSocket, ...next }, disableOfflineQueue: failFast }));
+    for (const listener of listeners) client.on('error', listener);
+    client.on('error', () => void follow());
+    const previous = current;
+    [address, current] = [next, client];
+    previous?.destroy();
+    return client.connect();
+  };
+  const follow = async () => {
+    if (closed || performance.now() - lastAsked < REDISCOVER_EVERY_MS) return;
+    lastAsked = performance.now();
+    const named = await askSentinels(sentinels, name).catch(() => undefined);
+    if (named && !closed && (named.host !== address?.host || named.port !== address.port)) await use(named).catch(() => undefined);
+  };
+  const offline = () => Promise.reject(new Error(`The client is offline: no primary ${name} named by the Sentinels yet`));
+  const self = {
+    get isOpen() {
+      return current?.isOpen ?? !closed;
+    },
+    async connect() {
+      for (let attempt = 0; !closed; attempt++) {
+        const named = await askSentinels(sentinels, name).catch(() => undefined);
+        if (named) return use(named);
+        await new Promise((resolve) => setTimeout(resolve, reconnectDelay(attempt)));
+      }
+    },
+    on(_event: 'error', listener: (err: Error) => void) {
+      listeners.push(listener);
+      current?.on('error', listener);
+      return self;
+    },
+    async close() {
+      closed = true;
+      await current?.close();
+    },
+    destroy() {
+      closed = true;
+      current?.destroy();
+    },
+  };
+  // Every command goes to the client of the primary the Sentinels named last.
+  return new Proxy(self, {
+    get(target, prop, receiver) {
+      if (prop in target) return Reflect.get(target, prop, receiver);
+      // Not a thenable (connectRedis returns it from an async function); any command rejects until a primary is named.
+      if (!current) return typeof prop === 'string' && prop !== 'then' ? offline : undefined;
+      const value = Reflect.get(current, prop) as unknown;
+      return typeof value === 'function' ? value.bind(current) : value;
+    },
+  }) as unknown as Redis;
 }
 
 /** Least time between two slot-map reads while a node reports errors. */
@@ -129,7 +185,7 @@ export async function connectRedis(config: RedisSettings, options: RedisOptions 
     target.mode === 'cluster'
       ? clusterAdapter(createCluster({ rootNodes: target.nodes.map((node) => ({ socket: node })), defaults: { socket, disableOfflineQueue: options.failFast } }))
       : target.mode === 'sentinel'
-        ? sentinelAdapter(connectSentinel(target.sentinels, target.name, options.failFast))
+        ? sentinelPrimary(target.sentinels, target.name, options.failFast)
         : standaloneAdapter(createClient({ url: target.url, socket, disableOfflineQueue: options.failFast }));
   // A Redis outage repeats the same error on every reconnect: one line per distinct message per 30 s.
   redis.on('error', oncePerMessage(30_000, (err) => logger.warn('redis error', { err: err.message })));
