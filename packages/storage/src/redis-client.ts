@@ -117,8 +117,7 @@ function sentinelPrimary(sentinels: RedisNode[], name: string, failFast: boolean
     const named = await askSentinels(sentinels, name).catch(() => undefined);
     if (named && !closed && (named.host !== address?.host || named.port !== address.port)) await use(named).catch(() => undefined);
   };
-  const offline = () => Promise.reject(new Error(`The client is offline: no primary ${name} named by the Sentinels yet`));
-  const self = {
+  const controls = {
     get isOpen() {
       return current?.isOpen ?? !closed;
     },
@@ -132,7 +131,6 @@ function sentinelPrimary(sentinels: RedisNode[], name: string, failFast: boolean
     on(_event: 'error', listener: (err: Error) => void) {
       listeners.push(listener);
       current?.on('error', listener);
-      return self;
     },
     async close() {
       closed = true;
@@ -143,16 +141,17 @@ function sentinelPrimary(sentinels: RedisNode[], name: string, failFast: boolean
       current?.destroy();
     },
   };
+  // Until the Sentinels name a primary, commands go to a client never connected: they are refused ("The client is closed").
+  const unconnected = standaloneAdapter(createClient({ disableOfflineQueue: true }));
   // Every command goes to the client of the primary the Sentinels named last.
-  return new Proxy(self, {
-    get(target, prop, receiver) {
-      if (prop in target) return Reflect.get(target, prop, receiver);
-      // Not a thenable (connectRedis returns it from an async function); any command rejects until a primary is named.
-      if (!current) return typeof prop === 'string' && prop !== 'then' ? offline : undefined;
-      const value = Reflect.get(current, prop) as unknown;
-      return typeof value === 'function' ? value.bind(current) : value;
+  return new Proxy(unconnected, {
+    get(target, prop) {
+      if (prop in controls) return Reflect.get(controls, prop);
+      const client = current ?? target;
+      const value: unknown = Reflect.get(client, prop);
+      return typeof value === 'function' ? value.bind(client) : value;
     },
-  }) as unknown as Redis;
+  });
 }
 
 /** Least time between two slot-map reads while a node reports errors. */
