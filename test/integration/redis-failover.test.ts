@@ -30,12 +30,12 @@ if (!available && process.env.CI) throw new Error('redis-server/redis-cli not in
 const clusterIt = available ? it : it.skip;
 
 /**
- * The API's budgets are those of production, but for MongoDB's fallback: on a 2-core machine
- * running both deployables, six Redis nodes and the readers, its first query can take over the
- * 1 s default, and MongoDB's bounds are not this test's subject (redis-faults and the MongoDB
- * stall tests have them).
+ * Budgets wider than production's: on a 2-core machine running both deployables, six Redis nodes
+ * and the readers, a starved event loop alone can spend 250 ms of Redis budget (a degraded page
+ * that is no failover's doing) and MongoDB's first fallback query can overrun 1 s. The bounds
+ * themselves are the subject of redis-faults and the MongoDB stall tests, not of this one.
  */
-const SERVICE_ENV = { LOG_LEVEL: 'warn', CURRENT_CACHE_MS: '1000', MONGO_FALLBACK_MAX_TIME_MS: '5000' };
+const SERVICE_ENV = { LOG_LEVEL: 'warn', CURRENT_CACHE_MS: '1000', REDIS_DEADLINE_MS: '1000', MONGO_FALLBACK_MAX_TIME_MS: '5000' };
 const keys = createRedisKeys();
 const mongoUrl = testMongoUrl('failover');
 let mongo: Connection;
