@@ -37,6 +37,18 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
+/** redis-cli against the server on `port`; its output trimmed. */
+export const redisCli = (port: number, ...args: string[]) => run('redis-cli', ['-p', String(port), ...args]).then((r) => r.stdout.trim());
+const cli = redisCli;
+
+/** Signals a child process and resolves once it has exited (at once when it already has). */
+export const stopChild = (p: ChildProcess, signal: NodeJS.Signals) =>
+  new Promise<void>((resolve) => {
+    if (p.exitCode !== null || p.signalCode !== null) return resolve();
+    p.once('exit', () => resolve());
+    p.kill(signal);
+  });
+
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function waitForPing(port: number): Promise<void> {
@@ -69,14 +81,7 @@ export async function startLocalCluster(basePort: number, options: ClusterOption
         { stdio: 'ignore' },
       ),
     );
-  const kill = (port: number, signal: NodeJS.Signals = 'SIGKILL') =>
-    new Promise<void>((resolve) => {
-      const p = processes.get(port)!;
-      if (p.exitCode !== null || p.signalCode !== null) return resolve();
-      p.once('exit', () => resolve());
-      p.kill(signal);
-    });
-  const cli = (port: number, ...args: string[]) => run('redis-cli', ['-p', String(port), ...args]).then((r) => r.stdout.trim());
+  const kill = (port: number, signal: NodeJS.Signals = 'SIGKILL') => stopChild(processes.get(port)!, signal);
   const live = () => ports.filter((port) => processes.get(port)!.exitCode === null && processes.get(port)!.signalCode === null);
   const untilOk = async (timeoutMs = 30_000) => {
     const started = performance.now();

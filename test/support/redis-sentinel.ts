@@ -2,14 +2,13 @@
  * A real primary + replica behind three Redis Sentinels on loopback (Debian's redis-server, run
  * with --sentinel), for the failover tests. Processes run in the foreground and are stopped by pid.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { waitUntil } from '../../tools/support/processes';
+import { redisCli, stopChild } from './redis-cluster';
 
-const run = promisify(execFile);
 export const SENTINEL_MASTER = 'feedmaster';
 
 export interface LocalSentinels {
@@ -51,14 +50,8 @@ export async function startLocalSentinels(basePort: number): Promise<LocalSentin
     }
     processes.set(port, spawn('redis-server', args, { stdio: 'ignore' }));
   };
-  const cli = (port: number, ...args: string[]) => run('redis-cli', ['-p', String(port), ...args]).then((r) => r.stdout.trim());
-  const kill = (port: number, signal: NodeJS.Signals = 'SIGKILL') =>
-    new Promise<void>((resolve) => {
-      const p = processes.get(port)!;
-      if (p.exitCode !== null || p.signalCode !== null) return resolve();
-      p.once('exit', () => resolve());
-      p.kill(signal);
-    });
+  const cli = redisCli;
+  const kill = (port: number, signal: NodeJS.Signals = 'SIGKILL') => stopChild(processes.get(port)!, signal);
   const ping = (port: number) => waitUntil(`redis on ${port}`, () => cli(port, 'ping').then((r) => r === 'PONG', () => false), 10_000);
   const stop = async () => {
     await Promise.all([...processes.keys()].map((port) => kill(port, 'SIGTERM')));
