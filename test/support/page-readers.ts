@@ -28,6 +28,8 @@ export interface ReadOptions {
   until?: () => Promise<boolean> | boolean;
   /** Hard bound of the whole reading (default 120 s). */
   maxMs?: number;
+  /** A video served again after this many others is the ring's wrap, not a position twice (default: never). */
+  wrapAfter?: number;
 }
 
 export async function readThrough(api: string, options: ReadOptions): Promise<Reading> {
@@ -50,13 +52,18 @@ export async function readThrough(api: string, options: ReadOptions): Promise<Re
     }
   };
   await Promise.all(Array.from({ length: options.clients }, client));
-  const seen = new Set<string>();
+  // When each device was last served each video of a ring version, counted in videos served to it.
+  const lastServed = new Map<string, number>();
+  const servedTo = new Map<string, number>();
   let servedTwice = 0;
   for (const page of pages.filter((p) => /^\d{8}$/.test(p.version))) {
     for (const vid of page.vids) {
+      const n = (servedTo.get(page.device) ?? 0) + 1;
+      servedTo.set(page.device, n);
       const key = `${page.device} ${page.version} ${vid}`;
-      if (seen.has(key)) servedTwice++;
-      seen.add(key);
+      const before = lastServed.get(key);
+      if (before !== undefined && n - before < (options.wrapAfter ?? Infinity)) servedTwice++;
+      lastServed.set(key, n);
     }
   }
   return { pages, errors, servedTwice };
