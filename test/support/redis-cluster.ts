@@ -1,6 +1,7 @@
 /**
- * A real 3-master Redis Cluster on loopback, from Debian's redis-server, for the cluster tests.
- * Nodes run in the foreground as child processes and are stopped by pid.
+ * A real Redis Cluster on loopback, from Debian's redis-server, for the cluster tests: 3 masters,
+ * optionally each with a replica (the failover tests kill, restart and fail over nodes). Nodes run
+ * in the foreground as child processes and are stopped by pid.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,10 +11,45 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
+export interface ClusterOptions {
+  /** Replicas per master (default 0): ports basePort+3.. */
+  replicas?: number;
+  /** cluster-node-timeout: how long before a silent master is failed over (default Redis's 15 s). */
+  nodeTimeoutMs?: number;
+  /** The cluster bus port is the node's port plus this (default Redis's 10000). */
+  busOffset?: number;
+}
+
 export interface LocalCluster {
+  /** host:port of every node (the seeds a client is given). */
   nodes: string[];
+  ports: number[];
+  /** redis-cli against one node; its output trimmed. */
+  cli(port: number, ...args: string[]): Promise<string>;
+  /** The port of the master that serves `key`'s slot, as a live node sees it. */
+  masterOf(key: string): Promise<number>;
+  /** SIGKILL of one node (a crashed host). */
+  kill(port: number): Promise<void>;
+  /** A killed node started again with its nodes.conf: it rejoins (a former master as a replica). */
+  restart(port: number): Promise<void>;
+  /** Until every running node says cluster_state:ok (right after a kill they still do: wait for the promotion first); resolves with when (performance.now()). */
+  untilOk(timeoutMs?: number): Promise<number>;
   stop(): Promise<void>;
 }
+
+/** redis-cli against the server on `port`; its output trimmed. */
+export const redisCli = (port: number, ...args: string[]) => run('redis-cli', ['-p', String(port), ...args]).then((r) => r.stdout.trim());
+const cli = redisCli;
+
+/** Signals a child process and resolves once it has exited (at once when it already has). */
+export const stopChild = (p: ChildProcess, signal: NodeJS.Signals) =>
+  new Promise<void>((resolve) => {
+    if (p.exitCode !== null || p.signalCode !== null) return resolve();
+    p.once('exit', () => resolve());
+    p.kill(signal);
+  });
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function waitForPing(port: number): Promise<void> {
   for (let attempt = 0; attempt < 100; attempt++) {
@@ -23,49 +59,76 @@ async function waitForPing(port: number): Promise<void> {
     } catch {
       // not up yet
     }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await pause(50);
   }
   throw new Error(`redis node on ${port} did not start`);
 }
 
-export async function startLocalCluster(basePort: number): Promise<LocalCluster> {
+export async function startLocalCluster(basePort: number, options: ClusterOptions = {}): Promise<LocalCluster> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'feed-cluster-'));
-  const ports = [basePort, basePort + 1, basePort + 2];
-  const processes: ChildProcess[] = ports.map((port) =>
-    spawn(
-      'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, `nodes-${port}.conf`), '--save', '', '--appendonly', 'no', '--dir', dir],
-      { stdio: 'ignore' },
-    ),
-  );
-  const stop = async () => {
-    await Promise.all(
-      processes.map(
-        (p) =>
-          new Promise<void>((resolve) => {
-            if (p.exitCode !== null) return resolve();
-            p.once('exit', () => resolve());
-            p.kill('SIGTERM');
-          }),
+  const ports = Array.from({ length: 3 * (1 + (options.replicas ?? 0)) }, (_, i) => basePort + i);
+  const processes = new Map<number, ChildProcess>();
+  const start = (port: number) =>
+    processes.set(
+      port,
+      spawn(
+        'redis-server',
+        [
+          ...['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, `nodes-${port}.conf`), '--save', '', '--appendonly', 'no', '--dir', dir],
+          ...(options.nodeTimeoutMs ? ['--cluster-node-timeout', String(options.nodeTimeoutMs)] : []),
+          ...(options.busOffset ? ['--cluster-port', String(port + options.busOffset)] : []),
+        ],
+        { stdio: 'ignore' },
       ),
     );
+  const kill = (port: number, signal: NodeJS.Signals = 'SIGKILL') => stopChild(processes.get(port)!, signal);
+  const live = () => ports.filter((port) => processes.get(port)!.exitCode === null && processes.get(port)!.signalCode === null);
+  const untilOk = async (timeoutMs = 30_000) => {
+    const started = performance.now();
+    for (;;) {
+      const states = await Promise.all(live().map((port) => cli(port, 'cluster', 'info').catch(() => '')));
+      if (states.every((info) => info.includes('cluster_state:ok'))) return performance.now();
+      if (performance.now() - started > timeoutMs) throw new Error(`cluster not ok within ${timeoutMs} ms`);
+      await pause(50);
+    }
+  };
+  const stop = async () => {
+    await Promise.all(ports.map((port) => kill(port, 'SIGTERM')));
     rmSync(dir, { recursive: true, force: true });
   };
+  for (const port of ports) start(port);
   try {
     await Promise.all(ports.map(waitForPing));
-    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
-    // Wait until every node agrees the cluster is up.
+    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(options.replicas ?? 0), '--cluster-yes']);
+    await untilOk(10_000);
+    // Replicas in sync before any test kills their master.
     for (const port of ports) {
-      for (let attempt = 0; ; attempt++) {
-        const { stdout } = await run('redis-cli', ['-p', String(port), 'cluster', 'info']);
-        if (stdout.includes('cluster_state:ok')) break;
-        if (attempt > 100) throw new Error('cluster did not reach state ok');
-        await new Promise((resolve) => setTimeout(resolve, 50));
+      for (let attempt = 0; (await cli(port, 'info', 'replication')).includes('master_link_status:down'); attempt++) {
+        if (attempt > 200) throw new Error(`replica ${port} did not sync`);
+        await pause(50);
       }
     }
   } catch (err) {
     await stop();
     throw err;
   }
-  return { nodes: ports.map((p) => `127.0.0.1:${p}`), stop };
+  return {
+    nodes: ports.map((p) => `127.0.0.1:${p}`),
+    ports,
+    cli,
+    async masterOf(key: string) {
+      const [any] = live();
+      const slot = Number(await cli(any, 'cluster', 'keyslot', key));
+      const slots = JSON.parse(await run('redis-cli', ['-p', String(any), '--json', 'cluster', 'slots']).then((r) => r.stdout)) as Array<[number, number, [string, number]]>;
+      const range = slots.find(([from, to]) => from <= slot && slot <= to)!;
+      return range[2][1];
+    },
+    kill: (port: number) => kill(port),
+    async restart(port: number) {
+      start(port);
+      await waitForPing(port);
+    },
+    untilOk,
+    stop,
+  };
 }

@@ -17,7 +17,7 @@ import { bearer, publishQueue } from '../../../test/support/feed-fixtures';
 
 const s = useTestServices('contract-edges', { CURRENT_CACHE_MS: '0' });
 const ORIGIN = 'http://h5.example';
-const admin = { Authorization: `Basic ${Buffer.from('admin:local-admin-password').toString('base64')}` };
+const admin = { Authorization: `Basic ${Buffer.from('admin:feed-insecure-local-admin-password').toString('base64')}` };
 const user = bearer('edge-user');
 let app: Express;
 let ids: string[];

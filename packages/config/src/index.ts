@@ -114,6 +114,16 @@ function settingsFor(env: NodeJS.ProcessEnv) {
       schema: Joi.string().pattern(/^[^,:\s]+:\d+(,[^,:\s]+:\d+)*$/, 'host:port list').description('Comma-separated host:port seeds; when set, Redis Cluster mode is used instead of REDIS_URL'),
       toValue: (raw: string | undefined) => (raw ? raw.split(',') : undefined),
     },
+    redisSentinels: {
+      env: 'REDIS_SENTINELS',
+      schema: Joi.string()
+        .pattern(/^[^,:\s]+:\d+(,[^,:\s]+:\d+)*$/, 'host:port list')
+        .when('REDIS_CLUSTER_NODES', { is: Joi.exist(), then: Joi.forbidden() })
+        .messages({ 'any.unknown': '{{#label}} and REDIS_CLUSTER_NODES are two topologies: set one' })
+        .description('Comma-separated host:port of Redis Sentinels; when set, the primary of REDIS_SENTINEL_MASTER is used instead of REDIS_URL (not with REDIS_CLUSTER_NODES)'),
+      toValue: (raw: string | undefined) => (raw ? raw.split(',') : undefined),
+    },
+    redisSentinelMaster: setting('REDIS_SENTINEL_MASTER', Joi.string().default('mymaster').description('With REDIS_SENTINELS: the name the Sentinels monitor the primary under')),
     redisKeyPrefix: setting('REDIS_KEY_PREFIX', Joi.string().allow('').pattern(/^[A-Za-z0-9:_-]*$/).default('').description('Prefix for every Redis key (isolates tests or tenants); empty in production')),
     authJwtSecret: setting('AUTH_JWT_SECRET', secret('HS256 secret of user tokens; the token sub is the user id', 'feed-insecure-local-jwt-secret')),
     adminUser: setting('ADMIN_USER', Joi.string().default('admin').description('User name for the job dashboard and admin endpoints')),

@@ -67,6 +67,13 @@ describe('configuration (D2)', () => {
     expect(loggingConfig({ NODE_ENV: 'prod', LOG_LEVEL: 'loud' })).toEqual({ nodeEnv: 'development', logLevel: 'info' });
   });
 
+  it('when REDIS_SENTINELS is given, then it is parsed with the master name, and it is refused beside REDIS_CLUSTER_NODES', () => {
+    expect(loadConfig({ REDIS_SENTINELS: 's1:26379,s2:26380', REDIS_SENTINEL_MASTER: 'feed' })).toMatchObject({ redisSentinels: ['s1:26379', 's2:26380'], redisSentinelMaster: 'feed' });
+    expect(loadConfig({}).redisSentinels).toBeUndefined();
+    expect(() => loadConfig({ REDIS_SENTINELS: 's1:26379', REDIS_CLUSTER_NODES: 'a:7000' })).toThrow(/REDIS_SENTINELS.*REDIS_CLUSTER_NODES/);
+    expect(() => loadConfig({ REDIS_SENTINELS: 'no-port' })).toThrow(/REDIS_SENTINELS/);
+  });
+
   it('when the schema is described, then every variable has a description', () => {
     const described = describeConfig();
     expect(described.length).toBeGreaterThan(20);

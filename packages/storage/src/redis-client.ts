@@ -1,22 +1,21 @@
 /**
- * node-redis v5 connection, standalone or cluster (SPEC D2), behind one small interface.
+ * node-redis v5 connection, standalone, cluster or behind Sentinels (SPEC D2, R22), behind one small interface.
  *
  * v5 rather than v6: v6 adds a default 5 s per-command timeout whose timer bookkeeping measured
  * 3.5-6x slower on EVALSHA and HGET here (50 in flight); v5 has no per-command timer and we
  * bound waiting with the connection policy of redis-connection.ts and explicit deadlines.
  */
 import { createClient, createCluster, RESP_TYPES } from 'redis';
-import type { Config } from '@feed/config';
 import { logger, oncePerMessage } from '@feed/logger';
 import { withDeadline } from './deadline';
-import { describeRedisTarget, nodeRedisSocket, redisTarget } from './redis-connection';
+import { describeRedisTarget, nodeRedisSocket, reconnectDelay, redisTarget, type RedisNode, type RedisSettings } from './redis-connection';
 
 type StandaloneClient = ReturnType<typeof createClient>;
 type ClusterClient = ReturnType<typeof createCluster>;
 
 /**
- * The commands the service sends. Every one touches keys of a single slot, so the standalone
- * and the cluster client both satisfy this (the compiler checks it in `connectRedis`): a command
+ * The commands the service sends. Every one touches keys of a single slot, so the standalone,
+ * the cluster and the sentinel client all satisfy this (the compiler checks it in `connectRedis`): a command
  * that only one of them has cannot be added here without an adapter below.
  */
 type RedisCommands = Pick<
@@ -66,18 +65,127 @@ function clusterAdapter(cluster: ClusterClient): Redis {
       yield* node.scanIterator({ MATCH: pattern, COUNT: count });
     }
   }
+  followFailovers(cluster);
   return Object.assign(cluster, { scanKeys, mGetBuffers: (keys: string[]) => binary.mGet(keys) });
 }
 
+/** The primary's address as the first Sentinel that answers names it. */
+async function askSentinels(sentinels: RedisNode[], name: string): Promise<RedisNode> {
+  for (const sentinel of sentinels) {
+    const client = createClient({ socket: { ...sentinel, connectTimeout: nodeRedisSocket.connectTimeout, reconnectStrategy: false } });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      const reply = await client.sendCommand<[string, string] | null>(['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name]);
+      if (reply) return { host: reply[0], port: Number(reply[1]) };
+    } catch {
+      // the next Sentinel
+    } finally {
+      client.destroy();
+    }
+  }
+  throw new Error(`no Sentinel of ${sentinels.map((s) => `${s.host}:${s.port}`).join(',')} names a primary ${name}`);
+}
+
+/**
+ * The primary behind Sentinels, as a standalone client of the address they name, under the
+ * policy (fail-fast included). While the client reports errors (the primary lost; Sentinel also
+ * disconnects the clients of a primary it turns into a replica) the Sentinels are asked again, at
+ * most every 500 ms; when they name another node, a client of it takes over and the old one is
+ * dropped. Not node-redis's createSentinel: it retries each command until a primary answers, so
+ * commands the API gave up on pile up and run late on the new primary (pages degraded for
+ * seconds after the promotion, claims moving offsets for pages never served).
+ */
+function sentinelPrimary(sentinels: RedisNode[], name: string, failFast: boolean | undefined): Redis {
+  const listeners: Array<(err: Error) => void> = [];
+  let address: RedisNode | undefined;
+  let current: Redis | undefined;
+  let closed = false;
+  let lastAsked = -Infinity;
+  const use = (next: RedisNode) => {
+    const client = standaloneAdapter(createClient({ socket: { ...nodeRedisSocket, ...next }, disableOfflineQueue: failFast }));
+    for (const listener of listeners) client.on('error', listener);
+    client.on('error', () => void follow());
+    const previous = current;
+    [address, current] = [next, client];
+    previous?.destroy();
+    return client.connect();
+  };
+  const follow = async () => {
+    if (closed || performance.now() - lastAsked < REDISCOVER_EVERY_MS) return;
+    lastAsked = performance.now();
+    const named = await askSentinels(sentinels, name).catch(() => undefined);
+    if (named && !closed && (named.host !== address?.host || named.port !== address.port)) await use(named).catch(() => undefined);
+  };
+  const controls = {
+    get isOpen() {
+      return current?.isOpen ?? !closed;
+    },
+    async connect() {
+      for (let attempt = 0; !closed; attempt++) {
+        const named = await askSentinels(sentinels, name).catch(() => undefined);
+        if (named) return use(named);
+        await new Promise((resolve) => setTimeout(resolve, reconnectDelay(attempt)));
+      }
+    },
+    on(_event: 'error', listener: (err: Error) => void) {
+      listeners.push(listener);
+      current?.on('error', listener);
+    },
+    async close() {
+      closed = true;
+      await current?.close();
+    },
+    destroy() {
+      closed = true;
+      current?.destroy();
+    },
+  };
+  // Until the Sentinels name a primary, commands go to a client never connected: they are refused ("The client is closed").
+  const unconnected = standaloneAdapter(createClient({ disableOfflineQueue: true }));
+  // Every command goes to the client of the primary the Sentinels named last.
+  return new Proxy(unconnected, {
+    get(target, prop) {
+      if (prop in controls) return Reflect.get(controls, prop);
+      const client = current ?? target;
+      const value: unknown = Reflect.get(client, prop);
+      return typeof value === 'function' ? value.bind(client) : value;
+    },
+  });
+}
+
+/** Least time between two slot-map reads while a node reports errors. */
+const REDISCOVER_EVERY_MS = 500;
+
+/**
+ * node-redis's cluster client reads the slot map again only on MOVED/ASK (node-redis #2806): the
+ * slots of a master that died never answer MOVED, so it would send them to the dead node for ever
+ * ("The client is offline"). While any node reports errors (its reconnects fail every 2 s at most,
+ * the policy's backoff), the map is read again from a node that answers, at most every 500 ms:
+ * once the replica is promoted, the map names it and the dead node's client is dropped (SPEC R22).
+ */
+function followFailovers(cluster: ClusterClient): void {
+  let lastRead = -Infinity;
+  cluster.on('node-error', () => {
+    if (!cluster.isOpen || performance.now() - lastRead < REDISCOVER_EVERY_MS) return;
+    const answering = [...cluster.nodeByAddress.values()].find((node) => node.client?.isReady)?.client;
+    if (!answering) return;
+    lastRead = performance.now();
+    cluster._slots.rediscover(answering).catch(() => undefined);
+  });
+}
+
 /** Connects (or, with `background`, starts connecting) and returns a client for either mode. */
-export async function connectRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>, options: RedisOptions = {}): Promise<Redis> {
+export async function connectRedis(config: RedisSettings, options: RedisOptions = {}): Promise<Redis> {
   // Timeouts, reconnects and fail-fast: the policy in redis-connection.ts.
   const target = redisTarget(config);
   const socket = nodeRedisSocket;
   const redis =
     target.mode === 'cluster'
       ? clusterAdapter(createCluster({ rootNodes: target.nodes.map((node) => ({ socket: node })), defaults: { socket, disableOfflineQueue: options.failFast } }))
-      : standaloneAdapter(createClient({ url: target.url, socket, disableOfflineQueue: options.failFast }));
+      : target.mode === 'sentinel'
+        ? sentinelPrimary(target.sentinels, target.name, options.failFast)
+        : standaloneAdapter(createClient({ url: target.url, socket, disableOfflineQueue: options.failFast }));
   // A Redis outage repeats the same error on every reconnect: one line per distinct message per 30 s.
   redis.on('error', oncePerMessage(30_000, (err) => logger.warn('redis error', { err: err.message })));
   const connecting = redis.connect();

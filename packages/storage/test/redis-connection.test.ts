@@ -13,6 +13,14 @@ describe('Redis connection policy', () => {
     expect(redisTarget({ redisUrl: 'redis://127.0.0.1:6379/3', redisClusterNodes: undefined })).toEqual({ mode: 'standalone', url: 'redis://127.0.0.1:6379/3' });
   });
 
+  it('when REDIS_SENTINELS is given, then the Sentinels and the master name are the target, and BullMQ asks them for the primary', () => {
+    const config = { redisUrl: 'redis://ignored:6379', redisClusterNodes: undefined, redisSentinels: ['s1:26379', 's2:26380'], redisSentinelMaster: 'feed' };
+    expect(redisTarget(config)).toEqual({ mode: 'sentinel', name: 'feed', sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26380 }] });
+    const bull = bullConnectionFactory(config)();
+    bull.disconnect();
+    expect(bull.options).toMatchObject({ name: 'feed', sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26380 }], maxRetriesPerRequest: null });
+  });
+
   it('when reconnecting, then both families back off 50 ms doubling to 2 s, for ever', () => {
     expect([0, 1, 2, 5, 6, 100].map(reconnectDelay)).toEqual([50, 100, 200, 1600, 2000, 2000]);
     expect(nodeRedisSocket).toEqual({ connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: reconnectDelay });

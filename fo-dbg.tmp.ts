@@ -1,0 +1,24 @@
+import mongoose from 'mongoose';
+import { startLocalSentinels } from './test/support/redis-sentinel';
+import { startMongoProcess, tsx } from './tools/support/processes';
+import { startTestDeployable } from './tools/support/deployables';
+import { videoModel } from '@feed/storage';
+import { seedVideos } from '@feed/demo-data';
+(async () => {
+  const s = await startLocalSentinels(27040);
+  const mongoProc = await startMongoProcess(27060);
+  const mongoUrl = 'mongodb://127.0.0.1:27060/dbg';
+  const conn = await mongoose.createConnection(mongoUrl).asPromise();
+  await seedVideos(videoModel(conn), { videos: 300, fresh: 10 });
+  const env = { NODE_ENV: 'development', LOG_LEVEL: 'info', CURRENT_CACHE_MS: '1000', REDIS_DEADLINE_MS: '500', REDIS_SENTINELS: s.sentinels.join(','), REDIS_SENTINEL_MASTER: 'feedmaster' };
+  const w = await startTestDeployable(tsx('tools/start-one.ts', 'worker'), { mongoUrl }, env, { startupMs: 90_000 });
+  const a = await startTestDeployable(tsx('tools/start-one.ts', 'api'), { mongoUrl }, env, { startupMs: 90_000 });
+  await new Promise((r) => setTimeout(r, 15000));
+  console.log('WORKER', w.process.output.join('').slice(-4000));
+  console.log('API', a.process.output.join('').slice(-2000));
+  console.log(await s.cli(27040, 'keys', '*'));
+  console.log(await (await fetch(`${a.base}/api/app/recommend/vid/list`, { headers: { 'X-Device-Id': 'reader-12345678' } })).text().then((t) => t.slice(-300)));
+  console.log((await (await fetch(`${a.base}/metrics`)).text()).split('\n').filter((l) => /degrad|redis_fail|lua/i.test(l) && !l.startsWith('#')).join('\n'), await (await fetch(`${a.base}/readyz`)).text());
+  await w.process.stop('SIGKILL'); await a.process.stop('SIGKILL'); await mongoProc.stop('SIGKILL'); await s.stop();
+  process.exit(0);
+})();
