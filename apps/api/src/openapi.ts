@@ -371,9 +371,9 @@ export const openApiDocument = {
         description: 'Every API instance applies the override within CURRENT_CACHE_MS (R16).',
         security: adminSecurity,
         requestBody: body(rolloutBody),
-        responses: { 200: rolloutAnswer, ...clientErrors },
+        responses: { 200: rolloutAnswer, ...clientErrors, 409: error('Other admin commands changed the ramp under every attempt (`conflict`): nothing was written, try again') },
       }),
-      delete: operation({ operationId: 'clearRollout', tag: 'admin', summary: 'Clear the override', description: 'The environment\'s values rule again.', security: adminSecurity, responses: { 200: rolloutAnswer, 401: error('Missing or invalid admin credentials') } }),
+      delete: operation({ operationId: 'clearRollout', tag: 'admin', summary: 'Clear the override', description: 'The environment\'s values rule again.', security: adminSecurity, responses: { 200: rolloutAnswer, 401: error('Missing or invalid admin credentials'), 409: error('Other admin commands changed the ramp under every attempt (`conflict`): nothing was written, try again') } }),
     },
     '/api/admin/rollout/ramp': {
       get: operation({ operationId: 'getRamp', tag: 'admin', summary: 'The rollout ramp', description: "The stored ramp (R23): its steps with each verdict (sample sizes, rates and confidence intervals per guard), the current step, its status and pause or halt reasons.", security: adminSecurity, responses: { 200: rampAnswer, 401: rampRefusals[401], 404: rampRefusals[404] } }),

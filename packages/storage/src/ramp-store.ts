@@ -19,6 +19,11 @@ import { overrideOf, resolveRollout, type Rollout, type RolloutInForce } from '.
 
 /** Commits lost to a concurrent one (the driver's tick) before a command gives up: each retry reads afresh. */
 const COMMAND_ATTEMPTS = 5;
+/** A human's rollout change must win over a storm of other commands (R23): it tries longer before it says busy. */
+const HUMAN_CHANGE_ATTEMPTS = 50;
+
+/** A manual rollout change that lost every attempt to other commands: nothing was written; the caller may retry (409). */
+export class RolloutBusyError extends Error {}
 
 /** The stored ramp and revision; `state: null` with `error` when what is stored is no ramp this code reads. */
 export type StoredRamp = { state: RampState | null; error?: string; revision: string };
@@ -130,9 +135,9 @@ const record = (trail: AuditTrail, entry: AuditEntry) =>
  * read; on a lost race reads again (bounded: a driver commits once or twice per check, so a few
  * attempts always find a quiet moment). A human's rollout change wins over any rollout revision.
  */
-async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollout: RolloutInForce, now: Date) => Decision): Promise<{ ok: true; before: StoredRamp; state?: RampState; rollout: { wrote: boolean; before: RolloutInForce; after: RolloutInForce } } | Exclude<RampCommandResult, { ok: true }>> {
+async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollout: RolloutInForce, now: Date) => Decision, attempts = COMMAND_ATTEMPTS): Promise<{ ok: true; before: StoredRamp; state?: RampState; rollout: { wrote: boolean; before: RolloutInForce; after: RolloutInForce } } | Exclude<RampCommandResult, { ok: true }>> {
   const { redis, keys, environment } = deps;
-  for (let attempt = 0; attempt < COMMAND_ATTEMPTS; attempt++) {
+  for (let attempt = 0; attempt < attempts; attempt++) {
     const [stored, rollout] = await Promise.all([readRamp(redis, keys), observeRollout(redis, keys, environment)]);
     const decided = decide(stored, rollout, deps.now?.() ?? new Date());
     if (!decided.ok) return decided;
@@ -144,7 +149,7 @@ async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollo
       return { ok: true, before: stored, state, rollout: { wrote: decided.rollout !== undefined, before: rollout, after: await observeRollout(redis, keys, environment) } };
     }
   }
-  return { ok: false, kind: 'busy', error: `the ramp changed under ${COMMAND_ATTEMPTS} attempts in a row; try again` };
+  return { ok: false, kind: 'busy', error: `the ramp changed under ${attempts} attempts in a row; nothing was written, try again` };
 }
 
 /** A ramp command: decided by the state machine, committed with its rollout write, audited. */
@@ -201,8 +206,8 @@ export async function changeRolloutOverRamp(deps: RampCommandDeps, change: Parti
   const done = await command(deps, (stored, _rollout, now) => {
     const paused = stored.state && rampActive(stored.state) ? pauseRamp(stored.state, { now, by: deps.who.actor, cause: 'manual-percent', detail: `a manual change by ${deps.who.actor}: ${what}` }) : null;
     return { ok: true, state: paused?.ok ? paused.state : undefined, rollout: change };
-  });
-  if (!done.ok) throw new Error(`the rollout could not be changed: ${done.error}`);
+  }, HUMAN_CHANGE_ATTEMPTS);
+  if (!done.ok) throw new RolloutBusyError(`the rollout could not be changed: ${done.error}`);
   if (done.state) await record(deps.trail, { action: 'ramp-pause', ...deps.who, before: rampSummary(done.before.state), after: rampSummary(done.state) });
   await record(deps.trail, { action: change === 'clear' ? 'rollout-clear' : 'rollout-set', ...deps.who, before: strip(done.rollout.before), after: strip(done.rollout.after) });
   return strip(done.rollout.after);

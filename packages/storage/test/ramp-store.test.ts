@@ -5,7 +5,7 @@
  * key is moved once. And the ranges every edge validates a ramp with (rampAskSchema).
  */
 import { MAX_DWELL_MS } from '@feed/domain';
-import { auditTrail, changeRolloutOverRamp, commit, migrateRampKey, observeRollout, pauseStoredRamp, rampAskOf, rampAskSchema, readRamp, startStoredRamp, type RampCommandDeps } from '../src';
+import { auditTrail, changeRolloutOverRamp, commit, RolloutBusyError, migrateRampKey, observeRollout, pauseStoredRamp, rampAskOf, rampAskSchema, readRamp, startStoredRamp, type RampCommandDeps } from '../src';
 import { useTestServices } from '../../../test/support/services';
 
 const s = useTestServices('ramp-store');
@@ -34,6 +34,19 @@ describe('ramp store (R23)', () => {
     expect(await commit(s.redis, s.keys, { rampRevision: read.revision, state: tick.state, rollout: { percent: 5 } })).toBe(false);
     expect((await readRamp(s.redis, s.keys)).state).toMatchObject({ status: 'paused' });
     expect((await observeRollout(s.redis, s.keys, ENVIRONMENT)).percent).toBe(1);
+  });
+
+  it("when other commands change the ramp under a human's rollout change, then it keeps trying past a command's 5 attempts and wins; changed under every attempt, it is refused (RolloutBusyError) and writes nothing", async () => {
+    await started();
+    // Another command's commit between each read and this change's commit: the same connection runs it first.
+    const interfering = (times: number): RampCommandDeps => {
+      let left = times;
+      return { ...deps(), now: () => (left-- > 0 && void s.redis.hIncrBy(s.keys.ramp, 'revision', 1), new Date()) };
+    };
+    expect(await changeRolloutOverRamp(interfering(10), { percent: 40 })).toMatchObject({ percent: 40 });
+    expect((await readRamp(s.redis, s.keys)).state).toMatchObject({ status: 'paused' });
+    await expect(changeRolloutOverRamp(interfering(Infinity), { enabled: false })).rejects.toBeInstanceOf(RolloutBusyError);
+    expect(await observeRollout(s.redis, s.keys, ENVIRONMENT)).toMatchObject({ enabled: true, percent: 40 });
   });
 
   it('when the rollout changed since a tick read it, then its commit is refused', async () => {

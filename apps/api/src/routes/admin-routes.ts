@@ -5,6 +5,7 @@ import { adminUserOf, basicAuth, ROUTING } from '@feed/http';
 import type { Config } from '@feed/config';
 import {
   changeRolloutOverRamp,
+  RolloutBusyError,
   pauseStoredRamp,
   rampAskOf,
   rampAskSchema,
@@ -95,7 +96,9 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   const rampDeps = (res: Response): RampCommandDeps => ({ redis, keys, environment, trail: audit, who: { actor: adminUserOf(res), via: 'api' } });
   const change = async (res: Response, value: Partial<Rollout> | 'clear') => {
     // A manual percent or the kill switch always wins over a ramp (R23): it pauses it in the same step.
-    await changeRolloutOverRamp(rampDeps(res), value);
+    await changeRolloutOverRamp(rampDeps(res), value).catch((err: unknown) => {
+      throw err instanceof RolloutBusyError ? new AppError(409, 'conflict', err.message) : err;
+    });
     res.json(await rolloutInForce());
   };
   router.get('/api/admin/rollout/ramp', async (_req, res) => {
