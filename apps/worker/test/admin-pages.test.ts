@@ -218,7 +218,7 @@ describe('queue inspector', () => {
       await page.getByText('short-recommend-build').first().click();
       // The queue's actions menu: the ⋮ at the right end of the status tabs.
       await page.locator('button[aria-haspopup="menu"][class*="trigger"]').click();
-      await page.getByText('Add job').click();
+      await page.getByRole('menuitem', { name: 'Add job' }).click();
       await page.fill('#job-name', 'manual-rebuild');
       const editors = page.locator('.cm-content');
       await editors.nth(0).click();
