@@ -233,7 +233,7 @@ export class FeedService {
     if (claim.count === 0) return;
     // Counted apart from Redis failures: the claim ran, its answer came after the request's deadline.
     this.metrics.lateClaims.inc();
-    await this.giveBack(ring, userKey, [claim]);
+    await this.giveBack(ring, userKey, [claim], 'unbounded');
   }
 
   /**
@@ -274,7 +274,7 @@ export class FeedService {
           const claim = await this.claim(ring, request, count);
           const ids = await request.deadline.run(() => this.reader.idsAt(ring, claim.offset, claim.count), 'queue read').catch((err: unknown) => {
             // Claimed but not readable (Redis failed between the two calls): not served, so given back.
-            void this.giveBack(ring, request.identity.key, [claim]);
+            void this.giveBack(ring, request.identity.key, [claim], 'unbounded');
             throw err;
           });
           claims.push(claim);
@@ -313,10 +313,14 @@ export class FeedService {
     };
   }
 
-  /** Claims of a page not served, latest first, within a Redis deadline of their own (the request's may be spent); what could not be given back is counted as lost. */
-  private async giveBack(ring: RingVersion, userKey: string, claims: Claim[]): Promise<void> {
+  /**
+   * Claims not served, latest first; what could not be given back is counted as lost. Before a
+   * page's answer within a Redis deadline of their own (the request's may be spent); `unbounded`
+   * where no request waits (a claim answered late, one given back in the background).
+   */
+  private async giveBack(ring: RingVersion, userKey: string, claims: Claim[], wait: 'bounded' | 'unbounded' = 'bounded'): Promise<void> {
     const given = Promise.all(claims.map((claim) => unclaimPositions(this.redis, this.keys, ring, userKey, claim)));
-    const unserved = await withDeadline(given, this.options.redisDeadlineMs, 'give-back').catch(() => claims.map((claim) => claim.count));
+    const unserved = await (wait === 'bounded' ? withDeadline(given, this.options.redisDeadlineMs, 'give-back') : given).catch(() => claims.map((claim) => claim.count));
     for (const lost of unserved) this.metrics.claimsGivenBack.inc({ result: lost === 0 ? 'given-back' : 'lost' });
   }
 
