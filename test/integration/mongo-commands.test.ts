@@ -17,7 +17,7 @@ import { bearer } from '../support/feed-fixtures';
 import { testMongoUrl } from '../support/mongo';
 import { useTestServices } from '../support/services';
 import { testBuildDeps } from '../support/build-deps';
-import { testApi } from '../support/api';
+import { testApi, untilReady } from '../support/api';
 
 const s = useTestServices('mongo_commands');
 let conn: Connection;
@@ -63,7 +63,7 @@ describe('the commands the product sends to MongoDB', () => {
     await request(app).post('/api/app/vid/view').set(user).send({ vid }).expect(200);
     await request(app).get('/api/app/vid/user/count').query({ vid }).set(user).expect(200);
     await request(app).get('/api/app/recommend/vid/ad').set(user).expect(200);
-    await request(app).get('/readyz').expect(200);
+    await untilReady(app);
     await repairPendingCounters(videos, interactionModels(conn), { minAgeMs: 0 });
     await initRecommendHistory(conn, videos);
 

@@ -5,6 +5,9 @@ import { demoVideo } from '@feed/demo-data';
 import { videoModel } from '@feed/storage';
 import { publishQueue } from './feed-fixtures';
 import type { TestServices } from './services';
+import request from 'supertest';
+import type { Express } from 'express';
+import { waitUntil } from '../../tools/support/processes';
 
 export function testApi(s: TestServices, config: Partial<Config> = {}, deps: Partial<ApiDeps> = {}): Api {
   const api = createApp({ config: { ...s.config, ...config }, redis: s.redis, mongo: s.mongo, ...deps });
@@ -14,6 +17,11 @@ export function testApi(s: TestServices, config: Partial<Config> = {}, deps: Par
 }
 
 /** Users whose rollout bucket (FNV-1a 32 of "u:<id>" mod 100, computed outside the service) is below 30: the ring at 30 %. */
+/** Until `/readyz` is 200: a new instance is 503 `warming` until its copy of current is loaded (D4). */
+export async function untilReady(app: Express): Promise<void> {
+  await waitUntil('the API ready (its copy of current loaded)', async () => (await request(app).get('/readyz')).status === 200, 10_000);
+}
+
 export const RING_USERS_AT_30 = ['rollout-6', 'rollout-34', 'rollout-82'];
 /** Users whose bucket is 30 or above: legacy at 30 %. */
 export const LEGACY_USERS_AT_30 = ['rollout-149', 'rollout-21', 'rollout-22'];

@@ -9,7 +9,7 @@ import { videoModel } from '@feed/storage';
 import type { Api } from '../src/app';
 import { demoVideo } from '@feed/demo-data';
 import { useTestServices } from '../../../test/support/services';
-import { testApi } from '../../../test/support/api';
+import { testApi, untilReady } from '../../../test/support/api';
 import { bearer, publishQueue, tokenFor } from '../../../test/support/feed-fixtures';
 import { concreteRoutes, mongoState, PROBE_METHODS, redisState, send } from '../../../test/support/http-semantics';
 
@@ -48,6 +48,8 @@ describe('HEAD on every GET route of the API (SPEC C)', () => {
     expect(gets.map((r) => r.pattern)).toEqual(expect.arrayContaining(['/api/app/recommend/vid/list', '/api/app/vid/user/count', '/healthz', '/api/admin/explain']));
     // One query for every route: what each GET takes (a watched video, an explained user, a page size).
     const query = `?vid=${ids[1]}&user=head-user&pageSize=3`;
+    // Ready first: a HEAD of /readyz that starts the copy's load would be 503 and the GET after it 200.
+    await untilReady(app);
     for (const { path } of gets) {
       for (const [caller, headers] of Object.entries(CALLERS)) {
         // What earlier GETs counted is written on a timer: written now, so only the HEAD could change anything.
