@@ -6,7 +6,7 @@
  */
 import type Joi from 'joi';
 import parse from 'joi-to-json';
-import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, ref, slowClient } from '@feed/http';
+import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, ref, slowClient, type OperationFields } from '@feed/http';
 import { MAX_DWELL_MS, MAX_RAMP_STEPS, MIN_DWELL_MS } from '@feed/domain';
 import { AUDIT_ACTIONS } from '@feed/storage';
 import { objectId, vidBody } from './http/validate';
@@ -54,16 +54,7 @@ const userSecurity = [{ bearer: [] }];
 const userOrGuest = [{ bearer: [] }, { deviceId: [] }];
 const adminSecurity = [{ adminBasic: [] }];
 
-interface Operation {
-  operationId: string;
-  tag: 'feed' | 'views' | 'interactions' | 'admin' | 'operations';
-  summary: string;
-  description: string;
-  security: object[];
-  parameters?: object[];
-  requestBody?: object;
-  responses: Record<string, object>;
-}
+type Operation = OperationFields<'feed' | 'views' | 'interactions' | 'admin' | 'operations'>;
 
 /**
  * Every route but the probes, the metrics and this document reads a store (the error handler:

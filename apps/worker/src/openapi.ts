@@ -5,7 +5,7 @@
  * `x-unspecified-paths` extension says so. Lint clean under `redocly lint` (recommended rules),
  * run by the tests, which also check every response they get against it.
  */
-import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, ref, slowClient } from '@feed/http';
+import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, ref, slowClient, type OperationFields } from '@feed/http';
 import { VERSION_PATTERN } from '@feed/storage';
 
 const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });
@@ -16,15 +16,7 @@ const adminRefusals = {
 };
 const adminSecurity = [{ adminBasic: [] }];
 
-interface Operation {
-  operationId: string;
-  tag: 'operations' | 'inspector';
-  summary: string;
-  description: string;
-  security: object[];
-  parameters?: object[];
-  responses: Record<string, object>;
-}
+type Operation = OperationFields<'operations' | 'inspector'>;
 
 /** No 500 is documented: the error handler's answer to a bug is a drift the contract check reports. */
 const operation = ({ tag, responses, ...fields }: Operation) => ({ tags: [tag], ...fields, responses: { ...responses, ...slowClient } });

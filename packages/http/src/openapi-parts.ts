@@ -22,6 +22,18 @@ export const error = (description: string) => ({ description, ...json(ref('Error
 /** Node's server answers any route so (SPEC C: slow clients are bounded). */
 export const slowClient = { 408: { description: 'The request was not received within HTTP_HEADERS_TIMEOUT_MS (headers) or HTTP_REQUEST_TIMEOUT_MS (whole request); no body' } };
 
+/** An operation as both builders declare it; their `operation()` turns `tag` into `tags` and adds the statuses every route of theirs answers. */
+export interface OperationFields<Tag extends string> {
+  operationId: string;
+  tag: Tag;
+  summary: string;
+  description: string;
+  security: object[];
+  parameters?: object[];
+  requestBody?: object;
+  responses: Record<string, object>;
+}
+
 interface DocumentedOperation {
   operationId: string;
   summary: string;
