@@ -4,9 +4,9 @@ import express, { type Express } from 'express';
 import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
+import { annotateRequestSpan } from '@feed/telemetry';
 import { auditTrail, createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
-import { answerOptions, errorHandler, methodNotAllowed, notFoundRoute, routeStrictly, unsupportedMediaType } from '@feed/http';
-import { requestId, requestIdOf } from './http/request-id';
+import { answerOptions, errorHandler, methodNotAllowed, notFoundRoute, requestId, requestIdOf, routeStrictly, unsupportedMediaType } from '@feed/http';
 import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
 import { FeedService } from './feed/feed-service';
 import { VideoCatalog } from './feed/video-catalog';
@@ -91,7 +91,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   // Every feed response is new (the offset moved): an ETag would only cost a SHA-1 per response.
   app.set('etag', false);
   app.set('query parser', 'simple');
-  app.use(requestId);
+  app.use(requestId((id) => annotateRequestSpan({ 'http.request_id': id })));
   // Latency per route; the access log line only when LOG_LEVEL enables 'http' (winston would
   // otherwise build and discard the line on every request).
   const accessLog = logger.isLevelEnabled('http');

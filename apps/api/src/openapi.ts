@@ -6,7 +6,7 @@
  */
 import type Joi from 'joi';
 import parse from 'joi-to-json';
-import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, methodsOnEveryPath } from '@feed/http';
+import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, ref, slowClient, type OperationFields } from '@feed/http';
 import { MAX_DWELL_MS, MAX_RAMP_STEPS, MIN_DWELL_MS } from '@feed/domain';
 import { AUDIT_ACTIONS } from '@feed/storage';
 import { objectId, vidBody } from './http/validate';
@@ -17,10 +17,6 @@ import { auditQuery, explainQuery, rampBody, rolloutBody } from './routes/admin-
 type JsonSchema = Record<string, unknown>;
 
 const toJsonSchema = (schema: Joi.Schema): JsonSchema => parse(schema, 'open-api-3.1') as JsonSchema;
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: object) => ({ content: { 'application/json': { schema } } });
-const ok = (schema: object, description = 'OK') => ({ description, ...json(schema) });
-const error = (description: string) => ({ description, ...json(ref('Error')) });
 
 /** The query parameters of a joi object schema, one per key. */
 function queryParameters(schema: Joi.ObjectSchema): object[] {
@@ -41,8 +37,6 @@ function exclusiveQuery(schema: Joi.ObjectSchema): object[] {
 }
 
 const body = (schema: Joi.Schema, required = true) => ({ required, ...json(toJsonSchema(schema)) });
-/** Node's server answers any route so (SPEC C: slow clients are bounded). */
-const slowClient = { 408: { description: 'The request was not received within HTTP_HEADERS_TIMEOUT_MS (headers) or HTTP_REQUEST_TIMEOUT_MS (whole request); no body' } };
 /** Answered wherever a body is read (app.ts: only where the document takes one, only as JSON up to 16 KB). */
 const bodyRefusals = {
   413: error('Request body larger than 16 KB (payload_too_large)'),
@@ -60,16 +54,7 @@ const userSecurity = [{ bearer: [] }];
 const userOrGuest = [{ bearer: [] }, { deviceId: [] }];
 const adminSecurity = [{ adminBasic: [] }];
 
-interface Operation {
-  operationId: string;
-  tag: 'feed' | 'views' | 'interactions' | 'admin' | 'operations';
-  summary: string;
-  description: string;
-  security: object[];
-  parameters?: object[];
-  requestBody?: object;
-  responses: Record<string, object>;
-}
+type Operation = OperationFields<'feed' | 'views' | 'interactions' | 'admin' | 'operations'>;
 
 /**
  * Every route but the probes, the metrics and this document reads a store (the error handler:

@@ -3,13 +3,12 @@
  * where on-call watches builds and triggers a rebuild, and the queue inspector; `/metrics`; `/healthz`; `/readyz`;
  * `/openapi.json`, the document of all but bull-board's own routes (./openapi.ts).
  */
-import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler } from 'express';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
-import { adminUserOf, answerOptions, basicAuth, errorHandler, methodNotAllowed, notFoundRoute, routeStrictly, sendError, unavailable } from '@feed/http';
+import { adminUserOf, answerOptions, basicAuth, errorHandler, methodNotAllowed, notFoundRoute, requestId, routeStrictly, sendError, unavailable } from '@feed/http';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { auditTrail, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
@@ -53,22 +52,11 @@ function answerWithin(ms: number): RequestHandler {
 /** The statuses bull-board's handlers may answer with. */
 type BoardStatus = ReturnType<Parameters<ExpressAdapter['setErrorHandler']>[0]>['status'];
 
-const ACCEPTED_REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
-
-/** A request id in X-Request-Id and on the error handler's log line, as the API has. */
-const requestId: RequestHandler = (req, res, next) => {
-  const incoming = req.header('x-request-id');
-  const id = incoming && ACCEPTED_REQUEST_ID.test(incoming) ? incoming : randomUUID();
-  res.setHeader('X-Request-Id', id);
-  res.locals.requestId = id;
-  next();
-};
-
 export function createWorkerApp({ config, queue, metrics, redis, keys, videos }: WorkerAppDeps): Express {
   const app = express();
   routeStrictly(app);
   app.disable('x-powered-by');
-  app.use(requestId);
+  app.use(requestId());
   // OPTIONS as the API answers it, before credentials; bull-board's own paths answer theirs below.
   const options = answerOptions(app);
   app.use((req, res, next) => (req.path === DASHBOARD_PATH || req.path.startsWith(`${DASHBOARD_PATH}/`) ? next() : options(req, res, next)));

@@ -5,32 +5,18 @@
  * `x-unspecified-paths` extension says so. Lint clean under `redocly lint` (recommended rules),
  * run by the tests, which also check every response they get against it.
  */
-import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, methodsOnEveryPath } from '@feed/http';
+import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, ref, slowClient, type OperationFields } from '@feed/http';
 import { VERSION_PATTERN } from '@feed/storage';
 
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: object) => ({ content: { 'application/json': { schema } } });
-const ok = (schema: object, description = 'OK') => ({ description, ...json(schema) });
-const error = (description: string) => ({ description, ...json(ref('Error')) });
 const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });
 
-/** Node's server answers any route so (SPEC C: slow clients are bounded). */
-const slowClient = { 408: { description: 'The request was not received within HTTP_HEADERS_TIMEOUT_MS (headers) or HTTP_REQUEST_TIMEOUT_MS (whole request); no body' } };
 const adminRefusals = {
   401: error('Missing or invalid admin credentials (ADMIN_USER / ADMIN_PASSWORD); a WWW-Authenticate challenge'),
   503: error('A store did not answer within 2 s'),
 };
 const adminSecurity = [{ adminBasic: [] }];
 
-interface Operation {
-  operationId: string;
-  tag: 'operations' | 'inspector';
-  summary: string;
-  description: string;
-  security: object[];
-  parameters?: object[];
-  responses: Record<string, object>;
-}
+type Operation = OperationFields<'operations' | 'inspector'>;
 
 /** No 500 is documented: the error handler's answer to a bug is a drift the contract check reports. */
 const operation = ({ tag, responses, ...fields }: Operation) => ({ tags: [tag], ...fields, responses: { ...responses, ...slowClient } });

@@ -5,22 +5,17 @@
  * independent of both, so it is not restarted for a store's outage).
  */
 import type { RequestHandler } from 'express';
-import { withDeadline, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { probeStore, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 
 /** Longest a probe waits on one store: a slow primary election is not "down". */
 const PROBE_MS = 1_000;
 
 export function readiness(deps: { redis: Redis; keys: RedisKeys; videos: VideoModel }): RequestHandler {
-  const probe = (what: string, call: () => Promise<unknown>) =>
-    withDeadline(Promise.resolve().then(call), PROBE_MS, `${what} readiness probe`).then(
-      () => 'ok' as const,
-      () => 'down' as const,
-    );
   return async (_req, res) => {
     const [redis, mongo] = await Promise.all([
       // A keyed read rather than PING: it routes on Redis Cluster too.
-      probe('redis', () => deps.redis.get(deps.keys.current)),
-      probe('mongo', () => deps.videos.db.db!.command({ ping: 1 })),
+      probeStore('redis', () => deps.redis.get(deps.keys.current), PROBE_MS),
+      probeStore('mongo', () => deps.videos.db.db!.command({ ping: 1 }), PROBE_MS),
     ]);
     const ready = redis === 'ok' && mongo === 'ok';
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'unavailable', redis, mongo });

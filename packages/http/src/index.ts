@@ -3,3 +3,4 @@ export * from './errors';
 export * from './basic-auth';
 export * from './http-semantics';
 export * from './openapi-parts';
+export * from './request-id';

@@ -14,6 +14,26 @@ export const ERROR_BODY_SCHEMA = {
 /** The admin routes' HTTP Basic scheme (`requireAdmin`). */
 export const ADMIN_BASIC_SCHEME = { type: 'http', scheme: 'basic', description: 'ADMIN_USER and ADMIN_PASSWORD; the scheme name in any case (RFC 7235)' };
 
+export const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+export const json = (schema: object) => ({ content: { 'application/json': { schema } } });
+export const ok = (schema: object, description = 'OK') => ({ description, ...json(schema) });
+/** An error answer: its description and the error body (`Error`, ERROR_BODY_SCHEMA, in both documents' components). */
+export const error = (description: string) => ({ description, ...json(ref('Error')) });
+/** Node's server answers any route so (SPEC C: slow clients are bounded). */
+export const slowClient = { 408: { description: 'The request was not received within HTTP_HEADERS_TIMEOUT_MS (headers) or HTTP_REQUEST_TIMEOUT_MS (whole request); no body' } };
+
+/** An operation as both builders declare it; their `operation()` turns `tag` into `tags` and adds the statuses every route of theirs answers. */
+export interface OperationFields<Tag extends string> {
+  operationId: string;
+  tag: Tag;
+  summary: string;
+  description: string;
+  security: object[];
+  parameters?: object[];
+  requestBody?: object;
+  responses: Record<string, object>;
+}
+
 interface DocumentedOperation {
   operationId: string;
   summary: string;

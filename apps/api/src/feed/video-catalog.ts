@@ -20,23 +20,10 @@ const PUBLIC_PROJECTION = {
 } as const;
 
 /** One item of `vInfos`: display counts as the client shows them (real + fake), never recommend*. */
-export interface VideoInfo {
-  vid: string;
-  title: string;
-  coverUrl: string;
-  playUrl: string;
-  durationSec: number;
-  authorId: string;
-  vip: boolean;
-  coin: boolean;
-  isAd: boolean;
-  special: boolean;
-  likeCount: number;
-  collectCount: number;
-  commentCount: number;
-  shareCount: number;
-  reviewAt: string | null;
-}
+export type VideoInfo = { vid: string; reviewAt: string | null } & Pick<
+  CatalogVideo,
+  'title' | 'coverUrl' | 'playUrl' | 'durationSec' | 'authorId' | 'vip' | 'coin' | 'isAd' | 'special' | 'likeCount' | 'collectCount' | 'commentCount' | 'shareCount'
+>;
 
 /** The ad endpoint picks from this many most recently approved ads, re-read every AD_POOL_TTL_MS. */
 const AD_POOL_SIZE = 200;

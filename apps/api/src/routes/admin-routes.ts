@@ -18,17 +18,13 @@ import {
   type AuditTrail,
   type RampCommandDeps,
   type RampCommandResult,
-  type Redis,
-  type RedisKeys,
   type Rollout,
 } from '@feed/storage';
 import { AppError, notFound } from '@feed/http';
 import { DEVICE_ID, guestIdentity, USER_ID, userIdentity } from '../http/identity';
 import { validateBody, validateQuery } from '../http/validate';
-import { explainNextPage } from '../feed/explain';
+import { explainNextPage, type ExplainDeps } from '../feed/explain';
 import type { FeedService } from '../feed/feed-service';
-import type { VideoCatalog } from '../feed/video-catalog';
-import type { UserHistory } from '../users/user-history';
 import { MAX_PAGE_SIZE } from './feed-routes';
 
 const REALM = 'feed-api';
@@ -58,12 +54,8 @@ function rampAnswer(result: RampCommandResult) {
   throw new AppError(status, result.kind === 'missing' ? 'not_found' : 'conflict', result.error);
 }
 
-export interface AdminRouteDeps {
+export interface AdminRouteDeps extends Omit<ExplainDeps, 'reader'> {
   config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent'>;
-  redis: Redis;
-  keys: RedisKeys;
-  catalog: VideoCatalog;
-  history: UserHistory;
   feed: FeedService;
   /** On-call's trail, in MongoDB (D6). */
   audit: AuditTrail;

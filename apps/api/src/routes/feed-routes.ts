@@ -2,10 +2,9 @@
 import { Router, type Request, type RequestHandler } from 'express';
 import Joi from 'joi';
 import { logger } from '@feed/logger';
-import { notFound, ROUTING, unavailable } from '@feed/http';
+import { notFound, requestIdOf, ROUTING, unavailable } from '@feed/http';
 import { withDeadline } from '@feed/storage';
 import { identify } from '../http/identity';
-import { requestIdOf } from '../http/request-id';
 import { objectId, validateBody, validateQuery, vidBody } from '../http/validate';
 import type { FeedPage, FeedService } from '../feed/feed-service';
 import type { VideoCatalog } from '../feed/video-catalog';

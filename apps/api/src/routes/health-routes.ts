@@ -8,7 +8,7 @@
 import { Router } from 'express';
 import type { Connection } from 'mongoose';
 import { ROUTING } from '@feed/http';
-import { withDeadline, type Redis, type RedisKeys } from '@feed/storage';
+import { probeStore, type Redis, type RedisKeys } from '@feed/storage';
 import type { ApiMetrics } from '../metrics';
 import { openApiDocument } from '../openapi';
 
@@ -22,15 +22,9 @@ export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Conne
   });
   router.get('/readyz', async (_req, res) => {
     const check = async (dependency: string, probe: () => Promise<unknown>, ms: number) => {
-      let up = false;
-      try {
-        await withDeadline(probe(), ms, `${dependency} readiness probe`);
-        up = true;
-      } catch {
-        up = false;
-      }
-      deps.metrics.dependencyUp.set({ dependency }, up ? 1 : 0);
-      return up ? 'ok' : 'down';
+      const state = await probeStore(dependency, probe, ms);
+      deps.metrics.dependencyUp.set({ dependency }, state === 'ok' ? 1 : 0);
+      return state;
     };
     const [redis, mongo] = await Promise.all([
       // A keyed read rather than PING: it routes on Redis Cluster too.

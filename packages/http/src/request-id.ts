@@ -1,0 +1,23 @@
+import { randomUUID } from 'node:crypto';
+import type { RequestHandler, Response } from 'express';
+
+const ACCEPTED_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/**
+ * A request id in the X-Request-Id response header and on every log line of the request; `annotate`
+ * gets it too (the API's trace span). Log lines name it explicitly (`requestIdOf(res)`): an
+ * AsyncLocalStorage context would do it implicitly, but on Node 20 its promise hooks cost ~7 % of
+ * the feed's throughput.
+ */
+export const requestId =
+  (annotate?: (id: string) => void): RequestHandler =>
+  (req, res, next) => {
+    const incoming = req.header('x-request-id');
+    const id = incoming && ACCEPTED_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', id);
+    res.locals.requestId = id;
+    annotate?.(id);
+    next();
+  };
+
+export const requestIdOf = (res: Response): string => res.locals.requestId as string;
