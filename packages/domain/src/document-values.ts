@@ -56,9 +56,14 @@ export function dateValue(value: unknown): number | null {
   return numericValue(value);
 }
 
-/** The ISO form of epoch milliseconds, or null when no Date can hold them (beyond ±8.64e15 ms). */
+/**
+ * The ISO form of epoch milliseconds, or null when it is no RFC 3339 date-time (the document's
+ * `format: date-time`): beyond what a Date holds (±8.64e15 ms) or outside the years 0000-9999,
+ * which toISOString writes with six digits and a sign.
+ */
 export function isoDate(ms: number | null): string | null {
   if (ms === null) return null;
   const date = new Date(ms);
-  return Number.isNaN(date.getTime()) ? null : date.toISOString();
+  const year = date.getUTCFullYear();
+  return year >= 0 && year <= 9999 ? date.toISOString() : null;
 }
