@@ -43,9 +43,11 @@ export class VariantReadout {
    * Without Redis the action goes uncounted rather than failing the request.
    */
   async record(identity: Identity, event: Exclude<VariantEvent, 'page'>, vid?: string): Promise<void> {
-    const variant = await this.variantOf(identity);
+    let variant: Variant;
     let admitted: number;
     try {
+      // The variant too: it reads the rollout, which a loaded Redis may answer past its deadline.
+      variant = await this.variantOf(identity);
       admitted = await admitReadoutAction(this.redis, this.keys, identity.key, new Date(), variant, event, vid);
     } catch (err) {
       logger.warn('action not counted by the readout: Redis unavailable', { event, err: err instanceof Error ? err.message : String(err) });
