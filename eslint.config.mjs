@@ -38,7 +38,7 @@ const casts = [
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', 'coverage/**'] },
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.mts'],
     languageOptions: {
       parser: tseslint.parser,
       // Type information for the rules below: one program over the root tsconfig.json (the per-package ones would each build their own).
