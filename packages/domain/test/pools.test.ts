@@ -1,4 +1,5 @@
-import { isEligible, NEW_WINDOW_MS, parseBuildAt, recommendScore, splitPools, versionFor, type PoolCandidates } from '../src';
+import fc from 'fast-check';
+import { isEligible, MAX_RECOMMEND_SCORE, NEW_WINDOW_MS, parseBuildAt, recommendScore, splitPools, versionFor, type PoolCandidates } from '../src';
 
 describe('eligibility (R1)', () => {
   it('when approved, short and not deleted, then eligible regardless of vip/coin/ad/special', () => {
@@ -21,6 +22,16 @@ describe('recommendScore (R2)', () => {
   });
   it('when only display and fake counters are set, then the score is 0', () => {
     expect(recommendScore({ likeCount: 100, fakeLikeCount: 1e6, fakeShareCount: 1e6 } as never)).toBe(0);
+  });
+  it('when a counter is negative, NaN, infinite or not a number (R1a), then it counts as 0 and the others still count', () => {
+    for (const odd of [-5, -Infinity, NaN, Infinity, '7', null, true]) {
+      expect(recommendScore({ recommendLikeCount: odd as number, recommendShareCount: 2 })).toBe(10);
+    }
+    expect(recommendScore({ recommendLikeCount: 0.5 })).toBe(0.5);
+  });
+  it('when the weighted sum overflows, then the score saturates at MAX_RECOMMEND_SCORE', () => {
+    expect(recommendScore({ recommendShareCount: 1e308, recommendCommentCount: 1e308 })).toBe(MAX_RECOMMEND_SCORE);
+    expect(recommendScore({ recommendLikeCount: MAX_RECOMMEND_SCORE - 1 })).toBe(MAX_RECOMMEND_SCORE - 1);
   });
 });
 
@@ -64,6 +75,46 @@ describe('splitPools (R7, R8)', () => {
       ]);
     expect(pools.high).toEqual([id(4), id(3), id(2), id(1)]);
     expect(pools.fresh).toEqual([]);
+  });
+});
+
+describe('splitPools orders any input (R7, R8)', () => {
+  const at = Date.UTC(2026, 6, 24);
+  const candidate = fc.record({
+    id: fc.integer({ min: 0, max: 40 }),
+    score: fc.integer({ min: 0, max: 4 }),
+    // Offsets in hours around the 24 h window, few enough values to tie; null = unknown review time.
+    reviewHours: fc.option(fc.integer({ min: -30, max: 2 }), { nil: null }),
+  });
+  /** -1, 0, 1 from a key list compared in descending order. */
+  const descending = (a: number[], b: number[]) => {
+    for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return a[k] < b[k] ? 1 : -1;
+    return 0;
+  };
+  it('when candidates come in any order, then fresh is reviewAt desc then id desc and high is score desc, reviewAt desc, id desc', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(candidate, { selector: (c) => c.id, maxLength: 30 }), (candidates) => {
+        const reviewAt = candidates.map((c) => (c.reviewHours === null ? -Infinity : at + c.reviewHours * 3_600_000));
+        const pools = splitPools(
+          {
+            length: candidates.length,
+            scores: Float64Array.from(candidates, (c) => c.score),
+            reviewAt: Float64Array.from(reviewAt),
+            compareIds: (a, b) => candidates[a].id - candidates[b].id,
+          },
+          at,
+        );
+        const fresh = Array.from(pools.fresh);
+        const high = Array.from(pools.high);
+        expect([...fresh, ...high].sort((a, b) => a - b)).toEqual(candidates.map((_, i) => i));
+        for (const i of fresh) expect(reviewAt[i] >= at - NEW_WINDOW_MS && reviewAt[i] <= at).toBe(true);
+        for (const i of high) expect(reviewAt[i] >= at - NEW_WINDOW_MS && reviewAt[i] <= at).toBe(false);
+        const freshKey = (i: number) => [reviewAt[i], candidates[i].id];
+        const highKey = (i: number) => [candidates[i].score, reviewAt[i], candidates[i].id];
+        for (let k = 1; k < fresh.length; k++) expect(descending(freshKey(fresh[k - 1]), freshKey(fresh[k]))).toBe(-1);
+        for (let k = 1; k < high.length; k++) expect(descending(highKey(high[k - 1]), highKey(high[k]))).toBe(-1);
+      }),
+    );
   });
 });
 
