@@ -162,6 +162,26 @@ describe('ramp state machine (R23)', () => {
     for (const step of state.steps.slice(0, 4)) expect(Date.parse(step.verdict?.judgedAt ?? '') - Date.parse(step.startedAt ?? '')).toBeGreaterThanOrEqual(HOUR);
   });
 
+  it('when the last step is below 100 %, then it is judged, and once it passes the ramp is done there with no further write', () => {
+    const world = new World(50_000);
+    const driver = begin(world, [25, 50]);
+    driver.run(24 * HOUR);
+    expect(driver.state).toMatchObject({ status: 'done', current: 1, lastGoodPercent: 50, judgeAt: null });
+    expect(driver.state.steps.map((s) => s.outcome)).toEqual(['passed', 'passed']);
+    expect(driver.writes.map((w) => w.percent)).toEqual([25, 50]);
+    expect(driver.recorded.slice(-2)).toEqual(['step-started 50', 'done 50']);
+  });
+
+  it('when notices are acknowledged up to a seq, then exactly the later ones stay and the revision moves; acknowledging none changes nothing', () => {
+    const { state } = startRamp({ id: 'ramp-1', steps: [10, 100], dwellMs: HOUR, by: 'alice@host', now: new Date(T0) });
+    expect(state.notices.map((n) => n.seq)).toEqual([1, 2]);
+    const acked = ackNotices(state, 1);
+    expect(acked.notices.map((n) => n.seq)).toEqual([2]);
+    expect(acked.revision).toBe(state.revision + 1);
+    expect(ackNotices(state, 0)).toBe(state);
+    expect(ackNotices(acked, 2).notices).toEqual([]);
+  });
+
   it('when the ring\'s like rate is lower and the views suffice, then the ramp halts, the percent goes back to the last good step and an alert is raised', () => {
     const world = new World(50_000, { ...BASE, likes: 0.035 });
     // 5 % of 50,000 views per tick: the step has its 20,000 views after its one-hour dwell.
