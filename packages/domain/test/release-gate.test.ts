@@ -88,6 +88,26 @@ describe('judgeRelease (R23 gated switch)', () => {
     expect(() => judgeRelease(current, current, { holdDrop: Number.NaN })).toThrow(RangeError);
   });
 
+  it('when holdDrop is at an end of [0, 1], then it is taken: 0 holds on any drop, 1 never holds on a drop', () => {
+    const smaller = releaseFigures(meta('20260724', 9_980));
+    expect(judgeRelease(smaller, current, { holdDrop: 0 }).outcome).toBe('hold');
+    expect(judgeRelease(smaller, current, { holdDrop: 1 }).outcome).toBe('pass');
+    expect(() => judgeRelease(current, current, { holdDrop: -0.01 })).toThrow(RangeError);
+  });
+
+  it('when a version passes, then no compared figure is marked as holding', () => {
+    const verdict = judgeRelease(releaseFigures(meta('20260724', 10_020)), current);
+    expect(verdict.outcome).toBe('pass');
+    expect(verdict.compared.filter((c) => c.holds)).toEqual([]);
+  });
+
+  it('when a figure is negative or infinite, then it is unreadable and never measured as a drop', () => {
+    const negative: ReleaseFigures = { ...releaseFigures(meta('20260724', 10_000)), length: -1 };
+    expect(judgeRelease(negative, current).reasons.map((r) => r.code)).toEqual(['unreadable']);
+    const infiniteCurrent: ReleaseFigures = { ...current, candidateCount: Number.POSITIVE_INFINITY };
+    expect(judgeRelease(releaseFigures(meta('20260724', 10_000)), infiniteCurrent).outcome).toBe('pass');
+  });
+
   it('when figures and holdDrop are drawn at random, then it holds exactly when a drop exceeds holdDrop or a duplicate exists', () => {
     const figures = fc.record({ length: fc.nat({ max: 20_000 }), candidateCount: fc.nat({ max: 20_000 }), duplicateCount: fc.nat({ max: 3 }) });
     fc.assert(
