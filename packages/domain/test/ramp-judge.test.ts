@@ -51,6 +51,22 @@ describe('judgeStep (R23 ramp step judge)', () => {
     expect(judgeStep({ ring: counts(20_000, { notInterested: 0.02 }), legacy: counts(200_000) }).outcome).toBe('pass');
   });
 
+  it('when a variant answered exactly minRequests, then the operational guards judge it; one fewer, they wait', () => {
+    expect(judgeStep({ ring: counts(20_000, {}, 2000), legacy: counts(200_000) }).outcome).toBe('pass');
+    const short = judgeStep({ ring: counts(20_000, {}, 1999), legacy: counts(200_000) });
+    expect(short.outcome).toBe('wait');
+    expect(short.reasons).toContain('server-errors: ring answered fewer than 2000 requests');
+  });
+
+  it('when the ring\'s error rate is above legacy\'s by exactly the margin, then it passes; by more, it fails', () => {
+    const legacy = counts(200_000, {}, 40_000, { serverErrors: 0 });
+    // 10 of 2000 is 0.005 exactly, the default server-errors margin.
+    expect(guard({ ring: counts(20_000, {}, 2000, { serverErrors: 0.005 }), legacy }, 'server-errors')?.outcome).toBe('pass');
+    const over = judgeStep({ ring: counts(20_000, {}, 2000, { serverErrors: 0.0055 }), legacy });
+    expect(over.outcome).toBe('fail');
+    expect(over.reasons[0]).toMatch(/^server-errors: server-errors rate 0.55 % on the ring is above legacy's 0 % by more than 0.5 %/);
+  });
+
   it('when a variant has fewer views than the minimum, then the step waits even with a far lower like rate', () => {
     const verdict = judgeStep({ ring: counts(19_999, { likes: 0.01 }, 4000), legacy: counts(200_000) });
     expect(verdict.outcome).toBe('wait');
