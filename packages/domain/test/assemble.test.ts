@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { assembleQueue, BLOCK_SIZE, countDuplicates, expandBlocks, summarizeBlocks } from '../src';
+import { assembleQueue, BLOCK_SIZE, countDuplicates, expandBlocks, fullBlockRatio, summarizeBlocks } from '../src';
 
 const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(23 - prefix.length + 1, '0')}`);
 
@@ -148,6 +148,24 @@ describe('assembleQueue named cases', () => {
   it('when the queue is shorter than 20, then there is one short block', () => {
     expect(composition(5, 2)).toEqual([{ high: 5, fresh: 2 }]);
     expect(assembleQueue([], [], 'v').ids).toEqual([]);
+  });
+});
+
+describe('block figures (R18, R23)', () => {
+  it('when blocks are 17+3, short, all high or mostly new, then fullBlockRatio counts only the 17+3 ones', () => {
+    const blocks = [{ high: 17, fresh: 3 }, { high: 20, fresh: 0 }, { high: 3, fresh: 17 }, { high: 5, fresh: 3 }, { high: 17, fresh: 2 }];
+    expect(fullBlockRatio(blocks)).toBe(1 / 5);
+    expect(fullBlockRatio([])).toBe(0);
+  });
+  it('when blocks repeat, then summarizeBlocks runs them together and expandBlocks gives them back', () => {
+    const blocks = [{ high: 17, fresh: 3 }, { high: 17, fresh: 3 }, { high: 17, fresh: 2 }, { high: 20, fresh: 2 }, { high: 20, fresh: 2 }];
+    const runs = summarizeBlocks(blocks);
+    expect(runs).toEqual([{ count: 2, high: 17, fresh: 3 }, { count: 1, high: 17, fresh: 2 }, { count: 2, high: 20, fresh: 2 }]);
+    expect(expandBlocks(runs)).toEqual(blocks);
+  });
+  it('when ids repeat, then countDuplicates counts each extra occurrence', () => {
+    expect(countDuplicates(['a', 'b', 'a', 'a', 'c'])).toBe(2);
+    expect(countDuplicates([])).toBe(0);
   });
 });
 
