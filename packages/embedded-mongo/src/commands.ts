@@ -5,7 +5,7 @@
 import { Long, calculateObjectSize, type Document } from 'bson';
 import { Query } from 'mingo';
 import { CommandError } from './errors';
-import { getPath, type Collection, type Store } from './store';
+import type { Collection, Store } from './store';
 
 const DEFAULT_BATCH_SIZE = 101;
 /** A batch never exceeds this many BSON bytes, as in MongoDB (replies must fit in one message). */
@@ -175,9 +175,7 @@ const handlers: Record<string, Handler> = {
   isMaster: hello,
   ping: () => ({ ok: 1 }),
   buildInfo: () => ({ version: '7.0.0-embedded', versionArray: [7, 0, 0, 0], maxBsonObjectSize: 16 * 1024 * 1024, ok: 1 }),
-  buildinfo: () => ({ version: '7.0.0-embedded', versionArray: [7, 0, 0, 0], ok: 1 }),
   endSessions: () => ({ ok: 1 }),
-  getParameter: () => ({ ok: 1 }),
 
   find(command, db, ctx, cursors) {
     const collection = collectionOf(ctx, db, command.find);
@@ -306,19 +304,6 @@ const handlers: Record<string, Handler> = {
     return { n, ok: 1 };
   },
 
-  distinct(command, db, ctx) {
-    const collection = collectionOf(ctx, db, command.distinct);
-    const key = String(command.key);
-    const seen = new Map<string, unknown>();
-    for (const doc of collection ? collection.match((command.query as Document) ?? {}) : []) {
-      const raw = getPath(doc, key);
-      for (const value of Array.isArray(raw) ? raw : [raw]) {
-        if (value !== undefined) seen.set(JSON.stringify(value), value);
-      }
-    }
-    return { values: [...seen.values()], ok: 1 };
-  },
-
   createIndexes(command, db, ctx) {
     const { collection, created } = ctx.store.db(db).ensure(String(command.createIndexes));
     const before = collection.listIndexes().length;
@@ -333,19 +318,6 @@ const handlers: Record<string, Handler> = {
     const collection = collectionOf(ctx, db, command.listIndexes);
     if (!collection) throw new CommandError(26, 'NamespaceNotFound', `ns does not exist: ${db}.${command.listIndexes}`);
     return cursors.open(`${db}.$cmd.listIndexes.${command.listIndexes}`, collection.listIndexes().map((i) => ({ v: 2, ...i })), undefined);
-  },
-
-  dropIndexes(command, db, ctx) {
-    const collection = collectionOf(ctx, db, command.dropIndexes);
-    if (!collection) throw new CommandError(26, 'NamespaceNotFound', `ns not found ${db}.${command.dropIndexes}`);
-    const before = collection.listIndexes().length;
-    const index = command.index;
-    if (index === '*') collection.dropAllIndexes();
-    else {
-      const name = typeof index === 'string' ? index : collection.listIndexes().find((i) => JSON.stringify(i.key) === JSON.stringify(index))?.name;
-      if (!name || !collection.dropIndex(name)) throw new CommandError(27, 'IndexNotFound', `index not found with name [${String(name ?? JSON.stringify(index))}]`);
-    }
-    return { nIndexesWas: before, ok: 1 };
   },
 
   listCollections(command, db, ctx, cursors) {
@@ -378,10 +350,6 @@ const handlers: Record<string, Handler> = {
     return { dropped: db, ok: 1 };
   },
 
-  listDatabases(command, _db, ctx) {
-    const databases = ctx.store.list().map((d) => ({ name: d.name, sizeOnDisk: 0, empty: d.names().length === 0 }));
-    return { databases: command.nameOnly ? databases.map(({ name }) => ({ name })) : databases, totalSize: 0, ok: 1 };
-  },
 };
 
 /** Statement lists of write commands, where per-statement options live. */
@@ -403,10 +371,10 @@ function refuseUnsupported(command: Document): void {
   }
 }
 
-/** Runs one command; failures come back as MongoDB-shaped error replies, never as exceptions. */
 /** The commands this server answers; any other is CommandNotFound (59). */
 export const HANDLED_COMMANDS: readonly string[] = Object.keys(handlers);
 
+/** Runs one command; failures come back as MongoDB-shaped error replies, never as exceptions. */
 export function runCommand(command: Document, db: string, ctx: CommandContext, cursors: CursorRegistry): Document {
   const name = Object.keys(command)[0];
   const handler = handlers[name];

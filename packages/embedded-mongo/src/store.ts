@@ -42,7 +42,7 @@ function shown(value: unknown): string {
 /** Whether `doc` has `field` itself (not through its prototype). */
 const hasField = (doc: Document, field: string) => Object.prototype.hasOwnProperty.call(doc, field);
 
-export function getPath(doc: Document, path: string): unknown {
+function getPath(doc: Document, path: string): unknown {
   let value: unknown = doc;
   for (const part of path.split('.')) {
     if (value === null || typeof value !== 'object') return undefined;
@@ -748,21 +748,6 @@ export class Collection {
     return true;
   }
 
-  dropIndex(name: string): boolean {
-    const at = this.indexes.findIndex((i) => i.name === name);
-    if (at <= 0) return false;
-    this.indexes.splice(at, 1);
-    this.uniqueMaps.delete(name);
-    this.partialFilters.delete(name);
-    return true;
-  }
-
-  dropAllIndexes(): void {
-    this.indexes.splice(1);
-    this.uniqueMaps.clear();
-    this.partialFilters.clear();
-  }
-
   aggregate(pipeline: Document[]): Document[] {
     const resolver = (name: string): Document[] => this.db.collection(name)?.all() ?? [];
     // A leading $match on an indexed equality can use the map instead of a scan.
@@ -814,10 +799,6 @@ export class Store {
 
   dropDatabase(name: string): void {
     this.databases.delete(name);
-  }
-
-  list(): Database[] {
-    return [...this.databases.values()];
   }
 }
 
