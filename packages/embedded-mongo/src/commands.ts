@@ -43,10 +43,6 @@ interface OpenCursor {
 export interface CommandContext {
   store: Store;
   connectionId: number;
-  /** Open and ever-opened client connections of the server, for serverStatus. */
-  connections: () => { current: number; totalCreated: number };
-  /** Epoch ms the server started, for serverStatus's uptime. */
-  startedAt: number;
 }
 
 function toNumber(value: unknown): number {
@@ -154,23 +150,6 @@ function hello(_command: Document, _db: string, ctx: CommandContext): Document {
 
 const handlers: Record<string, Handler> = {
   hello,
-  /** The documented top-level shape; counters this server does not keep are absent, not invented. */
-  serverStatus: (_command, _db, ctx) => {
-    const uptimeMillis = Date.now() - ctx.startedAt;
-    const connections = ctx.connections();
-    return {
-      host: 'embedded',
-      version: '7.0.0-embedded',
-      process: 'mongod',
-      pid: Long.fromNumber(process.pid),
-      uptime: Math.floor(uptimeMillis / 1000),
-      uptimeMillis: Long.fromNumber(uptimeMillis),
-      uptimeEstimate: Long.fromNumber(Math.floor(uptimeMillis / 1000)),
-      localTime: new Date(),
-      connections: { current: connections.current, available: 1_000_000 - connections.current, totalCreated: connections.totalCreated, active: connections.current },
-      ok: 1,
-    };
-  },
   ismaster: hello,
   isMaster: hello,
   ping: () => ({ ok: 1 }),
