@@ -153,7 +153,6 @@ const handlers: Record<string, Handler> = {
   ismaster: hello,
   isMaster: hello,
   ping: () => ({ ok: 1 }),
-  buildInfo: () => ({ version: '7.0.0-embedded', versionArray: [7, 0, 0, 0], maxBsonObjectSize: 16 * 1024 * 1024, ok: 1 }),
   endSessions: () => ({ ok: 1 }),
 
   find(command, db, ctx, cursors) {
@@ -249,10 +248,7 @@ const handlers: Record<string, Handler> = {
       // The image itself, projected: a lookup by _id would find the updated document for `new: false`.
       return fields && Object.keys(fields).length > 0 ? collection.project([doc], fields)[0] : doc;
     };
-    if (command.remove) {
-      const [removed] = collection.delete(query, 1, sort);
-      return { lastErrorObject: { n: removed ? 1 : 0 }, value: removed ?? null, ok: 1 };
-    }
+    if (command.remove) throw new CommandError(115, 'CommandNotSupported', "findAndModify's remove is not supported by the embedded server");
     const outcome = collection.update(query, command.update as Document, {
       upsert: Boolean(command.upsert),
       sort,
@@ -277,10 +273,8 @@ const handlers: Record<string, Handler> = {
 
   count(command, db, ctx) {
     const collection = collectionOf(ctx, db, command.count);
-    let n = collection ? collection.match((command.query as Document) ?? {}).length : 0;
-    if (command.skip) n = Math.max(0, n - toNumber(command.skip));
-    if (command.limit) n = Math.min(n, Math.abs(toNumber(command.limit)));
-    return { n, ok: 1 };
+    if (command.skip || command.limit) throw new CommandError(115, 'CommandNotSupported', "count's skip and limit are not supported by the embedded server");
+    return { n: collection ? collection.match((command.query as Document) ?? {}).length : 0, ok: 1 };
   },
 
   createIndexes(command, db, ctx) {
@@ -317,11 +311,6 @@ const handlers: Record<string, Handler> = {
     if (!created) throw new CommandError(48, 'NamespaceExists', `Collection ${db}.${command.create} already exists.`);
     collection.options = options;
     return { ok: 1 };
-  },
-
-  drop(command, db, ctx) {
-    if (!ctx.store.db(db).drop(String(command.drop))) throw new CommandError(26, 'NamespaceNotFound', 'ns not found');
-    return { ns: `${db}.${command.drop}`, nIndexesWas: 1, ok: 1 };
   },
 
   dropDatabase(_command, db, ctx) {

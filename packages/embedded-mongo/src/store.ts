@@ -650,8 +650,8 @@ export class Collection {
     return seed;
   }
 
-  delete(filter: Document, limit: number, sort?: Document): Document[] {
-    const matches = this.match(filter, sort);
+  delete(filter: Document, limit: number): Document[] {
+    const matches = this.match(filter);
     const targets = limit === 1 ? matches.slice(0, 1) : matches;
     for (const doc of targets) this.removeFromIndexes(doc);
     return targets;
@@ -704,10 +704,6 @@ export class Database {
     const collection = new Collection(this, name);
     this.collections.set(name, collection);
     return { collection, created: true };
-  }
-
-  drop(name: string): boolean {
-    return this.collections.delete(name);
   }
 
   names(): string[] {

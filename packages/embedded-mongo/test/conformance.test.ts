@@ -391,6 +391,11 @@ describe('embedded MongoDB server: collection options', () => {
     expect(await Thing().countDocuments({ name: 'in-transaction' })).toBe(0);
   });
 
+  it("when a findAndModify removes or a count skips or limits, then the server refuses it (nothing here sends them)", async () => {
+    await expect(Thing().collection.findOneAndDelete({ name: 'a' })).rejects.toThrow(/findAndModify's remove is not supported/);
+    await expect(conn.db!.command({ count: Thing().collection.collectionName, limit: 1 })).rejects.toThrow(/count's skip and limit are not supported/);
+  });
+
   it('when a unique index is partial or sparse, then the server refuses to create it', async () => {
     const partial = new Schema({ email: String }, { autoIndex: false });
     partial.index({ email: 1 }, { unique: true, partialFilterExpression: { email: { $type: 'string' } } });
