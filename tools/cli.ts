@@ -38,7 +38,7 @@ import {
 import { seedVideos } from '@feed/demo-data';
 import { explainNextPage, guestIdentity, userIdentity, UserHistory, VideoCatalog } from '@feed/api';
 import { Queue } from 'bullmq';
-import { BUILD_QUEUE, buildDepsFrom, buildSchedule, bullConnectionFactory, promoteHeldVersion, PromoteRefusedError, runDailyBuild, summarizeVersions } from '@feed/worker';
+import { BUILD_QUEUE, buildDepsFrom, buildSchedule, bullConnectionFactory, promoteHeldVersion, runDailyBuild, summarizeVersions } from '@feed/worker';
 import { useLocalMongo } from './support/local-mongo';
 
 /** A usage error found after parsing (e.g. two options that exclude each other): exit 2. */
@@ -139,29 +139,23 @@ program
     if (held && (options.at !== undefined || options.force || options.shadow || options.switch || options.skipGate || (options.promote && options.dismiss))) throw new UsageError('--promote and --dismiss take no other option');
     if (options.skipGate && options.shadow) throw new UsageError('--skip-gate switches current; --shadow never does');
     await withStores(async ({ config, redis, mongo }) => {
+      const trail = auditTrail(mongo.connection, config.redisKeyPrefix);
+      const logger = createLogger({ silent: false, level: 'warn' });
+      const keys = createRedisKeys(config.redisKeyPrefix);
       if (held) {
-        const trail = auditTrail(mongo.connection, config.redisKeyPrefix);
-        const logger = createLogger({ silent: false, level: 'warn' });
-        try {
-          const result = await promoteHeldVersion({ redis, keys: createRedisKeys(config.redisKeyPrefix), logger, audit: trail, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs }, held, cliActor, options.dismiss ? 'dismiss' : 'promote');
-          print({ version: result.version, status: result.status, replaced: result.replaced, current: result.current, reasons: result.held.verdict.reasons.map((r) => r.message) });
-        } catch (err) {
-          if (err instanceof PromoteRefusedError) throw new Error(err.message);
-          throw err;
-        }
-        return;
+        // A refusal (PromoteRefusedError) exits 1 with its message, as any failure.
+        const result = await promoteHeldVersion({ redis, keys, logger, audit: trail, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs }, held, cliActor, options.dismiss ? 'dismiss' : 'promote');
+        return print({ version: result.version, status: result.status, replaced: result.replaced, current: result.current, reasons: result.held.verdict.reasons.map((r) => r.message) });
       }
       const at = options.at === undefined ? undefined : parseBuildAt(options.at, config.businessTimeZone);
       if (at === null) throw new UsageError(`--at must be an ISO-8601 date or date-time (without an offset: in ${config.businessTimeZone}), got "${options.at}"`);
-      const logger = createLogger({ silent: false, level: 'warn' });
-      const keys = createRedisKeys(config.redisKeyPrefix);
       const asked = { at: at?.toISOString() ?? null, force: Boolean(options.force), shadow: Boolean(options.shadow), switch: Boolean(options.switch), skipGate: Boolean(options.skipGate) };
       const current = await redis.get(keys.current);
       const audit = async (after: Record<string, unknown>) =>
-        auditTrail(mongo.connection, config.redisKeyPrefix).record({ action: 'build-requested', ...cliActor, before: { current, asked }, after: { current: await redis.get(keys.current), ...after } });
+        trail.record({ action: 'build-requested', ...cliActor, before: { current, asked }, after: { current: await redis.get(keys.current), ...after } });
       let result: Awaited<ReturnType<typeof runDailyBuild>>;
       try {
-        result = await runDailyBuild(buildDepsFrom(config, { redis, keys, videos: videoModel(mongo.connection), logger, audit: auditTrail(mongo.connection, config.redisKeyPrefix) }), {
+        result = await runDailyBuild(buildDepsFrom(config, { redis, keys, videos: videoModel(mongo.connection), logger, audit: trail }), {
           at,
           force: options.force,
           shadow: options.shadow,

@@ -7,7 +7,6 @@
  * (the ratios from the one-Redis run).
  */
 import { randomBytes } from 'node:crypto';
-import autocannon from 'autocannon';
 import jwt from 'jsonwebtoken';
 import mongoose from 'mongoose';
 import { createClient } from 'redis';
@@ -16,7 +15,7 @@ import { connectRedis, createRedisKeys, offsetBucketKeys, videoModel, type Redis
 import { seedVideos } from '@feed/demo-data';
 import { startProcess, tsx, waitUntil, type Managed } from '../support/processes';
 import { startLocalCluster } from '../../test/support/redis-cluster';
-import { argValue, benchStores, buildBenchVersion } from './support';
+import { argValue, benchApiEnv, benchStores, buildBenchVersion, loadWithTokens } from './support';
 
 // Production refuses published or short secrets (D2): private ones per run.
 const SECRET = randomBytes(24).toString('hex');
@@ -30,13 +29,7 @@ interface Result {
 }
 
 async function load(name: string, url: string, tokens: string[], seconds: number, connections: number): Promise<Result> {
-  let next = 0;
-  const result = await autocannon({
-    url,
-    connections,
-    duration: seconds,
-    requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[next++ % tokens.length]}` } }) }],
-  });
+  const result = await loadWithTokens(url, tokens, seconds, connections);
   return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors };
 }
 
@@ -53,19 +46,9 @@ export async function runApiBench(): Promise<void> {
     await buildBenchVersion(redis, keys, videos);
 
     const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-    server = startProcess([...profile, ...tsx('tools/bench/api-server.ts')], {
-      NODE_ENV: 'production',
-      LOG_LEVEL: 'error',
-      MONGO_URL: mongoUri,
-      REDIS_KEY_PREFIX: prefix,
-      AUTH_JWT_SECRET: SECRET,
-      ADMIN_PASSWORD: randomBytes(24).toString('hex'),
-    });
-    const output = () => server!.output.join('');
-    await waitUntil('bench server', async () => /listening \d+/.test(output()), 30_000);
-    const port = Number(/listening (\d+)/.exec(output())![1]);
+    server = await startBenchServer(benchApiEnv(SECRET, { MONGO_URL: mongoUri, REDIS_KEY_PREFIX: prefix }), profile);
     const tokens = Array.from({ length: users }, (_, i) => jwt.sign({ sub: `bench-user-${i}` }, SECRET, { algorithm: 'HS256' }));
-    const base = `http://127.0.0.1:${port}`;
+    const base = baseOf(server);
     // Warm-up: script cache, video cache, JIT.
     await load('warmup', `${base}/api/app/recommend/vid/list`, tokens, 2, connections);
 
@@ -107,13 +90,14 @@ const SWITCH_WINDOW_S = 10;
 /** Commands of the daily build, not of the read path: left out of the switch window's figures. */
 const BUILD_COMMANDS = new Set(['rpush', 'del', 'unlink', 'rename', 'hset', 'set', 'expire', 'sadd', 'pexpire', 'eval', 'script']);
 
-async function startBenchServer(env: Record<string, string>): Promise<Managed> {
-  const server = startProcess(tsx('tools/bench/api-server.ts'), env);
-  await waitUntil('bench server on the cluster', async () => /listening \d+/.test(server.output.join('')), 30_000);
+/** api-server.ts in a process of its own (`nodeArgs` before it, e.g. a profiler's), once it listens. */
+async function startBenchServer(env: Record<string, string>, nodeArgs: string[] = []): Promise<Managed> {
+  const server = startProcess([...nodeArgs, ...tsx('tools/bench/api-server.ts')], env);
+  await waitUntil('bench server', async () => /listening \d+/.test(server.output.join('')), 30_000);
   return server;
 }
 
-const baseOf = async (server: Managed) => `http://127.0.0.1:${/listening (\d+)/.exec(server.output.join(''))![1]}`;
+const baseOf = (server: Managed) => `http://127.0.0.1:${/listening (\d+)/.exec(server.output.join(''))![1]}`;
 
 const clusterPage = (base: string, user: string) =>
   fetch(`${base}/api/app/recommend/vid/list`, { headers: { authorization: `Bearer ${jwt.sign({ sub: user }, SECRET, { algorithm: 'HS256' })}` } }).then((r) => r.arrayBuffer());
@@ -182,17 +166,9 @@ async function clusterRun(mongoUri: string, users: number): Promise<{ hottestPct
   try {
     await Promise.all(masters.map((m) => m.connect()));
     const built = await buildBenchVersion(redis, keys, videoModel(connection));
-    const apiEnv = {
-      NODE_ENV: 'production',
-      LOG_LEVEL: 'error',
-      MONGO_URL: mongoUri,
-      REDIS_CLUSTER_NODES: cluster.nodes.join(','),
-      REDIS_KEY_PREFIX: prefix,
-      AUTH_JWT_SECRET: SECRET,
-      ADMIN_PASSWORD: randomBytes(24).toString('hex'),
-    };
+    const apiEnv = benchApiEnv(SECRET, { MONGO_URL: mongoUri, REDIS_CLUSTER_NODES: cluster.nodes.join(','), REDIS_KEY_PREFIX: prefix });
     server = await startBenchServer(apiEnv);
-    const base = await baseOf(server);
+    const base = baseOf(server);
     const page = (user: number) => clusterPage(base, `cluster-user-${user}`);
     // One warm-up page (script cache, the queue copy) by a user of its own, then the measured reads.
     await page(-1);
@@ -212,7 +188,7 @@ async function clusterRun(mongoUri: string, users: number): Promise<{ hottestPct
     console.log(`cluster: ${users} users x 3 pages on ${cluster.nodes.length} masters; Redis CPU per master ${usec.map((x) => `${((100 * x) / total).toFixed(0)}%`).join(' ')} (${(total / 1000).toFixed(0)} ms in all)`);
     const instances = [server, ...(await Promise.all(Array.from({ length: SWITCH_INSTANCES - 1 }, () => startBenchServer(apiEnv))))];
     extra.push(...instances.slice(1));
-    const switched = await switchMoment(redis, keys, videoModel(connection), masters, await Promise.all(instances.map(baseOf)));
+    const switched = await switchMoment(redis, keys, videoModel(connection), masters, instances.map(baseOf));
     return { hottestPct: (100 * Math.max(...usec)) / total, offsetBytesPerUser: offsets / users, switchHottestPct: switched };
   } finally {
     await Promise.all(extra.map((s) => s.stop()));

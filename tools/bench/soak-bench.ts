@@ -12,15 +12,13 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import autocannon from 'autocannon';
 import jwt from 'jsonwebtoken';
 import { videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
-import type { Managed } from '../support/processes';
+import { ROOT, type Managed } from '../support/processes';
 import { startTestDeployable } from '../support/deployables';
-import { argValue, benchStores, buildBenchVersion } from './support';
+import { argValue, benchApiEnv, benchStores, buildBenchVersion, loadWithTokens } from './support';
 
-const ROOT = path.resolve(__dirname, '../..');
 const SECRET = randomBytes(24).toString('hex');
 const SAMPLE_EVERY_MS = 5_000;
 
@@ -47,13 +45,7 @@ export async function runSoakBench(): Promise<void> {
     await videos.init();
     await seedVideos(videos, { videos: videoCount - Math.round(videoCount / 50), fresh: Math.round(videoCount / 50) });
     await buildBenchVersion(redis, keys, videos);
-    const env = {
-      NODE_ENV: 'production',
-      LOG_LEVEL: 'error',
-      AUTH_JWT_SECRET: SECRET,
-      ADMIN_PASSWORD: randomBytes(24).toString('hex'),
-      ...(budget === undefined ? {} : { API_MEMORY_BUDGET_MB: budget }),
-    };
+    const env = benchApiEnv(SECRET, budget === undefined ? {} : { API_MEMORY_BUDGET_MB: budget });
     // What infra/Dockerfile.api's command does: the V8 flag first, from the same setting.
     const heapFlag = execFileSync(process.execPath, [heapFlagScript], { env: { ...process.env, ...env } }).toString();
     console.log(`api: node ${heapFlag} dist/main.js, API_MEMORY_BUDGET_MB=${budget ?? 'default'}`);
@@ -80,13 +72,7 @@ export async function runSoakBench(): Promise<void> {
       );
     };
     const sampler = setInterval(() => void sample(), SAMPLE_EVERY_MS);
-    let next = 0;
-    const result = await autocannon({
-      url: `${base}/api/app/recommend/vid/list`,
-      connections,
-      duration: minutes * 60,
-      requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[next++ % tokens.length]}` } }) }],
-    });
+    const result = await loadWithTokens(`${base}/api/app/recommend/vid/list`, tokens, minutes * 60, connections);
     clearInterval(sampler);
     await sample();
     type Key = Exclude<keyof (typeof samples)[number], 'at'>;

@@ -1,5 +1,6 @@
 /** Shared pieces of the benchmarks: an embedded MongoDB in a child process, Redis, a built version, cleanup. */
 import { randomBytes } from 'node:crypto';
+import autocannon from 'autocannon';
 import mongoose, { type Connection } from 'mongoose';
 import { createLogger } from '@feed/logger';
 import { connectRedis, createRedisKeys, deleteKeysWithPrefix, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
@@ -62,6 +63,16 @@ const BENCH_BUILD = { businessTimeZone: 'Asia/Shanghai', shortRecommendKeyTTLHou
 /** A version of `videos` (today's unless `options` say), built and made current as the worker builds it (its keys live an hour). */
 export function buildBenchVersion(redis: Redis, keys: RedisKeys, videos: VideoModel, options: BuildOptions = {}) {
   return runDailyBuild(buildDepsFrom(BENCH_BUILD, { redis, keys, videos, logger: createLogger({ silent: true }) }), options);
+}
+
+/** The environment of an API a bench starts: production, quiet, private secrets (production refuses published or short ones, D2). */
+export const benchApiEnv = (secret: string, env: Record<string, string>) => ({ NODE_ENV: 'production', LOG_LEVEL: 'error', AUTH_JWT_SECRET: secret, ADMIN_PASSWORD: randomBytes(24).toString('hex'), ...env });
+
+/** autocannon on `url` for `seconds`, each request signed in as the next of `tokens` (many distinct users). */
+export function loadWithTokens(url: string, tokens: string[], seconds: number, connections: number) {
+  let next = 0;
+  const signedIn = (req: autocannon.Request) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[next++ % tokens.length]}` } });
+  return autocannon({ url, connections, duration: seconds, requests: [{ setupRequest: signedIn }] });
 }
 
 export function argValue(name: string, fallback?: string): string | undefined {

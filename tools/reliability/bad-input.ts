@@ -4,7 +4,6 @@
  * Each case names the 4xx it must get. The suite's group `bad input` sends them all.
  */
 import type jwt from 'jsonwebtoken';
-import mongoose from 'mongoose';
 import { interactionModels, videoModel } from '@feed/storage';
 import { expect, type Suite } from './suite';
 
@@ -111,9 +110,9 @@ export function badInputCases(ctx: { api: string; validVideo: string; secret: st
 
 /** Group `bad input`: every case above answered as it says, with a JSON error, and nothing written. */
 export async function badInputChecks(suite: Suite): Promise<void> {
-  const { api, check, env, queue, redisClient, secret, summary, token } = suite;
+  const { api, check, queue, redisClient, secret, summary, token } = suite;
   await check('bad input', 'malformed queries, bodies, headers and tokens against every endpoint', async () => {
-    const conn = await mongoose.createConnection(env.MONGO_URL).asPromise();
+    const conn = await suite.mongo();
     const records = interactionModels(conn);
     const snapshot = async () =>
       JSON.stringify({
@@ -136,7 +135,6 @@ export async function badInputChecks(suite: Suite): Promise<void> {
       }
     }
     const after = await snapshot();
-    await conn.close();
     summary.badInput = `${cases.length} tried, ${wrong.length} wrong, writes ${before === after ? 'none' : 'SOME'}`;
     expect(wrong.length === 0, wrong.slice(0, 5).join('; '));
     expect(before === after, `state changed: ${before} -> ${after}`);

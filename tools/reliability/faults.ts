@@ -1,6 +1,5 @@
 /** Group `faults`: Redis down or restarted mid-build, a worker killed mid-build, two workers on one version, MongoDB down (last: it stays down). */
-import { Queue } from 'bullmq';
-import { BUILD_QUEUE, buildJobOptions, bullConnectionFactory, type BuildJobData, type BuildResult } from '@feed/worker';
+import type { BuildResult } from '@feed/worker';
 import { cli, CLI_TIMEOUT_MS, exitWithin, freePort, startProcess, tsx, waitUntil } from '../support/processes';
 import { expect, type Suite } from './suite';
 
@@ -61,8 +60,7 @@ export async function faultChecks(suite: Suite): Promise<void> {
   });
 
   // Builds through the worker deployable, as the dashboard's "Add job" queues them.
-  const bull = bullConnectionFactory({ redisUrl: env.REDIS_URL, redisClusterNodes: undefined })();
-  const buildQueue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: bull, prefix: keys.bullPrefix, defaultJobOptions: buildJobOptions(500) });
+  const buildQueue = suite.buildQueue();
   const finished = async (jobId: string, timeoutMs: number) => {
     await waitUntil(`job ${jobId} finished`, async () => Boolean((await buildQueue.getJob(jobId))?.finishedOn), timeoutMs);
     return (await buildQueue.getJob(jobId))!;
@@ -104,8 +102,6 @@ export async function faultChecks(suite: Suite): Promise<void> {
       await second.stop();
     }
   });
-  await buildQueue.close();
-  await bull.quit();
   summary.dataLost = String(dataLost);
 }
 

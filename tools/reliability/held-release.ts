@@ -6,22 +6,9 @@
  * on-call's one action (the worker's admin endpoint) switches current, both on the audit trail.
  * The catalogue is restored afterwards, so the checks after this one read the whole of it.
  */
-import mongoose from 'mongoose';
-import { Queue } from 'bullmq';
-import { AUDIT_COLLECTION, createRedisKeys, videoModel } from '@feed/storage';
-import { BUILD_QUEUE, buildJobOptions, bullConnectionFactory, type BuildJobData } from '@feed/worker';
-import type { createClient } from 'redis';
+import { AUDIT_COLLECTION, videoModel } from '@feed/storage';
 import { waitUntil } from '../support/processes';
-import type { Suite } from './suite';
-
-export interface HeldReleaseDeps {
-  env: Record<string, string>;
-  redis: ReturnType<typeof createClient>;
-  worker: string;
-  adminPassword: string;
-  /** The version of a guest's page from the API. */
-  pageVersion(): Promise<string>;
-}
+import { expect, type Suite } from './suite';
 
 /** The day after `version` (YYYYMMDD), as job data's `at` (read in TZ_BUSINESS): a later day than current. */
 function dayAfter(version: string): string {
@@ -29,16 +16,11 @@ function dayAfter(version: string): string {
   return `${next.toISOString().slice(0, 10)}T12:00:00`;
 }
 
-function expect(condition: unknown, message: string): asserts condition {
-  if (!condition) throw new Error(message);
-}
-
-export async function heldReleaseScenario({ env, redis, worker, adminPassword, pageVersion }: HeldReleaseDeps): Promise<string> {
-  const keys = createRedisKeys('');
+async function heldReleaseScenario(suite: Suite): Promise<string> {
+  const { adminPassword, keys, pageVersion, redisClient: redis, worker } = suite;
   const before = (await redis.get(keys.current))!;
-  const conn = await mongoose.createConnection(env.MONGO_URL).asPromise();
-  const bull = bullConnectionFactory({ redisUrl: env.REDIS_URL, redisClusterNodes: undefined })();
-  const queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: bull, prefix: keys.bullPrefix, defaultJobOptions: buildJobOptions(500) });
+  const conn = await suite.mongo();
+  const queue = suite.buildQueue();
   const videos = videoModel(conn);
   const approved = (await videos.find({ status: 'approved' }).select({ _id: 1 }).lean()).map((d) => d._id);
   const cut = approved.slice(0, Math.ceil(approved.length * 0.8));
@@ -78,15 +60,12 @@ export async function heldReleaseScenario({ env, redis, worker, adminPassword, p
     return `${version} held (${length.next} vs ${length.current} positions: ${result.reason}), promoted by the admin endpoint; trail: ${actions.join(', ')}`;
   } finally {
     await videos.updateMany({ _id: { $in: cut } }, { $set: { status: 'approved' } });
-    await queue.close();
-    await bull.quit();
-    await conn.close();
   }
 }
 
 /** Near the end, as it leaves a later day current (the catalogue itself is restored). */
 export async function heldChecks(suite: Suite): Promise<void> {
   await suite.check('held', 'a catalogue cut by 80 %: the next build is held as a shadow (current serves, counted, on the inspector), the admin endpoint promotes it, both on the audit trail', () =>
-    heldReleaseScenario({ env: suite.env, redis: suite.redisClient, worker: suite.worker, adminPassword: suite.adminPassword, pageVersion: suite.pageVersion }),
+    heldReleaseScenario(suite),
   );
 }

@@ -1,6 +1,5 @@
 /** Group `self-healing` (R21): the ring back by itself after a first start on an empty Redis, a FLUSHALL, the current queue deleted. */
-import { Queue } from 'bullmq';
-import { BUILD_QUEUE, SCHEDULER_ID, bullConnectionFactory } from '@feed/worker';
+import { SCHEDULER_ID } from '@feed/worker';
 import { waitUntil } from '../support/processes';
 import { RING_BACK_WITHIN_MS } from './build-kill';
 import { expect, type Suite } from './suite';
@@ -13,18 +12,11 @@ export async function firstStartChecks(suite: Suite): Promise<void> {
 }
 
 export async function dataLossChecks(suite: Suite): Promise<void> {
-  const { check, env, keys, pageVersion, redisClient, untilRingPage } = suite;
+  const { check, keys, pageVersion, redisClient, untilRingPage } = suite;
   await check('self-healing', 'Redis loses all its data (FLUSHALL): a ring page within R21\'s 2 minutes, the daily job scheduler back', async () => {
     await redisClient.flushAll();
     const healed = await untilRingPage(RING_BACK_WITHIN_MS);
-    const bull = bullConnectionFactory({ redisUrl: env.REDIS_URL, redisClusterNodes: undefined })();
-    const buildQueue = new Queue(BUILD_QUEUE, { connection: bull, prefix: keys.bullPrefix });
-    try {
-      await waitUntil('the daily job scheduler upserted again', async () => Boolean(await buildQueue.getJobScheduler(SCHEDULER_ID)), 30_000);
-    } finally {
-      await buildQueue.close();
-      await bull.quit();
-    }
+    await waitUntil('the daily job scheduler upserted again', async () => Boolean(await suite.buildQueue().getJobScheduler(SCHEDULER_ID)), 30_000);
     return `${healed}; scheduler present`;
   });
 

@@ -7,11 +7,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Queue } from 'bullmq';
 import jwt from 'jsonwebtoken';
+import mongoose, { type Connection } from 'mongoose';
 import { createClient } from 'redis';
 import { loadConfig } from '@feed/config';
 import { versionFor } from '@feed/domain';
-import { createRedisKeys, offsetSlot, type RedisKeys } from '@feed/storage';
+import { COUNTER_KINDS, createRedisKeys, offsetSlot, videoModel, type CounterKind, type RedisKeys } from '@feed/storage';
+import { BUILD_QUEUE, buildJobOptions, bullConnectionFactory, type BuildJobData } from '@feed/worker';
 import { freePort, startMongoProcess, startRedis, tsx, waitUntil, type Managed } from '../support/processes';
 import { startTestDeployable } from '../support/deployables';
 
@@ -75,6 +78,12 @@ export interface Suite {
   /** The version of a guest's page: a YYYYMMDD when the ring served it. */
   pageVersion(): Promise<string>;
   untilRingPage(timeoutMs: number): Promise<string>;
+  /** A MongoDB connection of the suite's own, opened at the first call (closed with the suite). */
+  mongo(): Promise<Connection>;
+  /** A video's two counters of `kind` (R3), as stored in MongoDB. */
+  counters(vid: string, kind: CounterKind): Promise<{ recommend: number; display: number }>;
+  /** The worker's build queue, to add jobs as the dashboard adds them (opened at the first call, closed with the suite). */
+  buildQueue(): Queue<BuildJobData>;
   /** The suite's Redis started again on its port and directory (its append-only file keeps the data). */
   restartRedis(): Promise<Managed>;
   /** The API on its port, once /readyz answers. */
@@ -128,6 +137,14 @@ export async function createSuite(options: SuiteOptions): Promise<Suite> {
   const pageVersion = async () =>
     ((await (await fetch(`${api}/api/app/recommend/vid/list`, { headers: { 'X-Device-Id': `healing-${randomBytes(4).toString('hex')}` } })).json()) as { queueVersion: string }).queueVersion;
   const runs = (group: Group) => !options.only || options.only.includes(group);
+  let connection: Promise<Connection> | undefined;
+  const mongo = () => (connection ??= mongoose.createConnection(env.MONGO_URL).asPromise());
+  let buildQueue: { queue: Queue<BuildJobData>; close(): Promise<unknown> } | undefined;
+  const openBuildQueue = () => {
+    const bull = bullConnectionFactory({ redisUrl: env.REDIS_URL, redisClusterNodes: undefined })();
+    const queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: bull, prefix: keys.bullPrefix, defaultJobOptions: buildJobOptions(500) });
+    return { queue, close: () => queue.close().then(() => bull.quit()) };
+  };
 
   const suite: Suite = {
     options,
@@ -172,10 +189,19 @@ export async function createSuite(options: SuiteOptions): Promise<Suite> {
       await waitUntil('a ring page', async () => /^\d{8}$/.test(await pageVersion()), timeoutMs);
       return `ring page after ${((Date.now() - startedAt) / 1000).toFixed(1)} s`;
     },
+    mongo,
+    async counters(vid, kind) {
+      const fields = COUNTER_KINDS[kind];
+      const doc = (await videoModel(await mongo()).findById(vid).select({ [fields.recommend]: 1, [fields.display]: 1 }).lean()) as Record<string, number> | null;
+      return { recommend: Number(doc?.[fields.recommend] ?? 0), display: Number(doc?.[fields.display] ?? 0) };
+    },
+    buildQueue: () => (buildQueue ??= openBuildQueue()).queue,
     restartRedis: () => startRedis(redisPort, dir),
     startApi: async () => started(await startTestDeployable(tsx('apps/api/src/main.ts'), scope, env, { port: apiPort, until: '/readyz' })),
     startWorker: async (port = workerPort, extraEnv = {}) => started(await startTestDeployable(tsx('apps/worker/src/main.ts'), scope, { ...env, ...extraEnv }, { port })),
     async close() {
+      await buildQueue?.close();
+      await (await connection)?.close();
       await Promise.all(processes.map((p) => p.stop()));
       await redisClient.quit().catch(() => undefined);
       await suite.redis.stop();

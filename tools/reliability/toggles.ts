@@ -6,8 +6,6 @@
  * last action was a like. Then the model-based test with a long run.
  */
 import { spawn } from 'node:child_process';
-import mongoose from 'mongoose';
-import { videoModel } from '@feed/storage';
 import { waitUntil } from '../support/processes';
 import { expect, type Suite } from './suite';
 
@@ -40,7 +38,7 @@ function modelTest(runs: number): Promise<{ code: number | null; output: string 
 }
 
 export async function toggleChecks(suite: Suite): Promise<void> {
-  const { check, env, queue } = suite;
+  const { check, queue } = suite;
   /** Runs of the model-based interaction test here (`pnpm test` runs 25). */
   const MODEL_RUNS = suite.options.quick ? 100 : 600;
   // --quick: 50 users (200 taps at once). At 200 users (800 at once) the embedded MongoDB, one
@@ -48,55 +46,46 @@ export async function toggleChecks(suite: Suite): Promise<void> {
   // (~160 503s in this session's runs): an open item, see the round's note.
   const TOGGLE_USERS = suite.options.quick ? 50 : 200;
   await check('toggles', `${TOGGLE_USERS} users double-tap like/unlike on one video, API killed mid-way: no 5xx, counters exact`, async () => {
-    const conn = await mongoose.createConnection(env.MONGO_URL).asPromise();
-    try {
-      const videos = videoModel(conn);
-      const vid = queue[TOGGLE_VIDEO_OFFSET];
-      const counters = async () => {
-        const doc = await videos.findById(vid).select({ likeCount: 1, recommendLikeCount: 1 }).lean();
-        return { recommend: Number(doc?.recommendLikeCount ?? 0), display: Number(doc?.likeCount ?? 0) };
-      };
-      const before = await counters();
-      const users = Array.from({ length: TOGGLE_USERS }, (_, i) => `toggler-${i}`);
-      const statuses: number[] = [];
-      const tap = async (user: string, path: string) => statuses.push(await toggle(suite, path, user, vid));
-      let killed = false;
-      for (let round = 0; round < 3; round++) {
-        await Promise.all(
-          users.map(async (user, i) => {
-            await Promise.all([tap(user, '/api/app/vid/like'), tap(user, '/api/app/vid/unlike')]);
-            await Promise.all([tap(user, '/api/app/vid/like'), tap(user, '/api/app/vid/like')]);
-            if (round === 1 && i === TOGGLE_USERS / 2 && !killed) {
-              killed = true;
-              await suite.apiProcess!.stop('SIGKILL');
-              // The other users' taps meanwhile get no answer (status 0) until it is ready again.
-              suite.apiProcess = await suite.startApi();
-            }
-          }),
-        );
-      }
-      const lastLikes = users.filter((_, i) => i % 2 === 0).length;
-      for (const [i, user] of users.entries()) {
-        const paths = i % 2 === 0 ? ['/api/app/vid/like'] : ['/api/app/vid/like', '/api/app/vid/unlike'];
-        for (const path of paths) {
-          let status = 0;
-          for (let attempt = 0; attempt < 5 && (status < 200 || status >= 300); attempt++) statuses.push((status = await toggle(suite, path, user, vid)));
-          expect(status >= 200 && status < 300, `${user}'s last ${path} not answered 2xx after 5 attempts (${status})`);
-        }
-      }
-      const errors = statuses.filter((status) => status >= 500);
-      expect(errors.length === 0, `${errors.length} answers 5xx (${[...new Set(errors)].join(', ')})`);
-      const want = { recommend: before.recommend + TOGGLE_USERS, display: before.display + lastLikes };
-      await waitUntil('like counters to settle', async () => JSON.stringify(await counters()) === JSON.stringify(want), 150_000).catch(() => undefined);
-      const after = await counters();
-      expect(
-        after.recommend === want.recommend && after.display === want.display,
-        `recommendLikeCount grew by ${after.recommend - before.recommend} (want ${TOGGLE_USERS}), likeCount by ${after.display - before.display} (want ${lastLikes})`,
+    const vid = queue[TOGGLE_VIDEO_OFFSET];
+    const counters = () => suite.counters(vid, 'likes');
+    const before = await counters();
+    const users = Array.from({ length: TOGGLE_USERS }, (_, i) => `toggler-${i}`);
+    const statuses: number[] = [];
+    const tap = async (user: string, path: string) => statuses.push(await toggle(suite, path, user, vid));
+    let killed = false;
+    for (let round = 0; round < 3; round++) {
+      await Promise.all(
+        users.map(async (user, i) => {
+          await Promise.all([tap(user, '/api/app/vid/like'), tap(user, '/api/app/vid/unlike')]);
+          await Promise.all([tap(user, '/api/app/vid/like'), tap(user, '/api/app/vid/like')]);
+          if (round === 1 && i === TOGGLE_USERS / 2 && !killed) {
+            killed = true;
+            await suite.apiProcess!.stop('SIGKILL');
+            // The other users' taps meanwhile get no answer (status 0) until it is ready again.
+            suite.apiProcess = await suite.startApi();
+          }
+        }),
       );
-      return `${statuses.length} requests, ${statuses.filter((status) => status === 0).length} cut by the kill, 0 answered 5xx; +${TOGGLE_USERS} recommendLikeCount, +${lastLikes} likeCount`;
-    } finally {
-      await conn.close();
     }
+    const lastLikes = users.filter((_, i) => i % 2 === 0).length;
+    for (const [i, user] of users.entries()) {
+      const paths = i % 2 === 0 ? ['/api/app/vid/like'] : ['/api/app/vid/like', '/api/app/vid/unlike'];
+      for (const path of paths) {
+        let status = 0;
+        for (let attempt = 0; attempt < 5 && (status < 200 || status >= 300); attempt++) statuses.push((status = await toggle(suite, path, user, vid)));
+        expect(status >= 200 && status < 300, `${user}'s last ${path} not answered 2xx after 5 attempts (${status})`);
+      }
+    }
+    const errors = statuses.filter((status) => status >= 500);
+    expect(errors.length === 0, `${errors.length} answers 5xx (${[...new Set(errors)].join(', ')})`);
+    const want = { recommend: before.recommend + TOGGLE_USERS, display: before.display + lastLikes };
+    await waitUntil('like counters to settle', async () => JSON.stringify(await counters()) === JSON.stringify(want), 150_000).catch(() => undefined);
+    const after = await counters();
+    expect(
+      after.recommend === want.recommend && after.display === want.display,
+      `recommendLikeCount grew by ${after.recommend - before.recommend} (want ${TOGGLE_USERS}), likeCount by ${after.display - before.display} (want ${lastLikes})`,
+    );
+    return `${statuses.length} requests, ${statuses.filter((status) => status === 0).length} cut by the kill, 0 answered 5xx; +${TOGGLE_USERS} recommendLikeCount, +${lastLikes} likeCount`;
   });
   await check('toggles', `model-based interaction test, ${MODEL_RUNS} runs (seed printed)`, async () => {
     const { code, output } = await modelTest(MODEL_RUNS);

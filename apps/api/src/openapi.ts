@@ -6,7 +6,7 @@
  */
 import type Joi from 'joi';
 import parse from 'joi-to-json';
-import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, ref, slowClient, type OperationFields } from '@feed/http';
+import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, operationsPaths, readinessSchema, ref, slowClient, type OperationFields } from '@feed/http';
 import { MAX_DWELL_MS, MAX_RAMP_STEPS, MIN_DWELL_MS } from '@feed/domain';
 import { AUDIT_ACTIONS } from '@feed/storage';
 import { objectId, vidBody } from './http/validate';
@@ -176,16 +176,10 @@ export const openApiDocument = {
           candidates: { type: 'array', items: { type: 'object', description: 'position, block, pool, score and verdict of one candidate' } },
         },
       },
-      Readiness: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['status', 'redis', 'mongo'],
-        properties: {
-          status: { type: 'string', enum: ['ready', 'degraded', 'unavailable', 'warming', 'draining'], description: 'degraded: Redis is down and the feed serves its MongoDB fallback; warming: a new instance is loading its copy of the current queue; draining: the instance got SIGTERM (D4)' },
-          redis: { type: 'string', enum: ['ok', 'down'] },
-          mongo: { type: 'string', enum: ['ok', 'down'] },
-        },
-      },
+      Readiness: readinessSchema(
+        ['ready', 'degraded', 'unavailable', 'warming', 'draining'],
+        'degraded: Redis is down and the feed serves its MongoDB fallback; warming: a new instance is loading its copy of the current queue; draining: the instance got SIGTERM (D4)',
+      ),
       RolloutInForce: {
         type: 'object',
         required: ['enabled', 'percent', 'source', 'environment'],
@@ -234,39 +228,13 @@ export const openApiDocument = {
   },
   // HEAD beside every GET and OPTIONS on every path, as both deployables answer them.
   paths: methodsOnEveryPath({
-    '/healthz': {
-      get: operation({
-        operationId: 'liveness',
-        tag: 'operations',
-        summary: 'Liveness',
-        description: 'The process answers.',
-        security: [],
-        responses: { 200: ok({ type: 'object', additionalProperties: false, required: ['status'], properties: { status: { const: 'ok' } } }), ...slowClient },
-      }),
-    },
-    '/readyz': {
-      get: operation({
-        operationId: 'readiness',
-        tag: 'operations',
-        summary: 'Readiness',
-        description: 'Ready while MongoDB answers; Redis down is degraded, still ready (R17). 503 while warming (a new instance) and draining (from SIGTERM on, D4).',
-        security: [],
-        responses: { 200: ok(ref('Readiness')), 503: { description: 'MongoDB does not answer, or the instance is warming or draining', ...json(ref('Readiness')) }, ...slowClient },
-      }),
-    },
-    '/metrics': {
-      get: operation({
-        operationId: 'metrics',
-        tag: 'operations',
-        summary: 'Prometheus metrics',
-        description: 'The R18 metrics in the Prometheus text format.',
-        security: [],
-        responses: { 200: { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } }, ...slowClient },
-      }),
-    },
-    '/openapi.json': {
-      get: operation({ operationId: 'openApiDocument', tag: 'operations', summary: 'This document', description: 'The OpenAPI 3.1 document of this API.', security: [], responses: { 200: ok({ type: 'object' }), ...slowClient } }),
-    },
+    ...operationsPaths({
+      liveness: 'The process answers.',
+      readiness: 'Ready while MongoDB answers; Redis down is degraded, still ready (R17). 503 while warming (a new instance) and draining (from SIGTERM on, D4).',
+      notReady: 'MongoDB does not answer, or the instance is warming or draining',
+      metrics: 'The R18 metrics in the Prometheus text format.',
+      document: 'The OpenAPI 3.1 document of this API.',
+    }),
     '/api/app/recommend/vid/list': {
       get: feedPage('nextPage', 'Next page of the feed', 'The H5 main call: the next videos of the ring queue for this user or device, skipping seen and rejected ones.'),
     },

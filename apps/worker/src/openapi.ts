@@ -5,7 +5,7 @@
  * `x-unspecified-paths` extension says so. Lint clean under `redocly lint` (recommended rules),
  * run by the tests, which also check every response they get against it.
  */
-import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, ref, slowClient, type OperationFields } from '@feed/http';
+import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, operationsPaths, readinessSchema, ref, slowClient, type OperationFields } from '@feed/http';
 import { VERSION_PATTERN } from '@feed/storage';
 
 const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });
@@ -46,16 +46,7 @@ export const workerOpenApiDocument = {
     },
     schemas: {
       Error: ERROR_BODY_SCHEMA,
-      Readiness: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['status', 'redis', 'mongo'],
-        properties: {
-          status: { type: 'string', enum: ['ready', 'unavailable'], description: 'unavailable while either store does not answer within 1 s' },
-          redis: { type: 'string', enum: ['ok', 'down'] },
-          mongo: { type: 'string', enum: ['ok', 'down'] },
-        },
-      },
+      Readiness: readinessSchema(['ready', 'unavailable'], 'unavailable while either store does not answer within 1 s'),
       Pointers: {
         type: 'object',
         additionalProperties: false,
@@ -172,39 +163,13 @@ export const workerOpenApiDocument = {
   },
   // HEAD beside every GET and OPTIONS on every path, as both deployables answer them.
   paths: methodsOnEveryPath({
-    '/healthz': {
-      get: operation({
-        operationId: 'liveness',
-        tag: 'operations',
-        summary: 'Liveness',
-        description: 'The process answers (independent of both stores).',
-        security: [],
-        responses: { 200: ok({ type: 'object', additionalProperties: false, required: ['status'], properties: { status: { const: 'ok' } } }) },
-      }),
-    },
-    '/readyz': {
-      get: operation({
-        operationId: 'readiness',
-        tag: 'operations',
-        summary: 'Readiness',
-        description: 'Ready while both stores answer: without either a worker can neither build nor show its dashboard.',
-        security: [],
-        responses: { 200: ok(ref('Readiness')), 503: { description: 'A store does not answer', ...json(ref('Readiness')) } },
-      }),
-    },
-    '/metrics': {
-      get: operation({
-        operationId: 'metrics',
-        tag: 'operations',
-        summary: 'Prometheus metrics',
-        description: "The worker's metrics in the Prometheus text format.",
-        security: [],
-        responses: { 200: { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } } },
-      }),
-    },
-    '/openapi.json': {
-      get: operation({ operationId: 'openApiDocument', tag: 'operations', summary: 'This document', description: "The OpenAPI 3.1 document of the worker's HTTP surface.", security: [], responses: { 200: ok({ type: 'object' }) } }),
-    },
+    ...operationsPaths({
+      liveness: 'The process answers (independent of both stores).',
+      readiness: 'Ready while both stores answer: without either a worker can neither build nor show its dashboard.',
+      notReady: 'A store does not answer',
+      metrics: "The worker's metrics in the Prometheus text format.",
+      document: "The OpenAPI 3.1 document of the worker's HTTP surface.",
+    }),
     [DASHBOARD_PATH]: {
       get: operation({
         operationId: 'dashboard',

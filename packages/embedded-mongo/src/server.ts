@@ -26,12 +26,11 @@ export async function startEmbeddedMongo(options: EmbeddedMongoOptions = {}): Pr
   const cursors = new CursorRegistry();
   const sockets = new Set<net.Socket>();
   let nextConnectionId = 1;
-  const startedAt = Date.now();
 
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.setNoDelay(true);
-    const ctx = { store, connectionId: nextConnectionId++, connections: () => ({ current: sockets.size, totalCreated: nextConnectionId - 1 }), startedAt };
+    const ctx = { store, connectionId: nextConnectionId++ };
     let pending: Buffer = Buffer.alloc(0);
     socket.on('data', (chunk) => {
       try {

@@ -22,6 +22,25 @@ export const error = (description: string) => ({ description, ...json(ref('Error
 /** Node's server answers any route so (SPEC C: slow clients are bounded). */
 export const slowClient = { 408: { description: 'The request was not received within HTTP_HEADERS_TIMEOUT_MS (headers) or HTTP_REQUEST_TIMEOUT_MS (whole request); no body' } };
 
+/** The `Readiness` schema of /readyz: its statuses (described) and each store's state. */
+export const readinessSchema = (statuses: string[], description: string) => ({
+  type: 'object',
+  additionalProperties: false,
+  required: ['status', 'redis', 'mongo'],
+  properties: { status: { type: 'string', enum: statuses, description }, redis: { type: 'string', enum: ['ok', 'down'] }, mongo: { type: 'string', enum: ['ok', 'down'] } },
+});
+
+/** The probes, the metrics and the document itself, as both deployables serve them (tag `operations`, no credentials); the texts are each one's. */
+export function operationsPaths(text: { liveness: string; readiness: string; notReady: string; metrics: string; document: string }) {
+  const get = (operationId: string, summary: string, description: string, responses: object) => ({ get: { tags: ['operations'], operationId, summary, description, security: [], responses: { ...responses, ...slowClient } } });
+  return {
+    '/healthz': get('liveness', 'Liveness', text.liveness, { 200: ok({ type: 'object', additionalProperties: false, required: ['status'], properties: { status: { const: 'ok' } } }) }),
+    '/readyz': get('readiness', 'Readiness', text.readiness, { 200: ok(ref('Readiness')), 503: { description: text.notReady, ...json(ref('Readiness')) } }),
+    '/metrics': get('metrics', 'Prometheus metrics', text.metrics, { 200: { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } } }),
+    '/openapi.json': get('openApiDocument', 'This document', text.document, { 200: ok({ type: 'object' }) }),
+  };
+}
+
 /** An operation as both builders declare it; their `operation()` turns `tag` into `tags` and adds the statuses every route of theirs answers. */
 export interface OperationFields<Tag extends string> {
   operationId: string;
