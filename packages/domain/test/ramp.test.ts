@@ -3,6 +3,7 @@ import {
   ackNotices,
   advanceRamp,
   emptyReadout,
+  MAX_NOTICES,
   pauseRamp,
   rampNeedsReadout,
   rampReadoutHours,
@@ -92,6 +93,8 @@ class Driver {
   stored: string;
   writes: RolloutWrite[] = [];
   recorded: string[] = [];
+  /** The notices' words, as the audit trail shows them. */
+  messages: string[] = [];
   constructor(
     public world: World,
     state: RampState,
@@ -114,6 +117,7 @@ class Driver {
   record(): void {
     const state = this.state;
     this.recorded.push(...state.notices.map((n) => `${n.kind}${n.alert ? '!' : ''} ${n.percent}`));
+    this.messages.push(...state.notices.map((n) => `${n.kind} ${n.percent}: ${n.message}`));
     const last = state.notices.at(-1);
     if (last) this.stored = JSON.stringify(ackNotices(state, last.seq));
   }
@@ -287,6 +291,96 @@ describe('ramp state machine (R23)', () => {
     expect(restarted.state).toEqual(before);
     restarted.run(24 * HOUR, (s) => s.status === 'done');
     expect(restarted.state.steps.map((s) => s.outcome)).toEqual(['passed', 'passed', 'passed', 'passed', 'reached']);
+  });
+
+  it('when a ramp starts, waits, passes, pauses, resumes and halts, then each notice says so in words on-call reads (D6)', () => {
+    const world = new World(5000);
+    const driver = begin(world, [10, 50, 100], HOUR, { minViews: 5000, minRequests: 100 });
+    driver.run(3 * HOUR, (s) => s.current === 1);
+    const paused = pauseRamp(driver.state, { now: new Date(world.now), by: 'carol' });
+    if (!paused.ok) throw new Error(paused.error);
+    driver.stored = JSON.stringify(paused.state);
+    driver.record();
+    const resumed = resumeRamp(driver.state, { now: new Date(world.now), by: 'bob@host' });
+    if (!resumed.ok) throw new Error(resumed.error);
+    driver.stored = JSON.stringify(resumed.state);
+    driver.record();
+    world.ringRates = { ...BASE, likes: 0.02 };
+    driver.run(6 * HOUR, (s) => s.status === 'halted');
+    const all = driver.messages;
+    expect(all.slice(0, 7)).toEqual([
+      'started 10: ramp 10,50,100 % with a dwell of 3600 s started by alice@host',
+      'step-started 10: ramp step 1/3: 10 % in force, judged after 3600 s',
+      'waiting 10: ramp step 10 % waits for samples: likes: ring had fewer than 5000 views; collects: ring had fewer than 5000 views; shares: ring had fewer than 5000 views; not-interested: ring had fewer than 5000 views',
+      'step-passed 10: ramp step 10 % passed, next 50 %',
+      'step-started 50: ramp step 2/3: 50 % in force, judged after 3600 s',
+      'paused 50: ramp paused at 50 %: paused by carol',
+      'resumed 50: ramp resumed at 50 % by bob@host',
+    ]);
+    expect(all[7]).toBe('step-started 50: ramp step 2/3: 50 % in force, judged after 3600 s');
+    expect(all[8]).toMatch(
+      /^halted 50: ramp halted at 50 %, back to 10 %: likes: likes per view 2\.\d+ % on the ring vs legacy's 5 % is lower beyond chance \(p = [\d.e-]+, tested at 0\.9875; sample: ring \d+ of \d+ views, legacy \d+ of \d+ views; each client counts once per video and at most 200 of an action an hour\)$/,
+    );
+    expect(driver.recorded.at(-1)).toBe('halted! 50');
+  });
+
+  it('when a step is paused while running or waiting, then it goes back to pending; a manual change names what it saw', () => {
+    const world = new World(50_000);
+    const driver = begin(world, [10, 100]);
+    world.env = { enabled: true, percent: 10 };
+    world.override = {};
+    driver.tick();
+    expect(driver.state.steps[0].outcome).toBe('pending');
+    expect(driver.state.pause).toMatchObject({ cause: 'manual-percent', detail: "a manual change: rollout enabled at 10 % (environment) instead of the ramp's 10 %" });
+    const waiting = begin(new World(10), [10, 100]);
+    waiting.run(HOUR + TICK);
+    expect(waiting.state.steps[0].outcome).toBe('waiting');
+    const paused = pauseRamp(waiting.state, { now: new Date(waiting.world.now), by: 'carol' });
+    expect(paused.ok && paused.state.steps[0].outcome).toBe('pending');
+    expect(paused.ok && paused.state.pause).toMatchObject({ cause: 'manual-pause', by: 'carol', detail: 'paused by carol' });
+  });
+
+  it('when the kill switch pauses a ramp, then the pause says so', () => {
+    const world = new World(50_000);
+    const driver = begin(world);
+    world.override.enabled = false;
+    driver.tick();
+    expect(driver.state.pause).toMatchObject({ cause: 'kill-switch', by: null, detail: 'the kill switch is on (rollout enabled=false)' });
+  });
+
+  it('when a ramp is not active, then ticks change nothing, no readout is asked for, and only the right command applies', () => {
+    const world = new World(50_000);
+    const driver = begin(world);
+    const paused = pauseRamp(driver.state, { now: new Date(world.now), by: 'carol' });
+    if (!paused.ok) throw new Error(paused.error);
+    const later = new Date(world.now + 10 * HOUR);
+    expect(rampNeedsReadout(paused.state, later)).toBe(false);
+    expect(advanceRamp(paused.state, { now: later, rollout: world.rollout() })).toEqual({ state: paused.state, write: null });
+    expect(pauseRamp(paused.state, { now: later, by: 'carol' })).toEqual({ ok: false, error: 'the ramp is paused, not running' });
+    expect(resumeRamp(driver.state, { now: later, by: 'carol' })).toEqual({ ok: false, error: 'the ramp is running, not paused' });
+    expect(paused.state.revision).toBe(driver.state.revision + 1);
+  });
+
+  it('when a step has not started, then it covers no readout hours; once started, its start hour counts', () => {
+    const { state } = startRamp({ id: 'r', steps: [10, 100], dwellMs: HOUR, by: 'a', now: new Date(T0 + 30 * 60_000) });
+    expect(rampReadoutHours(state, new Date(T0 + 50 * 60_000))).toBe(1);
+    expect(rampReadoutHours(state, new Date(T0 + 2 * HOUR))).toBe(3);
+    expect(rampReadoutHours({ ...state, current: 1 }, new Date(T0 + 2 * HOUR))).toBe(0);
+  });
+
+  it('when notices are never acknowledged, then the outbox keeps the latest MAX_NOTICES', () => {
+    let { state } = startRamp({ id: 'r', steps: [10, 100], dwellMs: HOUR, by: 'a', now: new Date(T0) });
+    for (let i = 0; i < 60; i++) {
+      const paused = pauseRamp(state, { now: new Date(T0), by: 'a' });
+      if (!paused.ok) throw new Error(paused.error);
+      const resumed = resumeRamp(paused.state, { now: new Date(T0), by: 'a' });
+      if (!resumed.ok) throw new Error(resumed.error);
+      state = resumed.state;
+    }
+    // 2 at the start, then 3 per cycle (paused, resumed, step-started): 182 written.
+    expect(state.nextSeq).toBe(183);
+    expect(state.notices).toHaveLength(MAX_NOTICES);
+    expect(state.notices[0].seq).toBe(183 - MAX_NOTICES);
   });
 
   it('when the host clock is behind the step\'s start, then nothing is judged early', () => {
