@@ -21,11 +21,12 @@ const LOCAL_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2
  * ("2026-07-24", "2026-07-24T04:30") it is wall time in `timeZone`, the zone that names versions,
  * so the day on-call types is the version built whatever the host's zone. Null when unreadable.
  */
-export function parseBuildAt(text: string, timeZone: string): Date | null {
-  const local = LOCAL_DATE_TIME.exec(text.trim());
+export function parseBuildAt(input: string, timeZone: string): Date | null {
+  const text = input.trim();
+  const local = LOCAL_DATE_TIME.exec(text);
   if (!local) {
     // Only full ISO-8601 with a zone: Date's parser accepts far more than that.
-    if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(text.trim())) return null;
+    if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i.test(text)) return null;
     const at = new Date(text);
     return Number.isNaN(at.getTime()) ? null : at;
   }

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { isEligible, MAX_RECOMMEND_SCORE, NEW_WINDOW_MS, parseBuildAt, recommendScore, splitPools, versionFor, type PoolCandidates } from '../src';
+import { ELIGIBLE_FILTER, isEligible, MAX_RECOMMEND_SCORE, NEW_WINDOW_MS, parseBuildAt, recommendScore, splitPools, versionFor, type PoolCandidates } from '../src';
 
 describe('eligibility (R1)', () => {
   it('when approved, short and not deleted, then eligible regardless of vip/coin/ad/special', () => {
@@ -13,6 +13,21 @@ describe('eligibility (R1)', () => {
     [{ status: 'approved', newsType: 'long' }],
     [{ status: 'approved', newsType: 'short', deleted: true }],
   ])('when %j, then not eligible', (video) => expect(isEligible(video)).toBe(false));
+});
+
+describe('ELIGIBLE_FILTER (R1)', () => {
+  /** The filter's meaning for these fields: equality, and `$ne` that also matches a missing field. */
+  const matches = (video: Record<string, unknown>) =>
+    Object.entries(ELIGIBLE_FILTER).every(([field, want]) => (typeof want === 'object' ? video[field] !== (want as { $ne: unknown }).$ne : video[field] === want));
+  it('when applied by MongoDB, then it selects exactly what isEligible accepts', () => {
+    const statuses = ['approved', 'pending', 'offline', undefined];
+    const types = ['short', 'long', undefined];
+    for (const status of statuses) for (const newsType of types) for (const deleted of [true, false, undefined]) {
+      const video = { status, newsType, deleted };
+      expect(matches(video)).toBe(isEligible(video));
+    }
+    expect(Object.keys(ELIGIBLE_FILTER).sort()).toEqual(['deleted', 'newsType', 'status']);
+  });
 });
 
 describe('recommendScore (R2)', () => {
@@ -139,6 +154,18 @@ describe('parseBuildAt', () => {
   it('when a DST zone is given, then the offset of that date applies', () => {
     expect(parseBuildAt('2026-01-15T12:00', 'Europe/Berlin')?.toISOString()).toBe('2026-01-15T11:00:00.000Z');
     expect(parseBuildAt('2026-07-15T12:00', 'Europe/Berlin')?.toISOString()).toBe('2026-07-15T10:00:00.000Z');
+  });
+  it('when the text has spaces around it, fractions of a second or an offset without a colon, then it is read as such', () => {
+    expect(parseBuildAt(' 2026-07-24 ', 'UTC')?.toISOString()).toBe('2026-07-24T00:00:00.000Z');
+    expect(parseBuildAt('2026-07-24 04:30:15.25', 'UTC')?.toISOString()).toBe('2026-07-24T04:30:15.250Z');
+    expect(parseBuildAt(' 2026-07-24T04:30:00.125+0800 ', 'UTC')?.toISOString()).toBe('2026-07-23T20:30:00.125Z');
+    expect(parseBuildAt('2026-07-24t04:30z', 'UTC')?.toISOString()).toBe('2026-07-24T04:30:00.000Z');
+  });
+  it('when the wall time falls in the spring-forward gap, then it is the instant an hour on (02:30 Berlin on 29 March is 03:30 CEST)', () => {
+    expect(parseBuildAt('2026-03-29T02:30', 'Europe/Berlin')?.toISOString()).toBe('2026-03-29T01:30:00.000Z');
+  });
+  it.each(['2026-07-24T24:00', '2026-07-24T23:60', '2026-07-24T23:59:60', '2026-13-01', 'x2026-07-24T04:30Z', '2026-07-24T04:30Zx', '2026-07-24T04:30:00.Z'])('when the text is %j, then it is rejected', (text) => {
+    expect(parseBuildAt(text, 'UTC')).toBeNull();
   });
   it.each(['yesterday', '2026-02-30', '2026-07-24T25:00', '24/07/2026', '2026-07-24T04:30+8', ''])('when the text is %j, then it is rejected', (text) => {
     expect(parseBuildAt(text, 'Asia/Shanghai')).toBeNull();

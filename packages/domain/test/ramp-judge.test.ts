@@ -121,10 +121,15 @@ describe('judgeStep (R23 ramp step judge)', () => {
   });
 
   it('when guards are out of range, then stepGuards refuses them and fills the rest from the defaults', () => {
-    expect(() => stepGuards({ confidence: 1 })).toThrow(RangeError);
-    expect(() => stepGuards({ minViews: 0 })).toThrow(RangeError);
-    expect(() => stepGuards({ margins: { ...DEFAULT_STEP_GUARDS.margins, degradations: -0.1 } })).toThrow(RangeError);
-    expect(() => stepGuards({ engagement: ['likes', 'comments' as never] })).toThrow(RangeError);
+    expect(() => stepGuards({ confidence: 1 })).toThrow(new RangeError('confidence must be within [0.5, 1), got 1'));
+    expect(() => stepGuards({ confidence: 0.49 })).toThrow(RangeError);
+    expect(() => stepGuards({ minViews: 0 })).toThrow(new RangeError('minViews must be a positive integer, got 0'));
+    expect(() => stepGuards({ minRequests: 2.5 })).toThrow(RangeError);
+    expect(() => stepGuards({ margins: { ...DEFAULT_STEP_GUARDS.margins, degradations: -0.1 } })).toThrow(new RangeError('margin of degradations must be within [0, 1], got -0.1'));
+    expect(() => stepGuards({ margins: { ...DEFAULT_STEP_GUARDS.margins, degradations: 1.01 } })).toThrow(RangeError);
+    expect(() => stepGuards({ engagement: ['likes', 'comments' as never] })).toThrow(new RangeError('unknown engagement guard comments'));
+    // The ends of each range are taken.
+    expect(stepGuards({ confidence: 0.5, minViews: 1, minRequests: 1, margins: { 'server-errors': 0, degradations: 1, 'empty-pages': 0 } })).toMatchObject({ confidence: 0.5, minViews: 1 });
     expect(stepGuards({ minViews: 10 })).toEqual({ ...DEFAULT_STEP_GUARDS, minViews: 10 });
   });
 

@@ -66,6 +66,19 @@ describe('two-proportion statistics (R23)', () => {
     expect(() => twoProportionTest(bad, { successes: 1, trials: 10 })).toThrow(RangeError);
   });
 
+  it('when a rate is 0 or 1, then its interval ends exactly at 0 or 1 (the formula leaves a hair beside it for 0/6 and 9/9)', () => {
+    expect(estimateProportion({ successes: 0, trials: 6 }, 0.95).interval?.[0]).toBe(0);
+    expect(estimateProportion({ successes: 9, trials: 9 }, 0.95).interval?.[1]).toBe(1);
+  });
+
+  it('when the second sample has no trials, then nothing is compared; a refused sample is named', () => {
+    expect(twoProportionTest({ successes: 5, trials: 10 }, { successes: 0, trials: 0 })).toMatchObject({ difference: null, z: null, significant: false, b: { rate: null } });
+    expect(() => twoProportionTest({ successes: 5, trials: 10 }, { successes: 3, trials: 2 })).toThrow(new RangeError('b must be integers with 0 <= successes <= trials, got 3/2'));
+    expect(() => twoProportionTest({ successes: -1, trials: 2 }, { successes: 1, trials: 2 })).toThrow(/^a must be integers/);
+    expect(() => estimateProportion({ successes: 1, trials: 0 }, 0.95)).toThrow(/^sample must be integers/);
+    expect(() => criticalZ(0)).toThrow(new RangeError('confidence must be inside (0, 1), got 0'));
+  });
+
   it('when the confidence is not inside (0, 1), then it is refused', () => {
     expect(() => criticalZ(1)).toThrow(RangeError);
     expect(() => estimateProportion({ successes: 1, trials: 2 }, 0)).toThrow(RangeError);
