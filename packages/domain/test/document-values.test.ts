@@ -34,9 +34,9 @@ describe('document values (R1a)', () => {
     ['a BSON value of another type', new mongo.ObjectId()],
     ['a Date', new Date(5)],
     // Objects that only claim a BSON type (another library's, or a hand-made one): no value.
-    ['an Int32 whose value is no number', { _bsontype: 'Int32', valueOf: () => '5' }],
-    ['a Long without toNumber', { _bsontype: 'Long', valueOf: () => 5 }],
-    ['an object with a tag that is no string', { _bsontype: 1, valueOf: () => 5 }],
+    ['an Int32 whose value is no number', { _bsontype: 'Int32', valueOf: (): unknown => '5' }],
+    ['a Long without toNumber', { _bsontype: 'Long', valueOf: (): unknown => 5 }],
+    ['an object with a tag that is no string', { _bsontype: 1, valueOf: (): unknown => 5 }],
   ])('when a counter is %s, then it has no value and counts as 0', (_kind, value) => {
     expect(numericValue(value)).toBeNull();
     expect(counterValue(value)).toBe(0);
