@@ -48,4 +48,10 @@ describe('degraded pages count their pages', () => {
     const res = await page(testApi(s, {}, { redis: deadRedis }).app, AUTHOR, 7);
     expect(res.body).toMatchObject({ vInfos: [], queueVersion: 'fallback', totalPages: 0, hasNext: false });
   });
+
+  it('when HEAD is answered by the MongoDB fallback, then the Redis failures behind it are not counted', async () => {
+    const api = testApi(s, {}, { redis: deadRedis });
+    await request(api.app).head('/api/app/recommend/vid/list').set(bearer('head-reader')).expect(200);
+    expect(await api.metrics.registry.getSingleMetricAsString('feed_redis_failures_total')).not.toMatch(/operation="legacy-set"} [1-9]/);
+  });
 });

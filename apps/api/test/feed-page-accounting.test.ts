@@ -88,4 +88,16 @@ describe('page accounting', () => {
     expect(await counted(api, 'feed_variant_pages_total', 'variant="ring"')).toBe(1);
     expect(await ringHealth(api)).toEqual({ requests: 1, degradations: 1, emptyPages: 0, serverErrors: 0 });
   });
+
+  it('when the rollout in force changes, then feed_rollout_enabled and feed_rollout_percent show it', async () => {
+    await publishQueue(s.redis, s.keys, V1, ids);
+    const api = testApi(s, { shortRecommendV2Percent: 30 });
+    // Before Redis is first read: the environment's rollout.
+    expect([await counted(api, 'feed_rollout_enabled'), await counted(api, 'feed_rollout_percent')]).toEqual([1, 30]);
+    const admin = { Authorization: `Basic ${Buffer.from(`${s.config.adminUser}:${s.config.adminPassword}`).toString('base64')}` };
+    await request(api.app).put('/api/admin/rollout').set(admin).send({ percent: 40 }).expect(200);
+    await page(api, 1);
+    expect([await counted(api, 'feed_rollout_enabled'), await counted(api, 'feed_rollout_percent')]).toEqual([1, 40]);
+  });
 });
+

@@ -74,6 +74,24 @@ describe('a ring page when one Redis call fails', () => {
     expect(await counted(api, 'feed_claims_given_back_total', 'result="given-back"')).toBe(2);
   });
 
+  it('when the claims cannot be given back either, then they are counted as lost', async () => {
+    await publishQueue(s.redis, s.keys, V1, ids);
+    const api = testApi(s);
+    // Claims run; the queue is gone before the ids are read; give-backs fail.
+    const claim = loadScript('ring-claim').sha;
+    const unclaim = loadScript('ring-unclaim').sha;
+    const evalSha = s.redis.evalSha.bind(s.redis);
+    jest.spyOn(s.redis, 'evalSha').mockImplementation((async (sha: string, options: never) => {
+      if (sha === unclaim) throw new Error('unclaim failed');
+      const answer = await evalSha(sha, options);
+      if (sha === claim) await s.redis.del(s.keys.queue(V1));
+      return answer;
+    }) as typeof s.redis.evalSha);
+    expect((await page(api, 'lost')).body.queueVersion).toBe('fallback');
+    expect(await counted(api, 'feed_claims_given_back_total', 'result="lost"')).toBe(1);
+    expect(await counted(api, 'feed_claims_given_back_total', 'result="given-back"')).toBe(0);
+  });
+
   it('when the first claim fails, then a fallback serves and the failure is counted for the ring', async () => {
     await publishQueue(s.redis, s.keys, V1, ids);
     const api = testApi(s);
