@@ -41,7 +41,8 @@ const MODULES: Record<string, MutationModule> = {
   },
   feed: {
     mutate: ['apps/api/src/feed/feed-service.ts', 'apps/api/src/feed/ring-scan.ts', 'apps/api/src/feed/candidate-verdict.ts'],
-    tests: ['<rootDir>/apps/api/test/feed.test.ts', '<rootDir>/apps/api/test/feed-*.test.ts'],
+    // admin-explain: explain reads the ring through the same scan (ring-scan.ts peekFrom, positions).
+    tests: ['<rootDir>/apps/api/test/feed.test.ts', '<rootDir>/apps/api/test/feed-*.test.ts', '<rootDir>/apps/api/test/admin-explain.test.ts'],
     goal: 70,
     services: true,
   },
