@@ -54,4 +54,10 @@ describe('degraded pages count their pages', () => {
     await request(api.app).head('/api/app/recommend/vid/list').set(bearer('head-reader')).expect(200);
     expect(await api.metrics.registry.getSingleMetricAsString('feed_redis_failures_total')).not.toMatch(/operation="legacy-set"} [1-9]/);
   });
+
+  it('when Redis is unreachable for a user outside the rollout, then MongoDB serves them too', async () => {
+    const res = await page(testApi(s, { shortRecommendV2Enabled: false }, { redis: deadRedis }).app, 'legacy-user', 7);
+    expect(res.body).toMatchObject({ queueVersion: 'fallback' });
+  });
 });
+

@@ -99,5 +99,24 @@ describe('page accounting', () => {
     await page(api, 1);
     expect([await counted(api, 'feed_rollout_enabled'), await counted(api, 'feed_rollout_percent')]).toEqual([1, 40]);
   });
+
+  it('when the rollout gives a user the legacy feed, then the page counts for the legacy variant', async () => {
+    await publishQueue(s.redis, s.keys, V1, ids);
+    await s.redis.sAdd(s.keys.legacyIds, ids);
+    const api = testApi(s, { shortRecommendV2Enabled: false });
+    expect((await page(api, 2)).body.queueVersion).toBe('legacy');
+    expect(await counted(api, 'feed_variant_pages_total', 'variant="legacy"')).toBe(1);
+    await api.feed.readout.flush();
+    const readout = await readStepReadout(s.redis, s.keys, new Date(), 1);
+    expect([readout.legacy.requests, readout.ring.requests]).toEqual([1, 0]);
+  });
+
+  it('when one circle of the ring cannot fill the page, then the scan stops at the end of the circle', async () => {
+    // Five positions; the first four are never served to this user, the fifth is.
+    await publishQueue(s.redis, s.keys, V1, [own, offline, own, offline, ids[0]]);
+    const api = testApi(s);
+    expect(vids(await page(api, 4))).toEqual([ids[0]]);
+    expect(await offsetOf(s.redis, s.keys, V1, `u:${USER}`)).toBe('0');
+  });
 });
 
