@@ -3,7 +3,9 @@
  * (D5), each skip by its reason, and the per-variant health tally the rollout ramp judges (D7,
  * R23). HEAD counts none of it (SPEC C).
  */
+import mongoose from 'mongoose';
 import request from 'supertest';
+import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { demoVideo } from '@feed/demo-data';
 import { readStepReadout, videoModel } from '@feed/storage';
 import type { Api } from '../src/app';
@@ -117,6 +119,21 @@ describe('page accounting', () => {
     const api = testApi(s);
     expect(vids(await page(api, 4))).toEqual([ids[0]]);
     expect(await offsetOf(s.redis, s.keys, V1, `u:${USER}`)).toBe('0');
+  });
+
+  it('when MongoDB is down under a ring page, then the 503 counts as the ring variant\'s server error', async () => {
+    // A MongoDB of this test's own, stopped after the app connected (as in interactions.test.ts).
+    const mongo = await startEmbeddedMongo();
+    const connection = await mongoose.createConnection(`${mongo.uri}/down`, { serverSelectionTimeoutMS: 300 }).asPromise();
+    s.disposeAfter(async () => {
+      await connection.close(true);
+      await mongo.stop();
+    });
+    await publishQueue(s.redis, s.keys, V1, ids);
+    const api = testApi(s, { videoCacheMs: 0 }, { mongo: connection });
+    await mongo.stop();
+    await request(api.app).get('/api/app/recommend/vid/list').set(bearer(USER)).expect(503);
+    expect(await ringHealth(api)).toEqual({ requests: 1, degradations: 0, emptyPages: 0, serverErrors: 1 });
   });
 });
 
