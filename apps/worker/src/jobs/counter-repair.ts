@@ -48,7 +48,8 @@ export async function runCounterRepair(options: Pick<CounterRepairOptions, 'logg
   const report = await repairPendingCounters(options.videos, options.records, {
     minAgeMs: options.minAgeMs,
     maxVideos: MAX_VIDEOS_PER_RUN,
-    onRepair: ({ kind, videoId, records, recommend, display }) => {
+    onRepair: ({ kind, videoId, records, recommend, display, unfinished }) => {
+      if (unfinished) logger.warn('counter repair left a video unfinished', { kind, videoId: videoId.toHexString(), reason: unfinished });
       for (const record of records) {
         if (logged++ >= REPAIR_LOG_LINES) break;
         logger.info('interaction record counted by the repair job', { kind, videoId: videoId.toHexString(), recordId: record.toHexString() });

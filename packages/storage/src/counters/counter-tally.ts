@@ -70,7 +70,7 @@ export type CounterName = (typeof COUNTER_KINDS)[CounterKind]['recommend' | 'dis
 /** Records counted by one compare-and-set at most: bounds the batch kept on the video. */
 export const TALLY_BATCH = 200;
 /** Compare-and-set attempts of one tally before it leaves the rest to the repair job. */
-const MAX_ATTEMPTS = 50;
+export const MAX_TALLY_ATTEMPTS = 50;
 
 /**
  * The stored format of a video's tally state, `counterTally.<kind>` in its document (models/video.ts):
@@ -102,6 +102,8 @@ export interface TallyOutcome {
   records: Types.ObjectId[];
   recommend: number;
   display: number;
+  /** Why the tally stopped with records possibly left dirty (its attempts ran out); absent when it finished. */
+  unfinished?: string;
 }
 
 /** The fields every new record starts with: dirty, nothing counted yet. */
@@ -190,7 +192,7 @@ export async function tallyCounters(
   const records = models[kind] as Model<CountedRecord>;
   const { recommend: recommendField, display: displayField } = COUNTER_KINDS[kind];
   const outcome: TallyOutcome = { records: [], recommend: 0, display: 0 };
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+  for (let attempt = 0; attempt < MAX_TALLY_ATTEMPTS; attempt++) {
     const state = await readTally(videos, videoId, kind);
     if (!state) return outcome;
     if (state.odd.length > 0) {
@@ -238,7 +240,8 @@ export async function tallyCounters(
     await finalize(records, next);
     if (dirty.length < TALLY_BATCH || (record && batch.some((entry) => entry.r.equals(record)))) return outcome;
   }
-  return outcome;
+  // Bounded: a video under a storm of tallies (or of full batches, or a counter that keeps turning odd) is left to the next tally or the repair job.
+  return { ...outcome, unfinished: `stopped after ${MAX_TALLY_ATTEMPTS} attempts (compare-and-sets lost to other tallies, full batches or odd counters): dirty records are left to the next tally` };
 }
 
 export interface RepairOptions {
@@ -246,7 +249,7 @@ export interface RepairOptions {
   minAgeMs?: number;
   /** Videos tallied per kind and run: bounds the work of one run. */
   maxVideos?: number;
-  /** Called per tally that counted something left behind. */
+  /** Called per tally that counted something left behind, or that stopped unfinished (`unfinished` says why). */
   onRepair?: (repair: { kind: CounterKind; videoId: Types.ObjectId } & TallyOutcome) => void;
 }
 
@@ -270,7 +273,7 @@ export async function repairPendingCounters(videos: VideoModel, models: Interact
     const videoIds = [...new Map(left.map((record) => [record.videoId.toHexString(), record.videoId])).values()].slice(0, maxVideos);
     for (const videoId of videoIds) {
       const outcome = await tallyCounters(videos, models, kind, videoId);
-      if (outcome.records.length === 0) continue;
+      if (outcome.records.length === 0 && !outcome.unfinished) continue;
       report[COUNTER_KINDS[kind].recommend] += outcome.recommend;
       report[COUNTER_KINDS[kind].display] += Math.abs(outcome.display);
       options.onRepair?.({ kind, videoId, ...outcome });
