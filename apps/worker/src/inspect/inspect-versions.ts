@@ -27,25 +27,9 @@ export interface VersionReport {
   compositions: Record<string, number>;
 }
 
-export interface VersionDiff {
-  base: string;
-  other: string;
-  baseLength: number;
-  otherLength: number;
-  /** Ids in both queues, over the larger queue's length. */
-  overlap: number;
-  onlyInBase: number;
-  onlyInOther: number;
-  duplicatesInOther: number;
-}
+export type Pointers = Awaited<ReturnType<typeof versionPointers>>;
 
-export interface Pointers {
-  current: string | null;
-  previous: string | null;
-  shadow: string | null;
-}
-
-export async function versionPointers(redis: Redis, keys: RedisKeys): Promise<Pointers> {
+export async function versionPointers(redis: Redis, keys: RedisKeys) {
   const [current, previous, shadow] = await Promise.all([redis.get(keys.current), redis.get(keys.previous), redis.get(keys.shadow)]);
   return { current, previous, shadow };
 }
@@ -64,7 +48,7 @@ export async function reportVersion(redis: Redis, keys: RedisKeys, version: stri
 }
 
 /** How `other`'s queue (live, or its shadow build's) differs from `base`'s live queue. */
-export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string, otherWhich: LiveOrShadow = 'live'): Promise<VersionDiff> {
+export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string, otherWhich: LiveOrShadow = 'live') {
   const versions = new VersionStore(redis, keys);
   const [a, b] = await Promise.all([versions.readQueue(base), versions.readQueue(other, otherWhich)]);
   const inA = new Set(a);
@@ -75,6 +59,7 @@ export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, 
     other,
     baseLength: a.length,
     otherLength: b.length,
+    /** Ids in both queues, over the larger queue's length. */
     overlap: Math.max(a.length, b.length) ? both / Math.max(a.length, b.length) : 1,
     onlyInBase: a.filter((id) => !inB.has(id)).length,
     onlyInOther: b.length - both,
@@ -104,18 +89,12 @@ export async function heldReport(redis: Redis, keys: RedisKeys): Promise<HeldRep
   };
 }
 
-export interface VersionsSummary {
-  pointers: Pointers;
-  /** The version the release gate held (R23), if any. */
-  held: HeldReport | null;
-  versions: VersionReport[];
-  /** The last shadow build (its own keys) and how it differs from current. */
-  shadow: VersionReport | null;
-  shadowDiff: VersionDiff | null;
-}
-
-/** What `pnpm cli inspect` prints and the inspector page shows: `versions` defaults to every version in Redis. */
-export async function summarizeVersions(redis: Redis, keys: RedisKeys, versions?: string[]): Promise<VersionsSummary> {
+/**
+ * What `pnpm cli inspect` prints and the inspector page shows: `versions` defaults to every version in Redis;
+ * `held`, the version the release gate held (R23), if any; `shadow`, the last shadow build (its own keys) and
+ * `shadowDiff`, how it differs from current.
+ */
+export async function summarizeVersions(redis: Redis, keys: RedisKeys, versions?: string[]) {
   const pointers = await versionPointers(redis, keys);
   const listed = versions ?? (await listVersions(redis, keys));
   const [reports, shadow, shadowDiff, held] = await Promise.all([
@@ -134,15 +113,8 @@ const SCORE_BUCKETS = 12;
 /** Odd scores named in the summary; the rest are only counted. */
 const ODD_NAMED = 5;
 
-interface ScoreHistogram {
-  sampled: number;
-  buckets: Array<{ from: number; to: number; count: number }>;
-  /** Sampled videos whose stored recommendScore is no finite number (a string, NaN, Infinity): shown, never bucketed (R1a). */
-  odd: { count: number; ids: string[] };
-}
-
 /** The written-back recommendScore of the first queued videos, in equal-width buckets; odd values counted apart. */
-async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel, version: string): Promise<ScoreHistogram> {
+async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel, version: string) {
   const ids = await new VersionStore(redis, keys).readQueue(version, 'live', 0, SCORE_SAMPLE - 1);
   const docs = await videos.collection
     .find<{ _id: unknown; recommendScore?: unknown }>({ _id: { $in: ids.map((id) => new Types.ObjectId(id)) } }, { projection: { recommendScore: 1 } })
@@ -158,6 +130,7 @@ async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel,
   const width = Math.ceil((max + 1) / SCORE_BUCKETS);
   const buckets = Array.from({ length: SCORE_BUCKETS }, (_, i) => ({ from: i * width, to: (i + 1) * width - 1, count: 0 }));
   for (const score of scores) buckets[Math.min(SCORE_BUCKETS - 1, Math.max(0, Math.floor(score / width)))].count++;
+  // `odd`: sampled videos whose stored recommendScore is no finite number (a string, NaN, Infinity): shown, never bucketed (R1a).
   return { sampled: docs.length, buckets, odd: { count: odd.length, ids: odd.slice(0, ODD_NAMED) } };
 }
 
