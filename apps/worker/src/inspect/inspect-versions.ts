@@ -9,23 +9,7 @@ import { countDuplicates, expandBlocks, fullBlockRatio, numericValue } from '@fe
 import { CHECK_EVERY_MS } from '../controller/desired-state';
 import { SCHEDULER_ID } from '../jobs/build-queue';
 import { rampView } from './inspect-ramp';
-import { countUsersWithOffset, readHeldVersion, readRolloutOverride, readVariantStats, resolveRollout, variantReadout, VersionStore, type AuditTrail, type HeldVersion, type QueueMeta, type LiveOrShadow, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
-
-export interface VersionReport {
-  version: string;
-  role: Array<'current' | 'previous' | 'shadow'>;
-  meta: QueueMeta | null;
-  /** Whether the version's keys are whole (VersionStore.completeness), and what is wrong when not. */
-  complete: boolean;
-  problem?: string;
-  queueLength: number;
-  ttlSeconds: number;
-  usersWithOffset: number;
-  /** Blocks that are exactly 17 high + 3 new, over all blocks. */
-  fullBlockRatio: number;
-  /** Blocks by composition, e.g. "17+3" -> 10. */
-  compositions: Record<string, number>;
-}
+import { countUsersWithOffset, readHeldVersion, readRolloutOverride, readVariantStats, resolveRollout, variantReadout, VersionStore, type AuditTrail, type LiveOrShadow, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 
 export type Pointers = Awaited<ReturnType<typeof versionPointers>>;
 
@@ -34,8 +18,12 @@ export async function versionPointers(redis: Redis, keys: RedisKeys) {
   return { current, previous, shadow };
 }
 
-/** One version's report; `pointers` (read once by the caller) give its roles. A shadow has no readers, so no offsets. */
-export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers, which: LiveOrShadow = 'live'): Promise<VersionReport> {
+/**
+ * One version's report; `pointers` (read once by the caller) give its roles. A shadow has no readers, so no offsets.
+ * `complete`: whether the version's keys are whole (VersionStore.completeness), `problem` what is wrong when not;
+ * `fullBlockRatio`: blocks that are exactly 17 high + 3 new, over all blocks; `compositions`: blocks by composition ("17+3" -> 10).
+ */
+export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers, which: LiveOrShadow = 'live') {
   const versions = new VersionStore(redis, keys);
   const [meta, completeness, { length: queueLength, ttlSeconds }] = await Promise.all([versions.readMeta(version, which), versions.completeness(version, which), versions.queueState(version, which)]);
   const usersWithOffset = which === 'shadow' || !meta ? 0 : await countUsersWithOffset(redis, keys, version, meta.offsetBuckets);
@@ -72,14 +60,11 @@ export function listVersions(redis: Redis, keys: RedisKeys): Promise<string[]> {
   return new VersionStore(redis, keys).listVersions();
 }
 
-/** The version the release gate held (R23), beside current: each compared figure, and how to promote it. */
-export interface HeldReport extends HeldVersion {
-  /** The one action that switches current to it. */
-  promote: { command: string; endpoint: string; dashboardJob: string };
-}
-
-/** The held version with its promote hint, or null when none is held. */
-export async function heldReport(redis: Redis, keys: RedisKeys): Promise<HeldReport | null> {
+/**
+ * The version the release gate held (R23), beside current: each compared figure, and how to promote it (`promote`: the one
+ * action that switches current to it); null when none is held.
+ */
+export async function heldReport(redis: Redis, keys: RedisKeys) {
   const held = await readHeldVersion(redis, keys);
   if (!held) return null;
   const { version } = held;
