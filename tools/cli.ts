@@ -34,6 +34,7 @@ import {
   type MongoHandle,
   type RampCommandResult,
   type Redis,
+  type RedisKeys,
 } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { explainNextPage, guestIdentity, userIdentity, UserHistory, VideoCatalog } from '@feed/api';
@@ -63,28 +64,31 @@ function startCommand(): Config {
   return config;
 }
 
-async function withRedis<T>(config: Config, fn: (redis: Redis) => Promise<T>): Promise<T> {
+/** Redis only, with the configuration (read now unless given) and its keys. */
+async function withRedis<T>(fn: (stores: { config: Config; redis: Redis; keys: RedisKeys }) => Promise<T>, config = startCommand()): Promise<T> {
   const redis = await connectRedis(config, { connectWithinMs: REDIS_CONNECT_MS });
   try {
-    return await fn(redis);
+    return await fn({ config, redis, keys: createRedisKeys(config.redisKeyPrefix) });
   } finally {
     await closeRedis(redis);
   }
 }
 
 /** Redis and MongoDB: MONGO_URL, or the embedded server `pnpm start` / `pnpm cli mongo` runs (never a new, throwaway one). */
-async function withStores<T>(fn: (stores: { config: Config; redis: Redis; mongo: MongoHandle }) => Promise<T>): Promise<T> {
+async function withStores<T>(fn: (stores: { config: Config; redis: Redis; keys: RedisKeys; mongo: MongoHandle }) => Promise<T>): Promise<T> {
   await useLocalMongo(process.env, { reuseOnly: true });
-  const config = startCommand();
-  return withRedis(config, async (redis) => {
-    const mongo = await connectMongo(config);
+  return withRedis(async (stores) => {
+    const mongo = await connectMongo(stores.config);
     try {
-      return await fn({ config, redis, mongo });
+      return await fn({ ...stores, mongo });
     } finally {
       await mongo.close();
     }
   });
 }
+
+/** The rollout the environment sets (R16), under any override. */
+const environmentRollout = (config: Config) => ({ enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent });
 
 /** Who ran this command, for the audit trail (D6). */
 const cliActor = { actor: `${userInfo().username}@${hostname()}`, via: 'cli' } as const;
@@ -138,10 +142,9 @@ program
     const held = options.promote ?? options.dismiss;
     if (held && (options.at !== undefined || options.force || options.shadow || options.switch || options.skipGate || (options.promote && options.dismiss))) throw new UsageError('--promote and --dismiss take no other option');
     if (options.skipGate && options.shadow) throw new UsageError('--skip-gate switches current; --shadow never does');
-    await withStores(async ({ config, redis, mongo }) => {
+    await withStores(async ({ config, redis, keys, mongo }) => {
       const trail = auditTrail(mongo.connection, config.redisKeyPrefix);
       const logger = createLogger({ silent: false, level: 'warn' });
-      const keys = createRedisKeys(config.redisKeyPrefix);
       if (held) {
         // A refusal (PromoteRefusedError) exits 1 with its message, as any failure.
         const result = await promoteHeldVersion({ redis, keys, logger, audit: trail, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs }, held, cliActor, options.dismiss ? 'dismiss' : 'promote');
@@ -168,12 +171,10 @@ program
         throw err;
       }
       const gate = result.verdict ? { gate: result.verdict.outcome, gateReasons: result.verdict.reasons.map((r) => r.message) } : {};
-      await audit({ version: result.version, status: result.status, ...(result.reason ? { reason: result.reason } : {}), ...gate });
+      const outcome = { version: result.version, status: result.status, ...(result.reason ? { reason: result.reason } : {}), ...gate };
+      await audit(outcome);
       print({
-        version: result.version,
-        status: result.status,
-        ...(result.reason ? { reason: result.reason } : {}),
-        ...gate,
+        ...outcome,
         ...(result.status === 'held' ? { promote: `pnpm cli build --promote ${result.version}` } : {}),
         length: result.meta?.length,
         high: result.meta?.highCount,
@@ -190,9 +191,7 @@ program
   .description('versions, meta, block composition, the shadow build and its diff, the build schedule (Redis only)')
   .option('--version <V>', 'one version (YYYYMMDD)', versionArg)
   .action(async ({ version }: { version?: string }) => {
-    const config = startCommand();
-    await withRedis(config, async (redis) => {
-      const keys = createRedisKeys(config.redisKeyPrefix);
+    await withRedis(async ({ config, redis, keys }) => {
       const summary = await summarizeVersions(redis, keys, version ? [version] : undefined);
       if (version && !summary.versions[0].meta && summary.shadow?.version !== version) throw new Error(`version ${version} has no meta in Redis (expired or never built)`);
       // The schedule as BullMQ holds it: a missing scheduler is an error, not a computed date.
@@ -218,8 +217,7 @@ program
   .option('--page-size <N>', 'candidates to explain', nonNegativeInt('page-size'), 20)
   .action(async (options: { user?: string; device?: string; version?: string; pageSize: number }) => {
     if (Boolean(options.user) === Boolean(options.device)) throw new UsageError('give exactly one of --user U or --device D');
-    await withStores(async ({ config, redis, mongo }) => {
-      const keys = createRedisKeys(config.redisKeyPrefix);
+    await withStores(async ({ config, redis, keys, mongo }) => {
       const videos = videoModel(mongo.connection);
       const identity = options.user ? userIdentity(options.user) : guestIdentity(options.device!);
       const version = options.version ?? (await redis.get(keys.current));
@@ -301,9 +299,8 @@ program
     if (options.ramp !== undefined && options.dwell === undefined) throw new UsageError('--ramp needs --dwell (e.g. --dwell 1h)');
     if (options.ramp === undefined && (options.dwell !== undefined || options.recheck !== undefined || options.minViews !== undefined)) throw new UsageError('--dwell, --recheck and --min-views go with --ramp');
     const ask = options.ramp === undefined ? undefined : rampAsk({ ...options, ramp: options.ramp });
-    const show = async (config: Config, redis: Redis, trail?: AuditTrail) => {
-      const keys = createRedisKeys(config.redisKeyPrefix);
-      const environment = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
+    const show = async ({ config, redis, keys }: { config: Config; redis: Redis; keys: RedisKeys }, trail?: AuditTrail) => {
+      const environment = environmentRollout(config);
       const change = clear ? 'clear' : { enabled: enabled === undefined ? undefined : enabled === 'true', percent };
       // A manual percent or the kill switch always wins over a ramp (R23): it pauses it in the same step.
       const inForce = trail ? await changeRolloutOverRamp({ redis, keys, environment, trail, who: cliActor }, change) : resolveRollout(environment, await readRolloutOverride(redis, keys));
@@ -315,19 +312,17 @@ program
       else if (ramp.error) print(`ramp unreadable: ${ramp.error}`);
     };
     // Reading the values in force needs Redis only; the trail (history, a change) is in MongoDB (D6).
-    if (!history && !changes && rampCommands === 0) {
-      const config = startCommand();
-      return withRedis(config, (redis) => show(config, redis));
-    }
-    await withStores(async ({ config, redis, mongo }) => {
+    if (!history && !changes && rampCommands === 0) return withRedis((stores) => show(stores));
+    await withStores(async (stores) => {
+      const { config, redis, keys, mongo } = stores;
       const trail = auditTrail(mongo.connection, config.redisKeyPrefix);
       if (rampCommands > 0) {
-        const deps = { redis, keys: createRedisKeys(config.redisKeyPrefix), environment: { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent }, trail, who: cliActor };
+        const deps = { redis, keys, environment: environmentRollout(config), trail, who: cliActor };
         if (options.rampPause) return rampResult(await pauseStoredRamp(deps));
         if (options.rampResume) return rampResult(await resumeStoredRamp(deps));
         return rampResult(await startStoredRamp(deps, ask!));
       }
-      if (!history) return show(config, redis, trail);
+      if (!history) return show(stores, trail);
       for (const entry of await trail.read()) {
         print(`${entry.at}  ${entry.actor} (${entry.via})  ${entry.action}  before ${JSON.stringify(entry.before)}  after ${JSON.stringify(entry.after)}`);
       }

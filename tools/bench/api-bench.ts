@@ -20,15 +20,7 @@ import { argValue, benchApiEnv, benchStores, buildBenchVersion, loadWithTokens }
 // Production refuses published or short secrets (D2): private ones per run.
 const SECRET = randomBytes(24).toString('hex');
 
-interface Result {
-  name: string;
-  rps: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-}
-
-async function load(name: string, url: string, tokens: string[], seconds: number, connections: number): Promise<Result> {
+async function load(name: string, url: string, tokens: string[], seconds: number, connections: number) {
   const result = await loadWithTokens(url, tokens, seconds, connections);
   return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors };
 }
@@ -60,7 +52,7 @@ export async function runApiBench(): Promise<void> {
     ];
     // --only ring (for profiling one route) runs just that one.
     const only = argValue('only');
-    const results: Result[] = [];
+    const results: Array<Awaited<ReturnType<typeof load>>> = [];
     for (const [name, route] of routes) if (!only || only === name) results.push(await load(name, `${base}${route}`, tokens, seconds, connections));
     if (only) {
       for (const r of results) console.log(`${r.name} ${r.rps.toFixed(0)} req/s p50 ${r.p50} ms p99 ${r.p99} ms`);

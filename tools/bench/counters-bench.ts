@@ -29,10 +29,8 @@ export async function runCountersBench(): Promise<void> {
     const byName = new Map<string, { n: number; ms: number }>();
     conn.getClient().on('commandStarted', () => commands++);
     conn.getClient().on('commandSucceeded', (event) => {
-      const entry = byName.get(event.commandName) ?? { n: 0, ms: 0 };
-      entry.n++;
-      entry.ms += event.duration;
-      byName.set(event.commandName, entry);
+      const { n, ms } = byName.get(event.commandName) ?? { n: 0, ms: 0 };
+      byName.set(event.commandName, { n: n + 1, ms: ms + event.duration });
     });
     const videos = videoModel(conn);
     const records = interactionModels(conn);

@@ -14,13 +14,6 @@ export type KillPhase = (typeof KILL_PHASES)[number];
 /** R21: a killed build costs at most this. */
 export const RING_BACK_WITHIN_MS = 120_000;
 
-export interface KillOutcome {
-  phase: KillPhase;
-  /** The last phase the killed worker logged: the kill lands in it (a fast phase may have ended first). */
-  lastLogged: string;
-  secondsToRing: number;
-}
-
 export interface KillSetup {
   /** The running workers; the killed one is replaced by a new one (started by `startWorker`). */
   workers: Managed[];
@@ -33,7 +26,7 @@ export interface KillSetup {
 
 const phaseLine = (phase: string) => new RegExp(`daily build phase.*"phase":"${phase}"`);
 
-export async function killBuildAt(phase: KillPhase, setup: KillSetup): Promise<KillOutcome> {
+export async function killBuildAt(phase: KillPhase, setup: KillSetup) {
   const marks = setup.workers.map((worker) => worker.output.length);
   const logged = (i: number) => setup.workers[i].output.slice(marks[i]).join('');
   await setup.flush();
@@ -49,6 +42,7 @@ export async function killBuildAt(phase: KillPhase, setup: KillSetup): Promise<K
   await waitUntil(`today's ring after the kill in ${phase}`, setup.ringIsBack, RING_BACK_WITHIN_MS);
   const secondsToRing = Math.round((performance.now() - killedAt) / 100) / 10;
   setup.workers[building] = await replacement;
+  // lastLogged: the last phase the killed worker logged: the kill lands in it (a fast phase may have ended first).
   return { phase, lastLogged: phases.at(-1) ?? phase, secondsToRing };
 }
 

@@ -13,7 +13,7 @@ import mongoose, { type Connection } from 'mongoose';
 import { createClient } from 'redis';
 import { loadConfig } from '@feed/config';
 import { versionFor } from '@feed/domain';
-import { COUNTER_KINDS, createRedisKeys, offsetSlot, videoModel, type CounterKind, type RedisKeys } from '@feed/storage';
+import { COUNTER_KINDS, createRedisKeys, offsetSlot, videoModel, type CounterKind } from '@feed/storage';
 import { BUILD_QUEUE, buildJobOptions, bullConnectionFactory, type BuildJobData } from '@feed/worker';
 import { freePort, startMongoProcess, startRedis, tsx, waitUntil, type Managed } from '../support/processes';
 import { startTestDeployable } from '../support/deployables';
@@ -42,59 +42,11 @@ export function expect(condition: unknown, message: string): asserts condition {
   if (!condition) throw new CheckFailed(message);
 }
 
-export interface Suite {
-  options: SuiteOptions;
-  /** The environment of every process the suite starts (production, the suite's stores and ports, private secrets). */
-  env: Record<string, string>;
-  secret: string;
-  adminPassword: string;
-  /** http://127.0.0.1:<port> of the API and of the worker. */
-  api: string;
-  worker: string;
-  keys: RedisKeys;
-  redisClient: ReturnType<typeof createClient>;
-  /** Every process started, for the log scan and the cleanup. */
-  processes: Managed[];
-  redis: Managed;
-  mongoServer: Managed;
-  apiProcess?: Managed;
-  workerProcess?: Managed;
-  /** The version current after the first start, and its queue. */
-  current: string;
-  queue: string[];
-  results: CheckResult[];
-  /** The figures of the summary lines. */
-  summary: Record<string, string>;
-  /** When the suite started (the report prints the time it took). */
-  startedAt: number;
-  /** Runs the check unless `--only` leaves its group out; records and prints its outcome. */
-  check(group: Group, name: string, fn: () => Promise<string | void>): Promise<void>;
-  runs(group: Group): boolean;
-  token(sub: string, options?: jwt.SignOptions): string;
-  /** The version a build `--at` this instant makes. */
-  businessDay(at: string): string;
-  /** A user's stored offset in `version`, in the bucket its meta names (R22). */
-  offsetOf(version: string, userKey: string): Promise<string | null>;
-  /** The version of a guest's page: a YYYYMMDD when the ring served it. */
-  pageVersion(): Promise<string>;
-  untilRingPage(timeoutMs: number): Promise<string>;
-  /** A MongoDB connection of the suite's own, opened at the first call (closed with the suite). */
-  mongo(): Promise<Connection>;
-  /** A video's two counters of `kind` (R3), as stored in MongoDB. */
-  counters(vid: string, kind: CounterKind): Promise<{ recommend: number; display: number }>;
-  /** The worker's build queue, to add jobs as the dashboard adds them (opened at the first call, closed with the suite). */
-  buildQueue(): Queue<BuildJobData>;
-  /** The suite's Redis started again on its port and directory (its append-only file keeps the data). */
-  restartRedis(): Promise<Managed>;
-  /** The API on its port, once /readyz answers. */
-  startApi(): Promise<Managed>;
-  /** The worker on its port (or `port`, with `env` over the suite's), once /healthz answers. */
-  startWorker(port?: number, env?: Record<string, string>): Promise<Managed>;
-  close(): Promise<void>;
-}
+/** What every check group takes: the suite's settings, processes, clients and helpers (see createSuite). */
+export type Suite = Awaited<ReturnType<typeof createSuite>>;
 
 /** The suite's stores started, nothing else yet (`startDeployables`: the API and the worker). */
-export async function createSuite(options: SuiteOptions): Promise<Suite> {
+export async function createSuite(options: SuiteOptions) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'feed-reliability-'));
   const [redisPort, mongoPort, apiPort, workerPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   // Production refuses published or short secrets (D2): private ones per run.
@@ -146,25 +98,34 @@ export async function createSuite(options: SuiteOptions): Promise<Suite> {
     return { queue, close: () => queue.close().then(() => bull.quit()) };
   };
 
-  const suite: Suite = {
+  const suite = {
     options,
+    /** The environment of every process the suite starts (production, the suite's stores and ports, private secrets). */
     env,
     secret,
     adminPassword,
+    /** http://127.0.0.1:<port> of the API and of the worker. */
     api,
     worker: `http://127.0.0.1:${workerPort}`,
     keys,
     redisClient,
+    /** Every process started, for the log scan and the cleanup. */
     processes,
     redis,
     mongoServer,
+    apiProcess: undefined as Managed | undefined,
+    workerProcess: undefined as Managed | undefined,
+    /** The version current after the first start, and its queue. */
     current: '',
-    queue: [],
-    results: [],
-    summary: {},
+    queue: [] as string[],
+    results: [] as CheckResult[],
+    /** The figures of the summary lines. */
+    summary: {} as Record<string, string>,
+    /** When the suite started (the report prints the time it took). */
     startedAt: Date.now(),
     runs,
-    async check(group, name, fn) {
+    /** Runs the check unless `--only` leaves its group out; records and prints its outcome. */
+    async check(group: Group, name: string, fn: () => Promise<string | void>): Promise<void> {
       if (!runs(group)) return;
       const startedAt = Date.now();
       try {
@@ -177,28 +138,37 @@ export async function createSuite(options: SuiteOptions): Promise<Suite> {
       }
     },
     token,
-    businessDay: (at) => versionFor(new Date(at), businessTimeZone),
-    async offsetOf(version, userKey) {
+    /** The version a build `--at` this instant makes. */
+    businessDay: (at: string) => versionFor(new Date(at), businessTimeZone),
+    /** A user's stored offset in `version`, in the bucket its meta names (R22). */
+    async offsetOf(version: string, userKey: string) {
       const offsetBuckets = Number(await redisClient.hGet(keys.meta(version), 'offsetBuckets'));
       const { key, field } = offsetSlot(keys, { version, offsetBuckets }, userKey);
       return redisClient.hGet(key, field);
     },
+    /** The version of a guest's page: a YYYYMMDD when the ring served it. */
     pageVersion,
-    async untilRingPage(timeoutMs) {
+    async untilRingPage(timeoutMs: number) {
       const startedAt = Date.now();
       await waitUntil('a ring page', async () => /^\d{8}$/.test(await pageVersion()), timeoutMs);
       return `ring page after ${((Date.now() - startedAt) / 1000).toFixed(1)} s`;
     },
+    /** A MongoDB connection of the suite's own, opened at the first call (closed with the suite). */
     mongo,
-    async counters(vid, kind) {
+    /** A video's two counters of `kind` (R3), as stored in MongoDB. */
+    async counters(vid: string, kind: CounterKind) {
       const fields = COUNTER_KINDS[kind];
       const doc = (await videoModel(await mongo()).findById(vid).select({ [fields.recommend]: 1, [fields.display]: 1 }).lean()) as Record<string, number> | null;
       return { recommend: Number(doc?.[fields.recommend] ?? 0), display: Number(doc?.[fields.display] ?? 0) };
     },
+    /** The worker's build queue, to add jobs as the dashboard adds them (opened at the first call, closed with the suite). */
     buildQueue: () => (buildQueue ??= openBuildQueue()).queue,
+    /** The suite's Redis started again on its port and directory (its append-only file keeps the data). */
     restartRedis: () => startRedis(redisPort, dir),
+    /** The API on its port, once /readyz answers. */
     startApi: async () => started(await startTestDeployable(tsx('apps/api/src/main.ts'), scope, env, { port: apiPort, until: '/readyz' })),
-    startWorker: async (port = workerPort, extraEnv = {}) => started(await startTestDeployable(tsx('apps/worker/src/main.ts'), scope, { ...env, ...extraEnv }, { port })),
+    /** The worker on its port (or `port`, with `env` over the suite's), once /healthz answers. */
+    startWorker: async (port = workerPort, extraEnv: Record<string, string> = {}) => started(await startTestDeployable(tsx('apps/worker/src/main.ts'), scope, { ...env, ...extraEnv }, { port })),
     async close() {
       await buildQueue?.close();
       await (await connection)?.close();

@@ -17,6 +17,8 @@ import { auditQuery, explainQuery, rampBody, rolloutBody } from './routes/admin-
 type JsonSchema = Record<string, unknown>;
 
 const toJsonSchema = (schema: Joi.Schema): JsonSchema => parse(schema, 'open-api-3.1') as JsonSchema;
+/** Properties that share one schema. */
+const typed = (schema: JsonSchema, ...names: string[]) => Object.fromEntries(names.map((name) => [name, schema]));
 
 /** The query parameters of a joi object schema, one per key. */
 function queryParameters(schema: Joi.ObjectSchema): object[] {
@@ -127,19 +129,11 @@ export const openApiDocument = {
         required: ['vid', 'title', 'coverUrl', 'playUrl', 'durationSec', 'authorId', 'vip', 'coin', 'isAd', 'special', 'likeCount', 'collectCount', 'commentCount', 'shareCount', 'reviewAt'],
         properties: {
           vid: toJsonSchema(objectId),
-          title: { type: 'string' },
-          coverUrl: { type: 'string' },
-          playUrl: { type: 'string' },
+          ...typed({ type: 'string' }, 'title', 'coverUrl', 'playUrl', 'authorId'),
           durationSec: { type: 'number' },
-          authorId: { type: 'string' },
-          vip: { type: 'boolean' },
-          coin: { type: 'boolean' },
-          isAd: { type: 'boolean' },
-          special: { type: 'boolean' },
-          likeCount: { type: 'number', description: 'real + fake, as shown' },
+          ...typed({ type: 'boolean' }, 'vip', 'coin', 'isAd', 'special'),
+          ...typed({ type: 'number', description: 'real + fake, as shown' }, 'likeCount', 'commentCount', 'shareCount'),
           collectCount: { type: 'number' },
-          commentCount: { type: 'number', description: 'real + fake, as shown' },
-          shareCount: { type: 'number', description: 'real + fake, as shown' },
           reviewAt: { type: ['string', 'null'], format: 'date-time' },
         },
       },

@@ -391,14 +391,10 @@ export class Collection {
   /** Throws E11000 when `doc` collides with a document other than `self` on a unique index. */
   private checkUnique(doc: Document, self?: Document): void {
     const existing = this.byId.get(keyOf(doc._id));
-    if (existing && existing !== self) {
-      throw duplicateKeyError(this.ns, '_id_', { _id: 1 }, { _id: doc._id });
-    }
+    if (existing && existing !== self) throw duplicateKeyError(this.ns, '_id_', { _id: 1 }, { _id: doc._id });
     for (const index of this.uniqueIndexes()) {
       const holder = this.uniqueMaps.get(index.name)!.get(this.uniqueKey(index, doc));
-      if (holder && holder !== self) {
-        throw this.duplicateOn(index, doc);
-      }
+      if (holder && holder !== self) throw this.duplicateOn(index, doc);
     }
   }
 
@@ -422,11 +418,13 @@ export class Collection {
     return `${this.db.name}.${this.name}`;
   }
 
-  insert(input: Document): void {
+  /** Stores `input` (`_id` first, generated when absent); the stored document. */
+  insert(input: Document): Document {
     const doc = withIdFirst(input);
     this.checkUnique(doc);
     this.addToIndexes(doc);
     if (this.options.capped) this.trimCapped();
+    return doc;
   }
 
   /** A capped collection keeps its newest documents within `max` documents and `size` bytes (insertion order). */
@@ -452,11 +450,7 @@ export class Collection {
     }
     const idCondition = filter._id;
     if (isOperatorObject(idCondition) && Object.keys(idCondition).length === 1 && Array.isArray(idCondition.$in)) {
-      const docs = new Set<Document>();
-      for (const value of idCondition.$in as unknown[]) {
-        const doc = this.byId.get(keyOf(value));
-        if (doc) docs.add(doc);
-      }
+      const docs = new Set((idCondition.$in as unknown[]).map((value) => this.byId.get(keyOf(value))).filter((doc) => doc !== undefined));
       return { docs: [...docs], exact: onlyKeys(['_id']) };
     }
     for (const index of this.uniqueIndexes()) {
@@ -565,9 +559,8 @@ export class Collection {
       }
       if (!isNumeric(amount)) throw new CommandError(14, 'TypeMismatch', `Cannot increment with non-numeric argument: {${path}: ${shown(amount)}}`);
     }
-    let changed = false;
     const { rest, changed: incremented } = incrementBsonNumbers(next, modifier);
-    if (incremented) changed = true;
+    let changed = incremented;
     const effective = withoutUnchangedId(rest, doc._id);
     if (Object.keys(effective).length > 0) changed = applyOperators(next, effective, arrayFilters) || changed;
     if (inserting && $setOnInsert) {
@@ -591,11 +584,7 @@ export class Collection {
     const targets = options.multi ? matches : matches.slice(0, 1);
     if (targets.length === 0) {
       if (!options.upsert) return { matched: 0, modified: 0 };
-      const seed = this.upsertSeed(filter);
-      const doc = this.applyUpdate(seed, spec, options.arrayFilters, true);
-      const inserted = withIdFirst(doc);
-      this.checkUnique(inserted);
-      this.addToIndexes(inserted);
+      const inserted = this.insert(this.applyUpdate(this.upsertSeed(filter), spec, options.arrayFilters, true));
       return { matched: 0, modified: 0, upsertedId: inserted._id, after: inserted };
     }
     let modified = 0;
@@ -667,9 +656,7 @@ export class Collection {
       const map = new Map<string, Document>();
       for (const doc of this.byId.values()) {
         const key = this.uniqueKey(spec, doc);
-        if (map.has(key)) {
-          throw this.duplicateOn(spec, doc);
-        }
+        if (map.has(key)) throw this.duplicateOn(spec, doc);
         map.set(key, doc);
       }
       this.uniqueMaps.set(spec.name, map);
@@ -699,11 +686,9 @@ export class Database {
 
   /** The collection, created on first use as MongoDB does for writes. */
   ensure(name: string): { collection: Collection; created: boolean } {
-    const existing = this.collections.get(name);
-    if (existing) return { collection: existing, created: false };
-    const collection = new Collection(this, name);
-    this.collections.set(name, collection);
-    return { collection, created: true };
+    const created = !this.collections.has(name);
+    if (created) this.collections.set(name, new Collection(this, name));
+    return { collection: this.collections.get(name)!, created };
   }
 
   names(): string[] {
@@ -715,12 +700,8 @@ export class Store {
   private readonly databases = new Map<string, Database>();
 
   db(name: string): Database {
-    let db = this.databases.get(name);
-    if (!db) {
-      db = new Database(name);
-      this.databases.set(name, db);
-    }
-    return db;
+    if (!this.databases.has(name)) this.databases.set(name, new Database(name));
+    return this.databases.get(name)!;
   }
 
   dropDatabase(name: string): void {

@@ -102,22 +102,10 @@ export async function readVariantStats(redis: Redis, keys: RedisKeys, now: Date,
   return tally;
 }
 
-export interface VariantReadoutRow {
-  variant: Variant;
-  pages: number;
-  views: number;
-  viewsPerPage: number | null;
-  likesPer100Views: number | null;
-  notInterestedPer100Views: number | null;
-  collectsPer100Views: number | null;
-  commentsPer100Views: number | null;
-  sharesPer100Views: number | null;
-}
-
 const ratio = (n: number, d: number, scale = 1) => (d > 0 ? Math.round((n / d) * scale * 100) / 100 : null);
 
 /** The inspector's side-by-side rows: views per page, and each engagement per 100 views. */
-export function variantReadout(tally: VariantTally): VariantReadoutRow[] {
+export function variantReadout(tally: VariantTally) {
   return VARIANTS.map((variant) => {
     const t = tally[variant];
     return {

@@ -24,12 +24,6 @@ export type DocumentIssue = 'unreadable-id' | 'unreadable-document' | 'non-numer
 
 export type DocumentIssues = Partial<Record<DocumentIssue, number>>;
 
-export interface ReadResult {
-  candidates: CandidateColumns;
-  /** Documents skipped (unreadable-*) or read with a field taken as 0 (non-numeric-field). */
-  issues: DocumentIssues;
-}
-
 const ISSUE_EVENTS: Record<DocumentIssue, string> = {
   'unreadable-id': 'video skipped by the build',
   'unreadable-document': 'video skipped by the build',
@@ -40,7 +34,7 @@ const ISSUE_EVENTS: Record<DocumentIssue, string> = {
 /** Documents logged one by one per build; the rest are only counted. */
 const ISSUES_LOGGED = 20;
 
-export async function readCandidates(videos: VideoModel, logger: Logger, signal?: AbortSignal): Promise<ReadResult> {
+export async function readCandidates(videos: VideoModel, logger: Logger, signal?: AbortSignal) {
   // The count sizes the columns once; videos approved during the read make them grow.
   const candidates = new CandidateColumns(await videos.countDocuments(ELIGIBLE_FILTER));
   const issues: DocumentIssues = {};
@@ -60,6 +54,7 @@ export async function readCandidates(videos: VideoModel, logger: Logger, signal?
     await cursor.close();
   }
   if (logged > ISSUES_LOGGED) logger.warn('more odd video documents', { notLogged: logged - ISSUES_LOGGED, issues });
+  // issues: documents skipped (unreadable-*) or read with a field taken as 0 (non-numeric-field).
   return { candidates, issues };
 }
 

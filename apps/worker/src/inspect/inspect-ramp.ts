@@ -2,45 +2,11 @@
  * The inspector's view of the rollout ramp (R23): its steps, the current one, and each step's
  * latest verdict with, per guard, the sample sizes, rates and confidence intervals it was judged on.
  */
-import type { GuardResult, RampState } from '@feed/domain';
+import type { GuardResult } from '@feed/domain';
 import { readRamp, type Redis, type RedisKeys } from '@feed/storage';
 
-export interface RampGuardView {
-  guard: GuardResult['guard'];
-  kind: GuardResult['kind'];
-  outcome: GuardResult['outcome'];
-  confidence: number;
-  ring: GuardResult['ring'];
-  legacy: GuardResult['legacy'];
-  difference: number | null;
-  differenceInterval: GuardResult['differenceInterval'];
-  margin?: number;
-  pValue?: number | null;
-  reason?: string;
-}
-
-export interface RampView {
-  id: string;
-  requestedBy: string;
-  status: RampState['status'];
-  dwellMs: number;
-  current: number;
-  lastGoodPercent: number;
-  judgeAt: string | null;
-  pause: RampState['pause'];
-  haltReasons: string[];
-  minViews: number;
-  minRequests: number;
-  steps: Array<{
-    percent: number;
-    outcome: RampState['steps'][number]['outcome'];
-    startedAt: string | null;
-    judgements: number;
-    verdict: { outcome: string; judgedAt: string; reasons: string[]; guards: RampGuardView[] } | null;
-  }>;
-}
-
-const guardView = (g: GuardResult): RampGuardView => ({
+/** One guard of a verdict as the page shows it. */
+const guardView = (g: GuardResult) => ({
   guard: g.guard,
   kind: g.kind,
   outcome: g.outcome,
@@ -55,7 +21,7 @@ const guardView = (g: GuardResult): RampGuardView => ({
 });
 
 /** What the page shows of the stored ramp; null when none, `{ error }` when it is unreadable. */
-export async function rampView(redis: Redis, keys: RedisKeys): Promise<RampView | { error: string } | null> {
+export async function rampView(redis: Redis, keys: RedisKeys) {
   const { state, error } = await readRamp(redis, keys);
   if (!state) return error ? { error } : null;
   return {

@@ -9,49 +9,21 @@ import { countDuplicates, expandBlocks, fullBlockRatio, numericValue } from '@fe
 import { CHECK_EVERY_MS } from '../controller/desired-state';
 import { SCHEDULER_ID } from '../jobs/build-queue';
 import { rampView } from './inspect-ramp';
-import { countUsersWithOffset, readHeldVersion, readRolloutOverride, readVariantStats, resolveRollout, variantReadout, VersionStore, type AuditTrail, type HeldVersion, type QueueMeta, type LiveOrShadow, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { countUsersWithOffset, readHeldVersion, readRolloutOverride, readVariantStats, resolveRollout, variantReadout, VersionStore, type AuditTrail, type LiveOrShadow, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 
-export interface VersionReport {
-  version: string;
-  role: Array<'current' | 'previous' | 'shadow'>;
-  meta: QueueMeta | null;
-  /** Whether the version's keys are whole (VersionStore.completeness), and what is wrong when not. */
-  complete: boolean;
-  problem?: string;
-  queueLength: number;
-  ttlSeconds: number;
-  usersWithOffset: number;
-  /** Blocks that are exactly 17 high + 3 new, over all blocks. */
-  fullBlockRatio: number;
-  /** Blocks by composition, e.g. "17+3" -> 10. */
-  compositions: Record<string, number>;
-}
+export type Pointers = Awaited<ReturnType<typeof versionPointers>>;
 
-export interface VersionDiff {
-  base: string;
-  other: string;
-  baseLength: number;
-  otherLength: number;
-  /** Ids in both queues, over the larger queue's length. */
-  overlap: number;
-  onlyInBase: number;
-  onlyInOther: number;
-  duplicatesInOther: number;
-}
-
-export interface Pointers {
-  current: string | null;
-  previous: string | null;
-  shadow: string | null;
-}
-
-export async function versionPointers(redis: Redis, keys: RedisKeys): Promise<Pointers> {
+export async function versionPointers(redis: Redis, keys: RedisKeys) {
   const [current, previous, shadow] = await Promise.all([redis.get(keys.current), redis.get(keys.previous), redis.get(keys.shadow)]);
   return { current, previous, shadow };
 }
 
-/** One version's report; `pointers` (read once by the caller) give its roles. A shadow has no readers, so no offsets. */
-export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers, which: LiveOrShadow = 'live'): Promise<VersionReport> {
+/**
+ * One version's report; `pointers` (read once by the caller) give its roles. A shadow has no readers, so no offsets.
+ * `complete`: whether the version's keys are whole (VersionStore.completeness), `problem` what is wrong when not;
+ * `fullBlockRatio`: blocks that are exactly 17 high + 3 new, over all blocks; `compositions`: blocks by composition ("17+3" -> 10).
+ */
+export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers, which: LiveOrShadow = 'live') {
   const versions = new VersionStore(redis, keys);
   const [meta, completeness, { length: queueLength, ttlSeconds }] = await Promise.all([versions.readMeta(version, which), versions.completeness(version, which), versions.queueState(version, which)]);
   const usersWithOffset = which === 'shadow' || !meta ? 0 : await countUsersWithOffset(redis, keys, version, meta.offsetBuckets);
@@ -64,7 +36,7 @@ export async function reportVersion(redis: Redis, keys: RedisKeys, version: stri
 }
 
 /** How `other`'s queue (live, or its shadow build's) differs from `base`'s live queue. */
-export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string, otherWhich: LiveOrShadow = 'live'): Promise<VersionDiff> {
+export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string, otherWhich: LiveOrShadow = 'live') {
   const versions = new VersionStore(redis, keys);
   const [a, b] = await Promise.all([versions.readQueue(base), versions.readQueue(other, otherWhich)]);
   const inA = new Set(a);
@@ -75,6 +47,7 @@ export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, 
     other,
     baseLength: a.length,
     otherLength: b.length,
+    /** Ids in both queues, over the larger queue's length. */
     overlap: Math.max(a.length, b.length) ? both / Math.max(a.length, b.length) : 1,
     onlyInBase: a.filter((id) => !inB.has(id)).length,
     onlyInOther: b.length - both,
@@ -87,14 +60,11 @@ export function listVersions(redis: Redis, keys: RedisKeys): Promise<string[]> {
   return new VersionStore(redis, keys).listVersions();
 }
 
-/** The version the release gate held (R23), beside current: each compared figure, and how to promote it. */
-export interface HeldReport extends HeldVersion {
-  /** The one action that switches current to it. */
-  promote: { command: string; endpoint: string; dashboardJob: string };
-}
-
-/** The held version with its promote hint, or null when none is held. */
-export async function heldReport(redis: Redis, keys: RedisKeys): Promise<HeldReport | null> {
+/**
+ * The version the release gate held (R23), beside current: each compared figure, and how to promote it (`promote`: the one
+ * action that switches current to it); null when none is held.
+ */
+export async function heldReport(redis: Redis, keys: RedisKeys) {
   const held = await readHeldVersion(redis, keys);
   if (!held) return null;
   const { version } = held;
@@ -104,18 +74,12 @@ export async function heldReport(redis: Redis, keys: RedisKeys): Promise<HeldRep
   };
 }
 
-export interface VersionsSummary {
-  pointers: Pointers;
-  /** The version the release gate held (R23), if any. */
-  held: HeldReport | null;
-  versions: VersionReport[];
-  /** The last shadow build (its own keys) and how it differs from current. */
-  shadow: VersionReport | null;
-  shadowDiff: VersionDiff | null;
-}
-
-/** What `pnpm cli inspect` prints and the inspector page shows: `versions` defaults to every version in Redis. */
-export async function summarizeVersions(redis: Redis, keys: RedisKeys, versions?: string[]): Promise<VersionsSummary> {
+/**
+ * What `pnpm cli inspect` prints and the inspector page shows: `versions` defaults to every version in Redis;
+ * `held`, the version the release gate held (R23), if any; `shadow`, the last shadow build (its own keys) and
+ * `shadowDiff`, how it differs from current.
+ */
+export async function summarizeVersions(redis: Redis, keys: RedisKeys, versions?: string[]) {
   const pointers = await versionPointers(redis, keys);
   const listed = versions ?? (await listVersions(redis, keys));
   const [reports, shadow, shadowDiff, held] = await Promise.all([
@@ -134,15 +98,8 @@ const SCORE_BUCKETS = 12;
 /** Odd scores named in the summary; the rest are only counted. */
 const ODD_NAMED = 5;
 
-interface ScoreHistogram {
-  sampled: number;
-  buckets: Array<{ from: number; to: number; count: number }>;
-  /** Sampled videos whose stored recommendScore is no finite number (a string, NaN, Infinity): shown, never bucketed (R1a). */
-  odd: { count: number; ids: string[] };
-}
-
 /** The written-back recommendScore of the first queued videos, in equal-width buckets; odd values counted apart. */
-async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel, version: string): Promise<ScoreHistogram> {
+async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel, version: string) {
   const ids = await new VersionStore(redis, keys).readQueue(version, 'live', 0, SCORE_SAMPLE - 1);
   const docs = await videos.collection
     .find<{ _id: unknown; recommendScore?: unknown }>({ _id: { $in: ids.map((id) => new Types.ObjectId(id)) } }, { projection: { recommendScore: 1 } })
@@ -158,6 +115,7 @@ async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel,
   const width = Math.ceil((max + 1) / SCORE_BUCKETS);
   const buckets = Array.from({ length: SCORE_BUCKETS }, (_, i) => ({ from: i * width, to: (i + 1) * width - 1, count: 0 }));
   for (const score of scores) buckets[Math.min(SCORE_BUCKETS - 1, Math.max(0, Math.floor(score / width)))].count++;
+  // `odd`: sampled videos whose stored recommendScore is no finite number (a string, NaN, Infinity): shown, never bucketed (R1a).
   return { sampled: docs.length, buckets, odd: { count: odd.length, ids: odd.slice(0, ODD_NAMED) } };
 }
 

@@ -35,13 +35,6 @@ export interface CounterRepairOptions {
   minAgeMs?: number;
 }
 
-export interface CounterRepair {
-  queue: Queue;
-  /** Creates the job scheduler, or puts it back (the controller calls it after Redis lost it). */
-  ensureScheduler(): Promise<void>;
-  close(): Promise<void>;
-}
-
 export async function runCounterRepair(options: Pick<CounterRepairOptions, 'logger' | 'metrics' | 'videos' | 'records' | 'minAgeMs'>): Promise<RepairReport> {
   const { logger, metrics } = options;
   let logged = 0;
@@ -62,11 +55,12 @@ export async function runCounterRepair(options: Pick<CounterRepairOptions, 'logg
   return report;
 }
 
-export async function startCounterRepair(options: CounterRepairOptions): Promise<CounterRepair> {
+export async function startCounterRepair(options: CounterRepairOptions) {
   const connections = new BullConnections(options.connection);
   const connection = connections.next;
   const queue = new Queue(COUNTER_REPAIR_QUEUE, { connection: connection(), prefix: options.prefix, defaultJobOptions: JOB_OPTIONS });
   queue.on('error', bullErrorLogger(options.logger, 'counter-repair'));
+  /** Creates the job scheduler, or puts it back (the controller calls it after Redis lost it). */
   const ensureScheduler = async () => {
     await queue.upsertJobScheduler(COUNTER_REPAIR_SCHEDULER_ID, { every: options.everyMs ?? COUNTER_REPAIR_EVERY_MS }, { name: 'counter-repair', opts: JOB_OPTIONS });
   };

@@ -12,19 +12,11 @@ export const HISTORY_INIT_VERSION = 1;
 const MARKER_ID = 'recommend-history-init';
 const BATCH = 1000;
 
-export interface HistoryInitResult {
-  version: number;
-  initialised: number;
-  /** Set when an earlier run already completed this version. */
-  previouslyCompletedAt?: Date;
-}
-
-
 export async function initRecommendHistory(
   connection: Connection,
   videos: VideoModel,
   onProgress: (done: number) => void = () => undefined,
-): Promise<HistoryInitResult> {
+): Promise<{ version: number; initialised: number; previouslyCompletedAt?: Date }> {
   const markers = connection.collection<{ _id: string; version: number; startedAt: Date; completedAt?: Date; initialised?: number }>('migrations');
   const existing = await markers.findOne({ _id: MARKER_ID, version: HISTORY_INIT_VERSION });
   await markers.updateOne({ _id: MARKER_ID }, { $set: { version: HISTORY_INIT_VERSION }, $setOnInsert: { startedAt: new Date() } }, { upsert: true });
@@ -62,5 +54,6 @@ export async function initRecommendHistory(
   }
   await flush();
   await markers.updateOne({ _id: MARKER_ID }, { $set: { completedAt: new Date() }, $inc: { initialised } });
+  // previouslyCompletedAt: set when an earlier run already completed this version.
   return { version: HISTORY_INIT_VERSION, initialised, previouslyCompletedAt: existing?.completedAt };
 }
