@@ -280,7 +280,7 @@ describe('a tally that outruns the request budget (R3, R17)', () => {
     } finally {
       release();
     }
-    // The held tally resumes beside the next one: neither counts the first like again.
+    // The held tally, stopped at the budget, ends without a round; the next like's tally counts only its own.
     await post('/api/app/vid/like', 'slow-2', { vid }).expect(200);
     await repairPendingCounters(videos, records, { minAgeMs: 0 });
     expect(await counters(vid)).toMatchObject({ likeCount: 2, recommendLikeCount: 2 });

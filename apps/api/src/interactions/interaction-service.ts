@@ -38,12 +38,14 @@ interface TalliedRecord {
 
 /**
  * An action whose record is written: the client's action succeeded. `tally` (already running)
- * brings the video's counters up to the record; left unfinished, it is a crash after the record
- * write: the record stays dirty for the next tally of the video or the repair job.
+ * brings the video's counters up to the record; `stop` ends it before its next compare-and-set
+ * round. Left unfinished, it is a crash after the record write: the record stays dirty for the
+ * next tally of the video or the repair job.
  */
 export interface Written<T> {
   outcome: T;
   tally: Promise<void>;
+  stop(): void;
 }
 
 /** The outcome once the tally has run too (callers that do not bound the tally on their own). */
@@ -75,17 +77,18 @@ export class InteractionService {
   }
 
   /** Brings the video's counters up to its records when this record is not counted yet. */
-  private async tallyIfUncounted(kind: CounterKind, record: TalliedRecord | null): Promise<void> {
+  private async tallyIfUncounted(kind: CounterKind, record: TalliedRecord | null, signal?: AbortSignal): Promise<void> {
     if (!record?.dirty) return;
     await this.hooks.afterRecord?.();
-    await tallyCounters(this.videos, this.records, kind, record.videoId, { hooks: this.hooks, record: record._id, active: record.active });
+    await tallyCounters(this.videos, this.records, kind, record.videoId, { hooks: this.hooks, record: record._id, active: record.active, signal });
   }
 
   /** The action's outcome, its record's tally started. */
   private written<T>(outcome: T, kind: CounterKind, record: TalliedRecord | null): Written<T> {
-    const tally = this.tallyIfUncounted(kind, record);
+    const stopped = new AbortController();
+    const tally = this.tallyIfUncounted(kind, record, stopped.signal);
     tally.catch(() => undefined); // awaited by the caller, or by no one once it stopped waiting
-    return { outcome, tally };
+    return { outcome, tally, stop: () => stopped.abort() };
   }
 
   /**

@@ -26,8 +26,8 @@ export const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, '
  * decidable). Writes answered 503 may still land when MongoDB resumes: their first success is
  * counted then (`counted` follows the writes, not the answer), since the retry finds it done and
  * counts nothing. Once the record is written the action succeeded: its tally gets what is left of
- * the budget, and a tally still running then is answered 2xx all the same, logged and counted in
- * `onTallyDeferred` (the record stays dirty until the tally, the video's next one or the repair
+ * the budget, and a tally still running then is stopped and answered 2xx all the same, logged and
+ * counted in `onTallyDeferred` (the record stays dirty until the video's next tally or the repair
  * job counts it, as after a crash).
  */
 export function interactionRoutes(
@@ -42,7 +42,7 @@ export function interactionRoutes(
     const started = performance.now();
     const counting = action.then(({ outcome }) => count?.(outcome));
     counting.catch(() => undefined); // awaited below, or by no one once the request answered 503
-    const { outcome, tally } = await withDeadline(action, mongoDeadlineMs, 'MongoDB writes of the interaction');
+    const { outcome, tally, stop } = await withDeadline(action, mongoDeadlineMs, 'MongoDB writes of the interaction');
     const left = Math.max(0, mongoDeadlineMs - (performance.now() - started));
     const inTime = await withDeadline(tally, left, 'the tally of the interaction').then(
       () => true,
@@ -52,6 +52,8 @@ export function interactionRoutes(
       },
     );
     if (!inTime) {
+      // Its rounds would only slow the writes of the requests that keep a hot video busy.
+      stop();
       onTallyDeferred(kind);
       logger.warn('interaction tally deferred', { requestId: requestIdOf(res), kind, budgetMs: mongoDeadlineMs });
     }

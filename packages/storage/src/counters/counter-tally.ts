@@ -174,6 +174,8 @@ export interface TallyOptions {
   record?: Types.ObjectId;
   /** The `active` this request wrote to `record`: a batch that counted it so is this request's count. */
   active?: boolean;
+  /** Stops the tally before its next attempt (a request's budget spent): what is left, is left as after a crash there. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -185,12 +187,12 @@ export async function tallyCounters(
   models: InteractionModels,
   kind: CounterKind,
   videoId: Types.ObjectId,
-  { hooks = {}, record, active }: TallyOptions = {},
+  { hooks = {}, record, active, signal }: TallyOptions = {},
 ): Promise<TallyOutcome> {
   const records = models[kind] as Model<CountedRecord>;
   const { recommend: recommendField, display: displayField } = COUNTER_KINDS[kind];
   const outcome: TallyOutcome = { records: [], recommend: 0, display: 0 };
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+  for (let attempt = 0; attempt < MAX_ATTEMPTS && !signal?.aborted; attempt++) {
     const state = await readTally(videos, videoId, kind);
     if (!state) return outcome;
     if (state.odd.length > 0) {
