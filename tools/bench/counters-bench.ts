@@ -12,7 +12,7 @@
  * (`--likes 0` skips the like phases). Uses MONGO_URL when set.
  */
 import mongoose, { Types } from 'mongoose';
-import { InteractionService } from '@feed/api';
+import { InteractionService, tallied } from '@feed/api';
 import { AppError } from '@feed/http';
 import { interactionModels, repairPendingCounters, videoModel, type InteractionModels, type VideoModel } from '@feed/storage';
 import { percentile } from '../support/percentile';
@@ -52,7 +52,7 @@ export async function runCountersBench(): Promise<void> {
             const i = next++;
             const t = performance.now();
             try {
-              await service.like(videoOf(i).toHexString(), `${label}-user-${i}`);
+              await tallied(service.like(videoOf(i).toHexString(), `${label}-user-${i}`));
             } catch (err) {
               const status = err instanceof AppError ? String(err.status) : `500 ${err instanceof Error ? err.message.slice(0, 80) : String(err)}`;
               failures.set(status, (failures.get(status) ?? 0) + 1);
@@ -99,7 +99,7 @@ async function runDoubleTaps(service: InteractionService, videos: VideoModel, re
   const send = async (action: 'like' | 'unlike', user: string) => {
     requests++;
     try {
-      await service[action](vid, user);
+      await tallied(service[action](vid, user));
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) failures.push(err instanceof Error ? err.message.slice(0, 120) : String(err));
     }

@@ -41,10 +41,9 @@ export async function toggleChecks(suite: Suite): Promise<void> {
   const { check, queue } = suite;
   /** Runs of the model-based interaction test here (`pnpm test` runs 25). */
   const MODEL_RUNS = suite.options.quick ? 100 : 600;
-  // --quick: 50 users (200 taps at once). At 200 users (800 at once) the embedded MongoDB, one
-  // event loop, took some likes' compare-and-set rounds past MONGO_DEADLINE_MS's 10 s maximum
-  // (~160 503s in this session's runs): an open item, see the round's note.
-  const TOGGLE_USERS = suite.options.quick ? 50 : 200;
+  // 200 users' double taps on one video: their tallies' compare-and-set rounds outlast the budget on the
+  // embedded MongoDB; a written tap is answered 2xx all the same (its tally deferred, R3).
+  const TOGGLE_USERS = 200;
   await check('toggles', `${TOGGLE_USERS} users double-tap like/unlike on one video, API killed mid-way: no 5xx, counters exact`, async () => {
     const vid = queue[TOGGLE_VIDEO_OFFSET];
     const counters = () => suite.counters(vid, 'likes');

@@ -132,7 +132,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     return (warm = !ring || queueCopies.ready(ring));
   };
   app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs, draining: () => draining, warm: warmUp }));
-  app.use(interactionRoutes(interactions, config.authJwtSecret, feed.readout, config.mongoDeadlineMs));
+  app.use(interactionRoutes(interactions, config.authJwtSecret, feed.readout, config.mongoDeadlineMs, (kind) => metrics.talliesDeferred.inc({ kind })));
   app.use(adminRoutes({ config, redis, keys, catalog, history, feed, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);

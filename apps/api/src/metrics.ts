@@ -1,7 +1,7 @@
 /** Read-side metrics of SPEC R18, on a registry per app instance (tests build several apps). */
 import { getHeapStatistics } from 'node:v8';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { VARIANT_EVENTS, VARIANTS } from '@feed/storage';
+import { COUNTER_KINDS, VARIANT_EVENTS, VARIANTS, type CounterKind } from '@feed/storage';
 import { declareLabels } from '@feed/telemetry';
 import { SKIP_REASONS, STRATEGIES } from './labels';
 
@@ -88,6 +88,11 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     videoCache: counter('feed_video_cache_requests_total', 'Video documents looked up in the instance cache, by result (hit, miss)', { result: CACHE_RESULTS }),
     queueCopyBytes: new Gauge({ name: 'feed_queue_copy_bytes', help: 'Bytes held by the instance copies of published queues (R22)', registers: [registry] }),
     queueCopyLoads: new Counter({ name: 'feed_queue_copy_loads_total', help: 'Published queues copied into this instance and verified', registers: [registry] }),
+    talliesDeferred: counter(
+      'feed_interaction_tallies_deferred_total',
+      'Interactions answered 2xx whose counter tally outran the request budget (MONGO_DEADLINE_MS), by kind of record: counted later by the tally or the repair job (R3)',
+      { kind: Object.keys(COUNTER_KINDS) as CounterKind[] },
+    ),
     degradations: counter('feed_degradations_total', 'Pages served by a fallback strategy, by kind (previous-version, legacy-set, mongo-fallback)', { kind: DEGRADATION_KINDS }),
     rolloutEnabled: new Gauge({ name: 'feed_rollout_enabled', help: 'Whether the ring feed is enabled in this instance (R16, override or environment)', registers: [registry] }),
     rolloutPercent: new Gauge({ name: 'feed_rollout_percent', help: 'Share of users served by the ring feed in this instance (R16)', registers: [registry] }),

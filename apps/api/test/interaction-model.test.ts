@@ -17,7 +17,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import fc from 'fast-check';
 import mongoose, { Types, type Model, type Schema } from 'mongoose';
 import { AppError } from '@feed/http';
-import { InteractionService } from '@feed/api';
+import { InteractionService, tallied } from '@feed/api';
 import { demoVideo } from '@feed/demo-data';
 import { COUNTER_KINDS, interactionModels, repairPendingCounters, videoModel, type CountedRecord, type CounterHooks, type CounterKind, type InteractionModels, type VideoModel } from '@feed/storage';
 import { useTestServices } from '../../../test/support/services';
@@ -201,19 +201,19 @@ async function runProgram({ users, videos: videoCount, rounds, schedule }: { use
       const userId = userIds[cmd.user];
       switch (cmd.op) {
         case 'like':
-          return service.like(vids[cmd.video].toHexString(), userId);
+          return tallied(service.like(vids[cmd.video].toHexString(), userId));
         case 'unlike':
-          return service.unlike(vids[cmd.video].toHexString(), userId);
+          return tallied(service.unlike(vids[cmd.video].toHexString(), userId));
         case 'collect':
-          return service.collect(vids[cmd.video].toHexString(), userId);
+          return tallied(service.collect(vids[cmd.video].toHexString(), userId));
         case 'uncollect':
-          return service.uncollect(vids[cmd.video].toHexString(), userId);
+          return tallied(service.uncollect(vids[cmd.video].toHexString(), userId));
         case 'share':
-          return service.share(vids[cmd.video].toHexString(), userId);
+          return tallied(service.share(vids[cmd.video].toHexString(), userId));
         case 'comment':
-          return service.comment(vids[cmd.video].toHexString(), userId, 'hi', cmd.key === null ? undefined : `key-${userId}-${cmd.video}-${cmd.key}`);
+          return tallied(service.comment(vids[cmd.video].toHexString(), userId, 'hi', cmd.key === null ? undefined : `key-${userId}-${cmd.video}-${cmd.key}`));
         case 'deleteComment':
-          return targets[i] ? service.deleteComment(targets[i].id, userId) : Promise.resolve('skipped');
+          return targets[i] ? tallied(service.deleteComment(targets[i].id, userId)) : Promise.resolve('skipped');
       }
     };
     const outcomes = await turnstile.run(

@@ -258,6 +258,35 @@ describe('the repair job (R3)', () => {
   });
 });
 
+describe('a tally that outruns the request budget (R3, R17)', () => {
+  it('when the tally is still running at MONGO_DEADLINE_MS, then the written like is answered 200, counted as deferred and once for D7, and the repair or the next tally counts it once', async () => {
+    const vid = await newVideo();
+    let release = () => undefined as void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // Held past the budget between the record write and the tally, as a hot video's compare-and-set
+    // rounds are; the budget is production's default, ample for the record write itself.
+    const api = testApi(s, { mongoDeadlineMs: 1000 }, { counterHooks: { afterRecord: () => held } });
+    try {
+      await request(api.app).post('/api/app/vid/like').set(bearer('slow-1')).send({ vid }).expect(200, { active: true, changed: true });
+      const metrics = await api.metrics.registry.metrics();
+      expect(metrics).toContain('feed_interaction_tallies_deferred_total{kind="likes"} 1');
+      expect(metrics).toContain('feed_interaction_tallies_deferred_total{kind="comments"} 0');
+      expect(metrics).toMatch(/feed_variant_engagement_total\{variant="\w+",action="like"\} 1/);
+      // The answer came before the tally: the record is dirty and no counter moved yet.
+      expect(await records.likes.countDocuments({ videoId: vid, dirty: true })).toBe(1);
+      expect(await counters(vid)).toMatchObject({ likeCount: 0, recommendLikeCount: 0 });
+      await repairPendingCounters(videos, records, { minAgeMs: 0 });
+      expect(await counters(vid)).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+    } finally {
+      release();
+    }
+    // The held tally, stopped at the budget, ends without a round; the next like's tally counts only its own.
+    await post('/api/app/vid/like', 'slow-2', { vid }).expect(200);
+    await repairPendingCounters(videos, records, { minAgeMs: 0 });
+    expect(await counters(vid)).toMatchObject({ likeCount: 2, recommendLikeCount: 2 });
+  });
+});
+
 describe('records written by the previous code (no tally fields)', () => {
   // The previous round's records: `counted` and `active`, no `dirty`, `shown` or `tallyAt`.
   const oldRecord = (userId: string, videoId: string, active: boolean) => ({ _id: new mongoose.Types.ObjectId(), userId, videoId: new mongoose.Types.ObjectId(videoId), active, counted: true, opId: new mongoose.Types.ObjectId(), createdAt: new Date() });

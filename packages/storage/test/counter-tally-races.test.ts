@@ -58,3 +58,17 @@ describe('finalize under a toggle (R3)', () => {
     expect(await records.likes.findById(like._id).lean()).toMatchObject({ active: true, counted: true, shown: true, dirty: false });
   });
 });
+
+describe('a stopped tally (R3: a request whose budget ran out)', () => {
+  it('when the tally is stopped before it starts, then it moves nothing, the record stays dirty, and the next tally counts it once', async () => {
+    const [video] = await videos.insertMany([demoVideo({})]);
+    const [like] = await records.likes.insertMany([{ userId: 'bob', videoId: video._id, active: true, ...freshRecordFields() }]);
+    const outcome = await tallyCounters(videos, records, 'likes', video._id, { record: like._id, active: true, signal: AbortSignal.abort() });
+    expect(outcome.records).toEqual([]);
+    expect(await videos.findById(video._id).select({ likeCount: 1, recommendLikeCount: 1 }).lean()).toMatchObject({ recommendLikeCount: 0, likeCount: 0 });
+    expect(await records.likes.findById(like._id).lean()).toMatchObject({ dirty: true, counted: false });
+    await tallyCounters(videos, records, 'likes', video._id);
+    await tallyCounters(videos, records, 'likes', video._id);
+    expect(await videos.findById(video._id).select({ likeCount: 1, recommendLikeCount: 1 }).lean()).toMatchObject({ recommendLikeCount: 1, likeCount: 1 });
+  });
+});

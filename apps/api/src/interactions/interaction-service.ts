@@ -2,6 +2,7 @@
  * Likes, collects, comments and shares (SPEC R2–R4). Each action changes its record only; the
  * video's display and recommend* counters then follow the records exactly once, through a tally
  * (`@feed/storage` counter-tally.ts), which also completes what a crashed earlier attempt left.
+ * An action is done once its record is written (`Written`); its tally runs on from there.
  */
 import { randomUUID } from 'node:crypto';
 import { Types, type Model, type mongo } from 'mongoose';
@@ -28,6 +29,31 @@ export interface ToggleOutcome {
 }
 
 type ToggleKind = Extract<CounterKind, 'likes' | 'collects'>;
+interface TalliedRecord {
+  _id: Types.ObjectId;
+  videoId: Types.ObjectId;
+  dirty: boolean;
+  active: boolean;
+}
+
+/**
+ * An action whose record is written: the client's action succeeded. `tally` (already running)
+ * brings the video's counters up to the record; `stop` ends it before its next compare-and-set
+ * round. Left unfinished, it is a crash after the record write: the record stays dirty for the
+ * next tally of the video or the repair job.
+ */
+export interface Written<T> {
+  outcome: T;
+  tally: Promise<void>;
+  stop(): void;
+}
+
+/** The outcome once the tally has run too (callers that do not bound the tally on their own). */
+export async function tallied<T>(action: Promise<Written<T>>): Promise<T> {
+  const { outcome, tally } = await action;
+  await tally;
+  return outcome;
+}
 
 export class InteractionService {
   constructor(
@@ -51,10 +77,18 @@ export class InteractionService {
   }
 
   /** Brings the video's counters up to its records when this record is not counted yet. */
-  private async tallyIfUncounted(kind: CounterKind, record: { _id: Types.ObjectId; videoId: Types.ObjectId; dirty: boolean; active: boolean } | null): Promise<void> {
+  private async tallyIfUncounted(kind: CounterKind, record: TalliedRecord | null, signal?: AbortSignal): Promise<void> {
     if (!record?.dirty) return;
     await this.hooks.afterRecord?.();
-    await tallyCounters(this.videos, this.records, kind, record.videoId, { hooks: this.hooks, record: record._id, active: record.active });
+    await tallyCounters(this.videos, this.records, kind, record.videoId, { hooks: this.hooks, record: record._id, active: record.active, signal });
+  }
+
+  /** The action's outcome, its record's tally started. */
+  private written<T>(outcome: T, kind: CounterKind, record: TalliedRecord | null): Written<T> {
+    const stopped = new AbortController();
+    const tally = this.tallyIfUncounted(kind, record, stopped.signal);
+    tally.catch(() => undefined); // awaited by the caller, or by no one once it stopped waiting
+    return { outcome, tally, stop: () => stopped.abort() };
   }
 
   /**
@@ -64,15 +98,12 @@ export class InteractionService {
    * two of them race for the insert), which creates an active record and changes nothing in an
    * existing one, then, for an existing inactive record, a compare-and-set of `active`.
    */
-  private async activate(kind: ToggleKind, vid: string, userId: string): Promise<ToggleOutcome> {
+  private async activate(kind: ToggleKind, vid: string, userId: string): Promise<Written<ToggleOutcome>> {
     const videoId = await this.requireServable(vid);
     const model = this.records[kind] as Model<ToggleRecord>;
     const now = new Date();
     const upserted = await this.upsertRecord(model, userId, videoId, now);
-    if (upserted.inserted) {
-      await this.tallyIfUncounted(kind, upserted.record);
-      return { active: true, changed: true, first: true };
-    }
+    if (upserted.inserted) return this.written({ active: true, changed: true, first: true }, kind, upserted.record);
     let record: ToggleRecord | null = upserted.record;
     let changed = false;
     if (!record.active) {
@@ -84,8 +115,7 @@ export class InteractionService {
       record = turnedOn ?? (await model.findById(record._id).lean());
     }
     // Unchanged, it still completes the count when an earlier attempt crashed before it.
-    await this.tallyIfUncounted(kind, record);
-    return { active: true, changed, first: false };
+    return this.written({ active: true, changed, first: false }, kind, record);
   }
 
   /** The record of `userId` and `videoId`, inserted active when there is none. */
@@ -108,7 +138,7 @@ export class InteractionService {
   }
 
   /** Unlike or uncollect: the display counter follows; recommend* never goes down. */
-  private async deactivate(kind: ToggleKind, vid: string, userId: string): Promise<ToggleOutcome> {
+  private async deactivate(kind: ToggleKind, vid: string, userId: string): Promise<Written<ToggleOutcome>> {
     const videoId = new Types.ObjectId(vid);
     const exists = await this.videos.exists({ _id: videoId });
     if (!exists) throw notFound(`video ${vid} does not exist`);
@@ -116,8 +146,7 @@ export class InteractionService {
     const turnedOff = await model
       .findOneAndUpdate({ userId, videoId, active: true }, [keepShown, { $set: { active: false, dirty: true, changedAt: new Date() } }], { returnDocument: 'after', updatePipeline: true })
       .lean();
-    await this.tallyIfUncounted(kind, turnedOff ?? (await model.findOne({ userId, videoId }).lean()));
-    return { active: false, changed: Boolean(turnedOff), first: false };
+    return this.written({ active: false, changed: Boolean(turnedOff), first: false }, kind, turnedOff ?? (await model.findOne({ userId, videoId }).lean()));
   }
 
   like = (vid: string, userId: string) => this.activate('likes', vid, userId);
@@ -129,7 +158,7 @@ export class InteractionService {
    * Publishes a comment. A retried request with the same Idempotency-Key returns the first
    * comment and counts nothing more (it completes the count if the first attempt crashed).
    */
-  async comment(vid: string, userId: string, content: string, idempotencyKey?: string): Promise<{ commentId: string; created: boolean }> {
+  async comment(vid: string, userId: string, content: string, idempotencyKey?: string): Promise<Written<{ commentId: string; created: boolean }>> {
     const videoId = await this.requireServable(vid);
     const key = idempotencyKey ?? `generated:${randomUUID()}`;
     const { comments } = this.records;
@@ -144,12 +173,11 @@ export class InteractionService {
       if (!record.videoId.equals(videoId)) throw new AppError(409, 'idempotency_conflict', 'Idempotency-Key was already used for another video');
       created = false;
     }
-    await this.tallyIfUncounted('comments', record);
-    return { commentId: record._id.toHexString(), created };
+    return this.written({ commentId: record._id.toHexString(), created }, 'comments', record);
   }
 
   /** Deletes the user's own comment: display count down, recommend count unchanged. */
-  async deleteComment(commentId: string, userId: string): Promise<{ deleted: boolean }> {
+  async deleteComment(commentId: string, userId: string): Promise<Written<{ deleted: boolean }>> {
     const { comments } = this.records;
     const deleted = await comments
       .findOneAndUpdate(
@@ -161,8 +189,7 @@ export class InteractionService {
     // Someone else's comment is reported as missing: ids are not a way to probe other users.
     const record = deleted ?? (await comments.findOne({ _id: commentId, userId }).lean());
     if (!record) throw notFound(`comment ${commentId} does not exist`);
-    await this.tallyIfUncounted('comments', record);
-    return { deleted: Boolean(deleted) };
+    return this.written({ deleted: Boolean(deleted) }, 'comments', record);
   }
 
   /**
@@ -173,11 +200,11 @@ export class InteractionService {
    * the user's share record (D7 counts that one only); `valid` whether the share names an
    * approved short video (a guest's valid share is engagement, though no counter moves).
    */
-  async share(vid: string | undefined, userId: string | undefined): Promise<{ counted: boolean; first: boolean; valid: boolean }> {
-    if (vid === undefined) return { counted: false, first: false, valid: false };
+  async share(vid: string | undefined, userId: string | undefined): Promise<Written<{ counted: boolean; first: boolean; valid: boolean }>> {
+    if (vid === undefined) return this.written({ counted: false, first: false, valid: false }, 'shares', null);
     const video = await this.existing(vid);
-    if (!isEligible(video)) return { counted: false, first: false, valid: false };
-    if (userId === undefined) return { counted: false, first: false, valid: true };
+    if (!isEligible(video)) return this.written({ counted: false, first: false, valid: false }, 'shares', null);
+    if (userId === undefined) return this.written({ counted: false, first: false, valid: true }, 'shares', null);
     const { shares } = this.records;
     let record;
     let counted = true;
@@ -191,7 +218,6 @@ export class InteractionService {
       counted = !record.counted && record.dirty;
       first = false;
     }
-    await this.tallyIfUncounted('shares', record);
-    return { counted, first, valid: true };
+    return this.written({ counted, first, valid: true }, 'shares', record);
   }
 }

@@ -176,6 +176,8 @@ export interface TallyOptions {
   record?: Types.ObjectId;
   /** The `active` this request wrote to `record`: a batch that counted it so is this request's count. */
   active?: boolean;
+  /** Stops the tally before its next attempt (a request's budget spent): what is left, is left as after a crash there. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -187,12 +189,12 @@ export async function tallyCounters(
   models: InteractionModels,
   kind: CounterKind,
   videoId: Types.ObjectId,
-  { hooks = {}, record, active }: TallyOptions = {},
+  { hooks = {}, record, active, signal }: TallyOptions = {},
 ): Promise<TallyOutcome> {
   const records = models[kind] as Model<CountedRecord>;
   const { recommend: recommendField, display: displayField } = COUNTER_KINDS[kind];
   const outcome: TallyOutcome = { records: [], recommend: 0, display: 0 };
-  for (let attempt = 0; attempt < MAX_TALLY_ATTEMPTS; attempt++) {
+  for (let attempt = 0; attempt < MAX_TALLY_ATTEMPTS && !signal?.aborted; attempt++) {
     const state = await readTally(videos, videoId, kind);
     if (!state) return outcome;
     if (state.odd.length > 0) {
@@ -241,7 +243,8 @@ export async function tallyCounters(
     if (dirty.length < TALLY_BATCH || (record && batch.some((entry) => entry.r.equals(record)))) return outcome;
   }
   // Bounded: a video under a storm of tallies (or of full batches, or a counter that keeps turning odd) is left to the next tally or the repair job.
-  return { ...outcome, unfinished: `stopped after ${MAX_TALLY_ATTEMPTS} attempts (compare-and-sets lost to other tallies, full batches or odd counters): dirty records are left to the next tally` };
+  const why = signal?.aborted ? 'stopped by its caller' : `stopped after ${MAX_TALLY_ATTEMPTS} attempts (compare-and-sets lost to other tallies, full batches or odd counters)`;
+  return { ...outcome, unfinished: `${why}: dirty records are left to the next tally` };
 }
 
 export interface RepairOptions {
