@@ -44,7 +44,8 @@ interface TalliedRecord {
  */
 export interface Written<T> {
   outcome: T;
-  tally: Promise<void>;
+  /** False when the tally stopped with the record still dirty (its attempts ran out, or `stop`). */
+  tally: Promise<boolean>;
   stop(): void;
 }
 
@@ -77,10 +78,11 @@ export class InteractionService {
   }
 
   /** Brings the video's counters up to its records when this record is not counted yet. */
-  private async tallyIfUncounted(kind: CounterKind, record: TalliedRecord | null, signal?: AbortSignal): Promise<void> {
-    if (!record?.dirty) return;
+  private async tallyIfUncounted(kind: CounterKind, record: TalliedRecord | null, signal?: AbortSignal): Promise<boolean> {
+    if (!record?.dirty) return true;
     await this.hooks.afterRecord?.();
-    await tallyCounters(this.videos, this.records, kind, record.videoId, { hooks: this.hooks, record: record._id, active: record.active, signal });
+    const { unfinished } = await tallyCounters(this.videos, this.records, kind, record.videoId, { hooks: this.hooks, record: record._id, active: record.active, signal });
+    return unfinished === undefined;
   }
 
   /** The action's outcome, its record's tally started. */

@@ -42,10 +42,15 @@ export function interactionRoutes(
     const started = performance.now();
     const counting = action.then(({ outcome }) => count?.(outcome));
     counting.catch(() => undefined); // awaited below, or by no one once the request answered 503
-    const { outcome, tally, stop } = await withDeadline(action, mongoDeadlineMs, 'MongoDB writes of the interaction');
+    const { outcome, tally, stop } = await withDeadline(action, mongoDeadlineMs, 'MongoDB writes of the interaction').catch((err: unknown) => {
+      // Answered 503: a record that lands later gets no tally from this request (the next one or the repair job counts it).
+      action.then(({ stop: stopLate }) => stopLate(), () => undefined);
+      throw err;
+    });
     const left = Math.max(0, mongoDeadlineMs - (performance.now() - started));
+    // False also when the tally ran out of attempts: the record is left dirty, as when it is stopped.
     const inTime = await withDeadline(tally, left, 'the tally of the interaction').then(
-      () => true,
+      (finished) => finished,
       (err: unknown) => {
         if (err instanceof DeadlineExceededError) return false;
         throw err;
