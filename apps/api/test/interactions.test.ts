@@ -287,6 +287,26 @@ describe('a tally that outruns the request budget (R3, R17)', () => {
   });
 });
 
+describe('a tally that runs out of attempts within the budget (R3, R17)', () => {
+  it('when other tallies win every compare-and-set, then the like is answered 200 and counted as deferred, and the repair counts it once', async () => {
+    const vid = await newVideo();
+    const updateOne = videos.updateOne.bind(videos);
+    // Before each compare-and-set of this video, another tally moves its sequence on.
+    const spy = jest.spyOn(videos, 'updateOne').mockImplementation(((...args: Parameters<typeof updateOne>) =>
+      videos.collection.updateOne({ _id: new mongoose.Types.ObjectId(vid) }, { $inc: { 'counterTally.likes.seq': 1 } }).then(() => updateOne(...args))) as never);
+    const api = testApi(s, { mongoDeadlineMs: 10_000 });
+    try {
+      await request(api.app).post('/api/app/vid/like').set(bearer('busy-1')).send({ vid }).expect(200, { active: true, changed: true });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await api.metrics.registry.metrics()).toContain('feed_interaction_tallies_deferred_total{kind="likes"} 1');
+    expect(await records.likes.countDocuments({ videoId: vid, dirty: true })).toBe(1);
+    await repairPendingCounters(videos, records, { minAgeMs: 0 });
+    expect(await counters(vid)).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+  });
+});
+
 describe('records written by the previous code (no tally fields)', () => {
   // The previous round's records: `counted` and `active`, no `dirty`, `shown` or `tallyAt`.
   const oldRecord = (userId: string, videoId: string, active: boolean) => ({ _id: new mongoose.Types.ObjectId(), userId, videoId: new mongoose.Types.ObjectId(videoId), active, counted: true, opId: new mongoose.Types.ObjectId(), createdAt: new Date() });
