@@ -1,30 +1,22 @@
+const MB = 1024 * 1024;
+
 /**
  * What an API instance may hold, from one setting (API_MEMORY_BUDGET_MB): each cache's share in
  * bytes and V8's old-space limit. The shares leave room for what no cache owns: Node's own code
  * and native memory, the young generation, sockets and in-flight requests (~25%).
  */
-export interface MemoryShares {
-  /** The whole budget, in bytes (`feed_memory_budget_bytes`). */
-  budgetBytes: number;
-  /** `--max-old-space-size` in MB: the two in-heap caches plus the request working set. */
-  oldSpaceMb: number;
-  /** Video documents with their item shape and JSON (lru-cache maxSize). */
-  videoCacheBytes: number;
-  /** Verified tokens (lru-cache maxSize): ~610 bytes each, so the default budget keeps 50,000 users' tokens. */
-  tokenCacheBytes: number;
-  /** Queue copies: Buffers, outside the V8 heap. */
-  queueCopyBytes: number;
-}
-
-const MB = 1024 * 1024;
-
-export function memoryShares(budgetMb: number): MemoryShares {
+export function memoryShares(budgetMb: number) {
   const budgetBytes = budgetMb * MB;
   return {
+    /** The whole budget, in bytes (`feed_memory_budget_bytes`). */
     budgetBytes,
+    /** `--max-old-space-size` in MB: the two in-heap caches plus the request working set. */
     oldSpaceMb: Math.floor(budgetMb / 2),
+    /** Video documents with their item shape and JSON (lru-cache maxSize). */
     videoCacheBytes: Math.floor(budgetBytes * 0.1),
+    /** Verified tokens (lru-cache maxSize): ~610 bytes each, so the default budget keeps 50,000 users' tokens. */
     tokenCacheBytes: Math.floor(budgetBytes * 0.125),
+    /** Queue copies: Buffers, outside the V8 heap. */
     queueCopyBytes: Math.floor(budgetBytes * 0.15),
   };
 }

@@ -10,32 +10,6 @@
 import { counterValue, dateValue, numericValue } from '@feed/domain';
 import { mongo, Types } from 'mongoose';
 
-/** A video document as the read path uses it: every field of a known type. */
-export interface CatalogVideo {
-  _id: Types.ObjectId;
-  title: string;
-  coverUrl: string;
-  playUrl: string;
-  durationSec: number;
-  authorId: string;
-  newsType: string | null;
-  status: string | null;
-  deleted: boolean;
-  /** Epoch milliseconds of approval, by value; null when not a date or a number. */
-  reviewAt: number | null;
-  vip: boolean;
-  coin: boolean;
-  isAd: boolean;
-  special: boolean;
-  likeCount: number;
-  collectCount: number;
-  commentCount: number;
-  shareCount: number;
-  fakeLikeCount: number;
-  fakeCommentCount: number;
-  fakeShareCount: number;
-}
-
 /** What was odd about a document: the labels it adds to `feed_skipped_videos_total`. */
 export type DocumentIssue = 'unreadable_id' | 'non_numeric_field';
 
@@ -44,6 +18,19 @@ export type ReadDocument = { video: CatalogVideo; issue: 'non_numeric_field' | n
 const COUNTERS = ['likeCount', 'collectCount', 'commentCount', 'shareCount', 'fakeLikeCount', 'fakeCommentCount', 'fakeShareCount'] as const;
 const FLAGS = ['vip', 'coin', 'isAd', 'special'] as const;
 const TEXTS = ['title', 'coverUrl', 'playUrl', 'authorId'] as const;
+
+/** A video document as the read path uses it: every field of a known type. */
+export type CatalogVideo = Record<(typeof TEXTS)[number], string> &
+  Record<(typeof FLAGS)[number], boolean> &
+  Record<(typeof COUNTERS)[number], number> & {
+    _id: Types.ObjectId;
+    durationSec: number;
+    newsType: string | null;
+    status: string | null;
+    deleted: boolean;
+    /** Epoch milliseconds of approval, by value; null when not a date or a number. */
+    reviewAt: number | null;
+  };
 
 /** The document's `_id` when it is an ObjectId (the driver's, or another copy of the bson library's). */
 export function objectIdOf(value: unknown): Types.ObjectId | null {
