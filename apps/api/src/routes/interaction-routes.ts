@@ -49,13 +49,10 @@ export function interactionRoutes(
     });
     const left = Math.max(0, mongoDeadlineMs - (performance.now() - started));
     // False also when the tally ran out of attempts: the record is left dirty, as when it is stopped.
-    const inTime = await withDeadline(tally, left, 'the tally of the interaction').then(
-      (finished) => finished,
-      (err: unknown) => {
-        if (err instanceof DeadlineExceededError) return false;
-        throw err;
-      },
-    );
+    const inTime = await withDeadline(tally, left, 'the tally of the interaction').catch((err: unknown) => {
+      if (err instanceof DeadlineExceededError) return false;
+      throw err;
+    });
     if (!inTime) {
       // Its rounds would only slow the writes of the requests that keep a hot video busy.
       stop();
