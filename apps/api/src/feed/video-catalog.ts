@@ -181,21 +181,11 @@ export class VideoCatalog {
   }
 
   infoOf(video: CatalogVideo): VideoInfo {
-    let info = this.infos.get(video);
-    if (!info) {
-      info = toVideoInfo(video);
-      this.infos.set(video, info);
-    }
-    return info;
+    return memoized(this.infos, video, toVideoInfo);
   }
 
   jsonOf(info: VideoInfo): string {
-    let json = this.infoJson.get(info);
-    if (json === undefined) {
-      json = JSON.stringify(info);
-      this.infoJson.set(info, json);
-    }
-    return json;
+    return memoized(this.infoJson, info, JSON.stringify);
   }
 
   /** The items for `ids` that may be served (R1 re-checked), in `ids` order, skipping `exceptAuthorId`'s own. */
@@ -266,6 +256,13 @@ export class VideoCatalog {
   async get(id: string): Promise<CatalogVideo | undefined> {
     return (await this.load([id])).get(id);
   }
+}
+
+/** `derive(key)`, computed once per key while the key lives. */
+function memoized<K extends object, V>(cache: WeakMap<K, V>, key: K, derive: (key: K) => V): V {
+  let value = cache.get(key);
+  if (value === undefined) cache.set(key, (value = derive(key)));
+  return value;
 }
 
 /** A document's `_id` for a log line, whatever its type. */
