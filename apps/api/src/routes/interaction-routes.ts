@@ -33,7 +33,7 @@ export const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, '
 export function interactionRoutes(
   service: InteractionService,
   jwtSecret: string,
-  readout: VariantReadout,
+  readout: Pick<VariantReadout, 'record' | 'recordShare'>,
   mongoDeadlineMs: number,
   onTallyDeferred: (kind: CounterKind) => void,
 ): Router {
