@@ -58,6 +58,18 @@ function setPath(doc: Document, path: string, value: unknown): void {
   target[parts[parts.length - 1]] = value;
 }
 
+/** MongoDB refuses to create a field below a value that is no document or array (PathNotViable). */
+function checkPathViable(doc: Document, path: string): void {
+  const parts = path.split('.');
+  let value: unknown = doc;
+  for (const [i, part] of parts.slice(0, -1).entries()) {
+    value = (value as Document)[part];
+    if (value === undefined) return;
+    const container = Array.isArray(value) || (value !== null && Object.getPrototypeOf(value) === Object.prototype);
+    if (!container) throw new CommandError(28, 'PathNotViable', `Cannot create field '${parts[i + 1]}' in element {${part}: ${shown(value)}}`);
+  }
+}
+
 /** Deep copy of plain objects and arrays; BSON values (ObjectId, Long, ...) are immutable and shared. */
 export function cloneDocument<T>(value: T): T {
   if (Array.isArray(value)) return value.map(cloneDocument) as T;
@@ -547,6 +559,8 @@ export class Collection {
     if (positional) throw new CommandError(2, 'BadValue', `the positional $ ('${positional}') is not supported by the embedded server`);
     checkPathConflicts(inserting ? (spec as Document) : modifier);
     const next = copyForUpdate(doc, spec as Document);
+    const { $unset: _removes, ...creating } = modifier;
+    for (const path of namedPaths(creating)) checkPathViable(next, path);
     for (const [path, amount] of Object.entries((modifier.$inc ?? {}) as Document)) {
       const current = getPath(next, path);
       // MongoDB refuses null too ("$inc ... on a field with a null value will generate an error").

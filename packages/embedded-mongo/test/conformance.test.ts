@@ -112,6 +112,16 @@ describe('embedded MongoDB server with the real mongoose stack', () => {
     await expect(raw.updateOne({ _id: insertedId }, { $inc: { s: 1 } })).rejects.toThrow(`ObjectId('${insertedId.toHexString()}')`);
   });
 
+  it('when $set or $inc names a field below a value that is no document (a number, null), then PathNotViable (28) and nothing changes; below a missing one, it is created', async () => {
+    const raw = conn.collection(`raw_path_${Date.now()}`);
+    const { insertedId } = await raw.insertOne({ n: 5, none: null, sub: {} });
+    await expect(raw.updateOne({ _id: insertedId }, { $set: { 'n.a': 1 } })).rejects.toMatchObject({ code: 28 });
+    await expect(raw.updateOne({ _id: insertedId }, { $set: { 'none.a.b': 1 }, $inc: { c: 1 } })).rejects.toMatchObject({ code: 28 });
+    await expect(raw.updateOne({ _id: insertedId }, { $inc: { 'n.a': 1 } })).rejects.toThrow("Cannot create field 'a' in element {n: 5}");
+    await raw.updateOne({ _id: insertedId }, { $set: { 'sub.a.b': 1, 'new.c': 2 } });
+    expect(await raw.findOne({ _id: insertedId }, { projection: { _id: 0 } })).toEqual({ n: 5, none: null, sub: { a: { b: 1 } }, new: { c: 2 } });
+  });
+
   it('when $inc targets null, then TypeMismatch (14); an Int64 or a Decimal128 is added to by value (a Decimal128 stays one)', async () => {
     const raw = conn.collection(`raw_inc_types_${Date.now()}`);
     const { insertedId } = await raw.insertOne({ none: null, long: mongoose.mongo.Long.fromNumber(2 ** 40), decimal: mongoose.Types.Decimal128.fromString('7') });
