@@ -279,6 +279,18 @@ describe('repairPendingCounters (R3)', () => {
     expect(onRepair).toHaveBeenCalledWith({ kind: 'likes', videoId, records: [], recommend: 0, display: 0, unfinished: expect.stringContaining('attempts') });
   });
 
+  it('when one video’s document refuses the tally (a scalar counterTally, hand-edited), then the run reports it with the server’s error and repairs the videos after it', async () => {
+    const refusing = await newVideo();
+    await videos.collection.updateOne({ _id: refusing }, { $set: { counterTally: 5 } });
+    const fine = await newVideo();
+    await addRecords('likes', refusing, 1, { changedAt: MINUTE_AGO() });
+    await addRecords('likes', fine, 1, { changedAt: MINUTE_AGO() });
+    const onRepair = jest.fn();
+    expect(await repairPendingCounters(videos, models, { onRepair })).toMatchObject({ recommendLikeCount: 1, likeCount: 1 });
+    expect(await counters(fine)).toMatchObject({ recommendLikeCount: 1, likeCount: 1 });
+    expect(onRepair).toHaveBeenCalledWith({ kind: 'likes', videoId: refusing, records: [], recommend: 0, display: 0, unfinished: expect.stringContaining('refused') });
+  });
+
   it('when the dirty records belong to a video that is gone, then the run counts nothing and reports no repair', async () => {
     await addRecords('likes', new Types.ObjectId(), 1, { changedAt: MINUTE_AGO() });
     const onRepair = jest.fn();

@@ -51,7 +51,7 @@
  *   - A request whose record the video's batch already counts in the state the request wrote is
  *     done (step 1): the counters show its action, and a later toggle is its own request's count.
  */
-import type { Model, Types } from 'mongoose';
+import { mongo, type Model, type Types } from 'mongoose';
 import { numericValue } from '@feed/domain';
 import type { VideoModel } from '../models/video';
 import type { CountedRecord, InteractionModels } from '../models/interactions';
@@ -252,7 +252,7 @@ export interface RepairOptions {
   minAgeMs?: number;
   /** Videos tallied per kind and run: bounds the work of one run. */
   maxVideos?: number;
-  /** Called per tally that counted something left behind, or that stopped unfinished (`unfinished` says why). */
+  /** Called per tally that counted something left behind, or that stopped unfinished or was refused (`unfinished` says why). */
   onRepair?: (repair: { kind: CounterKind; videoId: Types.ObjectId } & TallyOutcome) => void;
 }
 
@@ -275,7 +275,12 @@ export async function repairPendingCounters(videos: VideoModel, models: Interact
       .lean<CountedRecord[]>();
     const videoIds = [...new Map(left.map((record) => [record.videoId.toHexString(), record.videoId])).values()].slice(0, maxVideos);
     for (const videoId of videoIds) {
-      const outcome = await tallyCounters(videos, models, kind, videoId);
+      // A document MongoDB refuses the tally's update on (a hand edit: `counterTally: 5`) stops
+      // only its own repair, reported; an unreachable server stops the run.
+      const outcome = await tallyCounters(videos, models, kind, videoId).catch((err: unknown) => {
+        if (!(err instanceof mongo.MongoServerError)) throw err;
+        return { records: [], recommend: 0, display: 0, unfinished: `refused by MongoDB (code ${err.code}): ${err.message}` };
+      });
       if (outcome.records.length === 0 && !outcome.unfinished) continue;
       report[COUNTER_KINDS[kind].recommend] += outcome.recommend;
       report[COUNTER_KINDS[kind].display] += Math.abs(outcome.display);
