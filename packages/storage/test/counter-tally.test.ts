@@ -5,7 +5,7 @@
  * crash leaves them; the interleavings of several tallies are in counter-tally-races.test.ts and
  * the model-based apps/api/test/interaction-model.test.ts.
  */
-import { Types } from 'mongoose';
+import { mongo, Types } from 'mongoose';
 import { demoVideo } from '@feed/demo-data';
 import {
   COUNTER_KINDS,
@@ -203,7 +203,7 @@ describe('tallyCounters (R3)', () => {
     expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 0, likeCount: 0 });
   });
 
-  it('when the video’s tally state was edited by hand (entries of another shape, a batch that is no list), then those entries count nothing and the sequence goes on from the stored one', async () => {
+  it('when the video’s tally state was edited by hand (entries of another shape, a batch that is no list, no document at all), then those entries count nothing and the sequence goes on from the stored one', async () => {
     const videoId = await newVideo();
     const [id] = await addRecords('likes', videoId, 1);
     await videos.collection.updateOne({ _id: videoId }, { $set: { 'counterTally.likes': { seq: 7, batch: [null, { r: 'x', to: true }, { r: id, to: 'yes' }] } } });
@@ -213,6 +213,15 @@ describe('tallyCounters (R3)', () => {
     await videos.collection.updateOne({ _id: videoId }, { $set: { 'counterTally.likes.batch': 'junk' } });
     expect(await tallyCounters(videos, models, 'likes', videoId)).toMatchObject({ recommend: 1, display: 1 });
     expect(await tallyState(videoId)).toMatchObject({ seq: 9 });
+    // A tally state that is no document at all (MongoDB refuses to create fields below it) starts again empty.
+    for (const odd of [5, null, 'junk']) {
+      const oddOne = await newVideo({ likeCount: 2, recommendLikeCount: 2 });
+      await videos.collection.updateOne({ _id: oddOne }, { $set: { counterTally: odd } });
+      const [counted] = await addRecords('likes', oddOne, 1);
+      expect(await tallyCounters(videos, models, 'likes', oddOne)).toEqual({ records: [counted], recommend: 1, display: 1 });
+      expect(await counters(oddOne)).toMatchObject({ recommendLikeCount: 3, likeCount: 3 });
+      expect(await likeRecord(counted)).toMatchObject({ dirty: false, counted: true });
+    }
   });
 
   it('when a batch is finalized late, after a later tally finalized its record, then the record keeps the later state and nothing is counted again', async () => {
@@ -279,12 +288,14 @@ describe('repairPendingCounters (R3)', () => {
     expect(onRepair).toHaveBeenCalledWith({ kind: 'likes', videoId, records: [], recommend: 0, display: 0, unfinished: expect.stringContaining('attempts') });
   });
 
-  it('when one video’s document refuses the tally (a scalar counterTally, hand-edited), then the run reports it with the server’s error and repairs the videos after it', async () => {
+  it('when MongoDB refuses one video’s tally (a server error), then the run reports it with the error and repairs the videos after it', async () => {
     const refusing = await newVideo();
-    await videos.collection.updateOne({ _id: refusing }, { $set: { counterTally: 5 } });
     const fine = await newVideo();
     await addRecords('likes', refusing, 1, { changedAt: MINUTE_AGO() });
     await addRecords('likes', fine, 1, { changedAt: MINUTE_AGO() });
+    const updateOne = videos.updateOne.bind(videos);
+    jest.spyOn(videos, 'updateOne').mockImplementation(((filter: { _id: Types.ObjectId }, ...rest: unknown[]) =>
+      filter._id.equals(refusing) ? Promise.reject(new mongo.MongoServerError({ code: 2, errmsg: 'refused for the test' })) : updateOne(filter, ...(rest as []))) as never);
     const onRepair = jest.fn();
     expect(await repairPendingCounters(videos, models, { onRepair })).toMatchObject({ recommendLikeCount: 1, likeCount: 1 });
     expect(await counters(fine)).toMatchObject({ recommendLikeCount: 1, likeCount: 1 });

@@ -135,6 +135,8 @@ async function readTally(videos: VideoModel, videoId: Types.ObjectId, kind: Coun
 
 /** MongoDB's error code when `$inc` meets a field that holds no number. */
 const TYPE_MISMATCH = 14;
+/** MongoDB's error code when `$set` names a field below a value that is no document. */
+const PATH_NOT_VIABLE = 28;
 
 /**
  * Counters stored as no finite number (a string, null, an object, NaN, an infinity: written past
@@ -229,9 +231,12 @@ export async function tallyCounters(
         { _id: videoId, [`counterTally.${kind}.seq`]: state.seq === 0 ? { $exists: false } : state.seq },
         { $set: { [`counterTally.${kind}`]: next }, $inc: { [recommendField]: recommend, [displayField]: display } },
       )
-      // A counter made odd since the read: the next read sees it.
-      .catch((err: unknown) => {
-        if ((err as { code?: unknown }).code !== TYPE_MISMATCH) throw err;
+      // A counter made odd since the read: the next read sees it. A `counterTally` that is no
+      // document (a hand edit) holds no tally state: it starts again empty, as a missing one.
+      .catch(async (err: unknown) => {
+        const { code } = err as { code?: unknown };
+        if (code === PATH_NOT_VIABLE) await videos.collection.updateOne({ _id: videoId, counterTally: { $not: { $type: 'object' } } }, { $set: { counterTally: {} } });
+        else if (code !== TYPE_MISMATCH) throw err;
         return null;
       });
     if (swapped?.modifiedCount !== 1) continue; // another tally moved first, or a counter turned odd: read again
