@@ -294,8 +294,9 @@ describe('repairPendingCounters (R3)', () => {
     await addRecords('likes', refusing, 1, { changedAt: MINUTE_AGO() });
     await addRecords('likes', fine, 1, { changedAt: MINUTE_AGO() });
     const updateOne = videos.updateOne.bind(videos);
-    jest.spyOn(videos, 'updateOne').mockImplementation(((filter: { _id: Types.ObjectId }, ...rest: unknown[]) =>
-      filter._id.equals(refusing) ? Promise.reject(new mongo.MongoServerError({ code: 2, errmsg: 'refused for the test' })) : updateOne(filter, ...(rest as []))) as never);
+    const ofRefusing = (filter: unknown) => (filter as { _id: Types.ObjectId })._id.equals(refusing);
+    jest.spyOn(videos, 'updateOne').mockImplementation(((...args: Parameters<typeof updateOne>) =>
+      ofRefusing(args[0]) ? Promise.reject(new mongo.MongoServerError({ code: 2, errmsg: 'refused for the test' })) : updateOne(...args)) as never);
     const onRepair = jest.fn();
     expect(await repairPendingCounters(videos, models, { onRepair })).toMatchObject({ recommendLikeCount: 1, likeCount: 1 });
     expect(await counters(fine)).toMatchObject({ recommendLikeCount: 1, likeCount: 1 });
