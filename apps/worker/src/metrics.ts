@@ -15,7 +15,6 @@ import type { DocumentIssue } from './daily-build/read-candidates';
 // Written as records over the code's own types, so a value added there and not here fails to compile.
 export const BUILD_RESULTS = Object.keys({ built: 1, shadow: 1, held: 1, superseded: 1, 'already-current': 1, locked: 1, failed: 1, invalid: 1 } satisfies Record<BuildStatus | 'failed' | 'invalid', 1>);
 export const DOCUMENT_ISSUES = Object.keys({ 'unreadable-id': 1, 'unreadable-document': 1, 'non-numeric-field': 1, 'saturated-score': 1 } satisfies Record<DocumentIssue, 1>);
-export { REPAIR_REASONS };
 export const RAMP_STEP_KINDS = [...RAMP_NOTICE_KINDS];
 export const REPAIRED_COUNTERS = Object.values(COUNTER_KINDS).flatMap((kind) => [kind.recommend, kind.display]);
 

@@ -49,8 +49,6 @@ export const CHECK_DEADLINE_MS = 20_000;
 // Five: FeedRepairsNotHolding pages at the fourth repair of one state in 30 min, before the controller gives up on it.
 export const MAX_REPAIR_ATTEMPTS = 5;
 
-export { REPAIR_REASONS, type RepairReason };
-
 export interface Repair {
   reason: RepairReason;
   /** The version a build was queued for. */

@@ -5,8 +5,7 @@
 import { Queue, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { parseBuildAt } from '@feed/domain';
 import { VERSION_PATTERN } from '@feed/storage';
-import type { Logger } from '@feed/logger';
-import { withLogContext } from '@feed/logger';
+import { withLogContext, type Logger } from '@feed/logger';
 import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../daily-build/daily-build';
 import { promoteHeldVersion, PromoteRefusedError, type HeldDecision, type PromoteResult } from '../daily-build/promote-held';
 import { recordBuildMeta, type WorkerMetrics } from '../metrics';
@@ -164,7 +163,6 @@ export interface BuildQueue {
   close(): Promise<void>;
 }
 
-
 export async function startBuildQueue(options: BuildQueueOptions): Promise<BuildQueue> {
   const { logger, metrics } = options;
   const activeBuilds = new Set<ActiveBuild>();
@@ -267,14 +265,7 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
       // BullMQ's close waits on Redis; with Redis gone it would wait forever, so it is bounded:
       // the grace for an active build (then its abort), or a short wait when idle.
       const bound = (activeBuilds.size > 0 ? BUILD_SHUTDOWN_GRACE_MS : 0) + CLOSE_SETTLE_MS;
-      await connections.closeWithin(
-        bound,
-        async () => {
-          await worker?.close();
-          await queue.close();
-        },
-        logger,
-      );
+      await connections.closeWithin(bound, [worker, queue], logger);
       clearTimeout(abortAfterGrace);
     },
   };
