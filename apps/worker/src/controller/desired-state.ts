@@ -196,14 +196,8 @@ export async function checkDesiredState(deps: ControllerDeps): Promise<Repair[]>
   return repairs;
 }
 
-export interface Controller {
-  /** Runs one check now if this replica holds (or takes) the lease; resolves when it is done. */
-  tick(): Promise<void>;
-  stop(): Promise<void>;
-}
-
 /** Starts the controller: a first check at once (a first start on an empty Redis builds at once), then every CHECK_EVERY_MS. */
-export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, timing: { leaseMs?: number; checkDeadlineMs?: number } = {}): Controller {
+export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, timing: { leaseMs?: number; checkDeadlineMs?: number } = {}) {
   const leaseMs = timing.leaseMs ?? LEASE_MS;
   const checkDeadlineMs = timing.checkDeadlineMs ?? CHECK_DEADLINE_MS;
   const token = randomUUID();
@@ -241,6 +235,7 @@ export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, 
   const timer = setInterval(() => void tick(), everyMs);
   timer.unref();
   return {
+    /** Runs one check now if this replica holds (or takes) the lease; resolves when it is done. */
     tick,
     async stop() {
       clearInterval(timer);
@@ -249,3 +244,5 @@ export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, 
     },
   };
 }
+
+export type Controller = ReturnType<typeof startController>;
