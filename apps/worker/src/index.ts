@@ -2,7 +2,6 @@
  * The worker's public entry: what the CLI, `pnpm start`, the benchmarks and cross-package tests
  * may use. `main.ts` is the runnable entry (`node dist/main.js`).
  */
-export { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from './app';
 export { startWorker, type RunningWorker } from './main';
 export { buildDepsFrom, runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from './daily-build/daily-build';
 export { promoteHeldVersion, PromoteRefusedError, type PromoteDeps, type PromoteResult } from './daily-build/promote-held';

@@ -1,7 +1,6 @@
 /** Worker entry point: config, connections, the build scheduler and worker, the dashboard (SPEC D4 on signals). */
 import './telemetry';
 import { stopTelemetry, TELEMETRY_SHUTDOWN_MS } from '@feed/telemetry';
-import type { Server } from 'node:http';
 import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
 import { createHttpServer } from '@feed/http';
@@ -12,17 +11,11 @@ import { buildDepsFrom } from './daily-build/daily-build';
 import { startController } from './controller/desired-state';
 import { driveRamp } from './controller/ramp-driver';
 import { bullConnectionFactory } from './jobs/bull-connection';
-import { startBuildQueue, type BuildQueue } from './jobs/build-queue';
+import { startBuildQueue } from './jobs/build-queue';
 import { startCounterRepair } from './jobs/counter-repair';
 import { createWorkerMetrics } from './metrics';
 
-export interface RunningWorker {
-  server: Server;
-  jobs: BuildQueue;
-  stop(): Promise<void>;
-}
-
-export async function startWorker(config: Config = loadConfig()): Promise<RunningWorker> {
+export async function startWorker(config: Config = loadConfig()) {
   configureLogger(config);
   const mongo = await connectMongo(config);
   // Fail fast while disconnected: an admin page answers 503 and a build fails (BullMQ retries it)
@@ -93,6 +86,8 @@ export async function startWorker(config: Config = loadConfig()): Promise<Runnin
     })());
   return { server, jobs, stop };
 }
+
+export type RunningWorker = Awaited<ReturnType<typeof startWorker>>;
 
 if (require.main === module) {
   startWorker().then(

@@ -15,7 +15,6 @@ import type { DocumentIssue } from './daily-build/read-candidates';
 // Written as records over the code's own types, so a value added there and not here fails to compile.
 export const BUILD_RESULTS = Object.keys({ built: 1, shadow: 1, held: 1, superseded: 1, 'already-current': 1, locked: 1, failed: 1, invalid: 1 } satisfies Record<BuildStatus | 'failed' | 'invalid', 1>);
 export const DOCUMENT_ISSUES = Object.keys({ 'unreadable-id': 1, 'unreadable-document': 1, 'non-numeric-field': 1, 'saturated-score': 1 } satisfies Record<DocumentIssue, 1>);
-export { REPAIR_REASONS };
 export const RAMP_STEP_KINDS = [...RAMP_NOTICE_KINDS];
 export const REPAIRED_COUNTERS = Object.values(COUNTER_KINDS).flatMap((kind) => [kind.recommend, kind.display]);
 
@@ -35,19 +34,15 @@ export interface WorkerMetricsOptions {
 export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
   const registry = new Registry();
   if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
-  const gauge = (name: string, help: string) => new Gauge({ name, help, registers: [registry] });
+  /** A gauge; with `collect`, read at every scrape. */
+  const gauge = (name: string, help: string, collect?: (this: Gauge) => Promise<void>) => new Gauge({ name, help, registers: [registry], collect });
   const { currentMeta } = options;
   if (currentMeta) {
     // One read per scrape, through a gauge registered before the others, so they are read after it; a Redis error keeps the last values.
-    new Gauge({
-      name: 'feed_build_meta_up',
-      help: 'Whether the current version\'s meta could be read from Redis at this scrape',
-      registers: [registry],
-      async collect() {
-        const meta = await currentMeta().catch(() => undefined);
-        if (meta) recordBuildMeta(metrics, meta);
-        this.set(meta ? 1 : 0);
-      },
+    gauge('feed_build_meta_up', "Whether the current version's meta could be read from Redis at this scrape", async function () {
+      const meta = await currentMeta().catch(() => undefined);
+      if (meta) recordBuildMeta(metrics, meta);
+      this.set(meta ? 1 : 0);
     });
   }
   const { rampStatus, heldVersion } = options;
@@ -79,27 +74,25 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
       { reason: REPAIR_REASONS },
     ),
     controllerFailures: new Counter({ name: 'feed_controller_failures_total', help: 'Controller checks that could not run or repair (Redis or BullMQ failing)', registers: [registry] }),
-    rampHalted: new Gauge({
-      name: 'feed_ramp_halted',
-      help: 'Whether the rollout ramp is halted by a failing guard (1) until on-call acts (R23): see the inspector and the audit trail',
-      registers: [registry],
-      async collect() {
+    rampHalted: gauge(
+      'feed_ramp_halted',
+      'Whether the rollout ramp is halted by a failing guard (1) until on-call acts (R23): see the inspector and the audit trail',
+      async function () {
         // A Redis error keeps the last value (the driver's).
         const status = rampStatus ? await rampStatus().catch(() => undefined) : undefined;
         if (status !== undefined) this.set(status === 'halted' ? 1 : 0);
       },
-    }),
-    rampUnreadable: new Gauge({ name: 'feed_ramp_unreadable', help: 'Whether the stored rollout ramp is a record this version cannot read (1): it is not driven, the controller goes on; see the inspector (R23)', registers: [registry] }),
-    versionHeld: new Gauge({
-      name: 'feed_version_held',
-      help: 'Whether the release gate holds a version as a shadow (1) until on-call promotes it or a later day switches (R23): see the inspector',
-      registers: [registry],
-      async collect() {
+    ),
+    rampUnreadable: gauge('feed_ramp_unreadable', 'Whether the stored rollout ramp is a record this version cannot read (1): it is not driven, the controller goes on; see the inspector (R23)'),
+    versionHeld: gauge(
+      'feed_version_held',
+      'Whether the release gate holds a version as a shadow (1) until on-call promotes it or a later day switches (R23): see the inspector',
+      async function () {
         // Read from the held record, so it lasts exactly as long as the hold, on every replica; a Redis error keeps the last value.
         const held = heldVersion ? await heldVersion().catch(() => undefined) : undefined;
         if (held !== undefined) this.set(held ? 1 : 0);
       },
-    }),
+    ),
     rampSteps: counter('feed_ramp_steps_total', "The rollout ramp's automatic steps and on-call's pauses and resumes, as recorded in the audit trail (R23)", { kind: RAMP_STEP_KINDS }),
     counterRepairs: counter('feed_counter_repairs_total', 'Interaction records the repair job counted into a video counter, by counter (R3)', { counter: REPAIRED_COUNTERS }),
   };

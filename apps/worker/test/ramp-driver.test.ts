@@ -41,11 +41,7 @@ beforeEach(() => {
   buildQueue = new Queue<BuildJobData>('short-recommend-build', { connection: connections.next(), prefix: s.keys.bullPrefix, defaultJobOptions: buildJobOptions(30_000) });
   counterQueue = new Queue(COUNTER_REPAIR_QUEUE, { connection: connections.next(), prefix: s.keys.bullPrefix });
   s.disposeAfter(() =>
-    connections.closeWithin(2_000, async () => {
-      for (const c of controllers) await c.stop();
-      await buildQueue.close();
-      await counterQueue.close();
-    }, createLogger({ silent: true })),
+    connections.closeWithin(2_000, [...controllers.map((c) => ({ close: () => c.stop() })), buildQueue, counterQueue], createLogger({ silent: true })),
   );
 });
 

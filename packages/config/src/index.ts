@@ -21,6 +21,8 @@ const cronExpression = Joi.string().custom((value: string, helpers) => {
 const originList = Joi.string()
   .allow('')
   .pattern(/^(https?:\/\/[^,/\s]+)(,https?:\/\/[^,/\s]+)*$/, 'comma list of http(s)://host[:port] origins');
+/** Comma list of host:port (Redis seeds or Sentinels). */
+const hostPorts = Joi.string().pattern(/^[^,:\s]+:\d+(,[^,:\s]+:\d+)*$/, 'host:port list');
 const booleanString = Joi.boolean().truthy('true', '1', 'yes').falsy('false', '0', 'no');
 const isProduction = (env: NodeJS.ProcessEnv) => env.NODE_ENV === 'production';
 
@@ -72,6 +74,8 @@ const setting = <Raw>(env: string, schema: Joi.Schema<Raw>): Setting<Raw, Raw> =
 const optional = <Raw>(env: string, schema: Joi.Schema<Raw>): Setting<Raw | undefined, Raw | undefined> => ({ env, schema, toValue: (raw) => raw });
 /** A comma list, split. */
 const list = (env: string, schema: Joi.StringSchema): Setting<string | undefined, string[]> => ({ env, schema, toValue: (raw) => (raw ? raw.split(',') : []) });
+/** A comma list with no default, split: absent unless set. */
+const optionalList = (env: string, schema: Joi.StringSchema) => ({ env, schema, toValue: (raw: string | undefined) => (raw ? raw.split(',') : undefined) });
 
 type NodeEnv = 'development' | 'production' | 'test';
 
@@ -109,20 +113,14 @@ function settingsFor(env: NodeJS.ProcessEnv) {
     ),
     embeddedMongoPort: setting('EMBEDDED_MONGO_PORT', Joi.number().port().default(27018).description('Development only: port of that embedded server (shared by api and worker on one machine)')),
     redisUrl: setting('REDIS_URL', Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379').description('Redis URL; a /N database index is honoured')),
-    redisClusterNodes: {
-      env: 'REDIS_CLUSTER_NODES',
-      schema: Joi.string().pattern(/^[^,:\s]+:\d+(,[^,:\s]+:\d+)*$/, 'host:port list').description('Comma-separated host:port seeds; when set, Redis Cluster mode is used instead of REDIS_URL'),
-      toValue: (raw: string | undefined) => (raw ? raw.split(',') : undefined),
-    },
-    redisSentinels: {
-      env: 'REDIS_SENTINELS',
-      schema: Joi.string()
-        .pattern(/^[^,:\s]+:\d+(,[^,:\s]+:\d+)*$/, 'host:port list')
+    redisClusterNodes: optionalList('REDIS_CLUSTER_NODES', hostPorts.description('Comma-separated host:port seeds; when set, Redis Cluster mode is used instead of REDIS_URL')),
+    redisSentinels: optionalList(
+      'REDIS_SENTINELS',
+      hostPorts
         .when('REDIS_CLUSTER_NODES', { is: Joi.exist(), then: Joi.forbidden() })
         .messages({ 'any.unknown': '{{#label}} and REDIS_CLUSTER_NODES are two topologies: set one' })
         .description('Comma-separated host:port of Redis Sentinels; when set, the primary of REDIS_SENTINEL_MASTER is used instead of REDIS_URL (not with REDIS_CLUSTER_NODES)'),
-      toValue: (raw: string | undefined) => (raw ? raw.split(',') : undefined),
-    },
+    ),
     redisSentinelMaster: setting('REDIS_SENTINEL_MASTER', Joi.string().default('mymaster').description('With REDIS_SENTINELS: the name the Sentinels monitor the primary under')),
     redisKeyPrefix: setting('REDIS_KEY_PREFIX', Joi.string().allow('').pattern(/^[A-Za-z0-9:_-]*$/).default('').description('Prefix for every Redis key (isolates tests or tenants); empty in production')),
     authJwtSecret: setting('AUTH_JWT_SECRET', secret('HS256 secret of user tokens; the token sub is the user id', 'feed-insecure-local-jwt-secret')),

@@ -8,7 +8,7 @@
  * audited (D6); the worker's driver commits its ticks.
  */
 import { randomUUID } from 'node:crypto';
-import { killSwitchOn, pauseRamp, rampActive, resumeRamp, startRamp, type RampRequest, type RampResult, type RampState, type RolloutWrite } from '@feed/domain';
+import { killSwitchOn, pauseRamp, rampActive, resumeRamp, startRamp, type RampRequest, type RampResult, type RampState } from '@feed/domain';
 import { logger } from '@feed/logger';
 import type { AuditEntry, AuditTrail } from './audit-trail';
 import { runScript } from './lua-scripts';
@@ -212,5 +212,3 @@ export async function changeRolloutOverRamp(deps: RampCommandDeps, change: Parti
   await record(deps.trail, { action: change === 'clear' ? 'rollout-clear' : 'rollout-set', ...deps.who, before: strip(done.rollout.before), after: strip(done.rollout.after) });
   return strip(done.rollout.after);
 }
-
-export type { RolloutWrite };

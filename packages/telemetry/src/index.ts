@@ -11,6 +11,7 @@
  * build's phases). `startTelemetry` must run before express, redis and mongodb are first
  * required: each deployable's `main.ts` imports its `telemetry.ts` first.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { context, trace, SpanStatusCode, type Span } from '@opentelemetry/api';
 
 export const tracer = trace.getTracer('short-feed');
@@ -93,14 +94,11 @@ export async function stopTelemetry(budgetMs = TELEMETRY_SHUTDOWN_MS): Promise<b
   const sdk = started;
   started = undefined;
   if (!sdk) return true;
-  let timer: NodeJS.Timeout | undefined;
-  const gaveUp = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), budgetMs);
-  });
+  const settled = new AbortController();
   try {
-    return await Promise.race([sdk.shutdown().then(() => true), gaveUp]);
+    return await Promise.race([sdk.shutdown().then(() => true), sleep(budgetMs, false, { signal: settled.signal })]);
   } finally {
-    clearTimeout(timer);
+    settled.abort();
   }
 }
 

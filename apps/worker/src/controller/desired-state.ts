@@ -49,8 +49,6 @@ export const CHECK_DEADLINE_MS = 20_000;
 // Five: FeedRepairsNotHolding pages at the fourth repair of one state in 30 min, before the controller gives up on it.
 export const MAX_REPAIR_ATTEMPTS = 5;
 
-export { REPAIR_REASONS, type RepairReason };
-
 export interface Repair {
   reason: RepairReason;
   /** The version a build was queued for. */
@@ -198,14 +196,8 @@ export async function checkDesiredState(deps: ControllerDeps): Promise<Repair[]>
   return repairs;
 }
 
-export interface Controller {
-  /** Runs one check now if this replica holds (or takes) the lease; resolves when it is done. */
-  tick(): Promise<void>;
-  stop(): Promise<void>;
-}
-
 /** Starts the controller: a first check at once (a first start on an empty Redis builds at once), then every CHECK_EVERY_MS. */
-export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, timing: { leaseMs?: number; checkDeadlineMs?: number } = {}): Controller {
+export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, timing: { leaseMs?: number; checkDeadlineMs?: number } = {}) {
   const leaseMs = timing.leaseMs ?? LEASE_MS;
   const checkDeadlineMs = timing.checkDeadlineMs ?? CHECK_DEADLINE_MS;
   const token = randomUUID();
@@ -243,6 +235,7 @@ export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, 
   const timer = setInterval(() => void tick(), everyMs);
   timer.unref();
   return {
+    /** Runs one check now if this replica holds (or takes) the lease; resolves when it is done. */
     tick,
     async stop() {
       clearInterval(timer);
@@ -251,3 +244,5 @@ export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, 
     },
   };
 }
+
+export type Controller = ReturnType<typeof startController>;

@@ -339,11 +339,6 @@ export async function holdVersion(deps: BuildDeps, meta: QueueMeta, lock: BuildL
   }
 }
 
-/** The lock a build takes: the version's, or a shadow's own, so a shadow never blocks the live build or a repair (R21). */
-function lockKeyOf(keys: RedisKeys, version: string, shadow: boolean): string {
-  return shadow ? keys.shadowBuildLock(version) : keys.buildLock(version);
-}
-
 type Planned = { shadow: boolean; reason?: string; run: BuildRun; lock: BuildLock };
 
 /**
@@ -363,7 +358,8 @@ async function planAndLock(deps: BuildDeps, version: string, options: BuildOptio
     const reason = 'reason' in planned ? planned.reason : undefined;
     if (reason) logger.warn('daily build runs as a shadow', { version, reason });
     const run = new BuildRun(logger, version, options);
-    const key = lockKeyOf(keys, version, shadow);
+    // The version's lock, or a shadow's own, so a shadow never blocks the live build or a repair (R21).
+    const key = shadow ? keys.shadowBuildLock(version) : keys.buildLock(version);
     const lock = await run.phase('lock', 0, () => acquireBuildLock(redis, key, deps.lockTtlMs, logger));
     if (lock) return { shadow, reason, run, lock };
     const waitLeft = (deps.lockWaitMs ?? 0) - (performance.now() - started);

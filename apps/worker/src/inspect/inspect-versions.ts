@@ -119,19 +119,13 @@ async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel,
   return { sampled: docs.length, buckets, odd: { count: odd.length, ids: odd.slice(0, ODD_NAMED) } };
 }
 
-export interface BuildSchedule {
-  /** The next run BullMQ actually has scheduled (ISO-8601, UTC), or null when the scheduler is missing. */
-  nextBuildAt: string | null;
-  /** The same instant as wall time in the business time zone, with the zone's name. */
-  nextBuildAtLocal: string | null;
-  /** Set when the daily job scheduler does not exist in Redis (the controller puts it back), or the controller stopped a repair (R21). */
-  error?: string;
-  /** The controller's last repair, if any. */
-  lastRepair: Record<string, string> | null;
-}
-
-/** The daily build's schedule as BullMQ holds it (not as the configuration says), and the last repair. */
-export async function buildSchedule(queue: Pick<Queue, 'getJobScheduler'>, redis: Redis, keys: RedisKeys, timeZone: string): Promise<BuildSchedule> {
+/**
+ * The daily build's schedule as BullMQ holds it (not as the configuration says), and the last repair: `nextBuildAt`, the
+ * next run BullMQ actually has scheduled (ISO-8601, UTC), null when the scheduler is missing; `nextBuildAtLocal`, the same
+ * instant as wall time in the business time zone, with the zone's name; `error`, set when the daily job scheduler does not
+ * exist in Redis (the controller puts it back), or the controller stopped a repair (R21); `lastRepair`, the controller's last, if any.
+ */
+export async function buildSchedule(queue: Pick<Queue, 'getJobScheduler'>, redis: Redis, keys: RedisKeys, timeZone: string) {
   const [scheduler, lastRepair, stopped] = await Promise.all([queue.getJobScheduler(SCHEDULER_ID), redis.hGetAll(keys.lastRepair), redis.hGet(keys.repairStopped, 'detail')]);
   const repair = Object.keys(lastRepair).length > 0 ? (lastRepair as Record<string, string>) : null;
   // R21: a repair that does not converge is stopped, and said here until the state changes.

@@ -65,21 +65,17 @@ export function auditedQueue(queue: Queue, { trail, redis, keys }: AuditedQueueD
     job.updateData = audited('update-data', job, job.updateData.bind(job));
     return job;
   };
+  /** Adds the job (or jobs) once the trail is ready, then records each. */
+  const added = async <R extends Job | Job[]>(add: () => Promise<R>): Promise<R> => {
+    await trailReady();
+    const before = { current: await currentVersion() };
+    const result = await add();
+    for (const job of [result].flat()) await audit('add', job, before);
+    return result;
+  };
   const overrides: Partial<Record<keyof Queue, unknown>> = {
-    add: async (...args: Parameters<Queue['add']>) => {
-      await trailReady();
-      const before = { current: await currentVersion() };
-      const job = await queue.add(...args);
-      await audit('add', job, before);
-      return job;
-    },
-    addBulk: async (...args: Parameters<Queue['addBulk']>) => {
-      await trailReady();
-      const before = { current: await currentVersion() };
-      const jobs = await queue.addBulk(...args);
-      for (const job of jobs) await audit('add', job, before);
-      return jobs;
-    },
+    add: (...args: Parameters<Queue['add']>) => added(() => queue.add(...args)),
+    addBulk: (...args: Parameters<Queue['addBulk']>) => added(() => queue.addBulk(...args)),
     getJob: async (...args: Parameters<Queue['getJob']>) => watched(await queue.getJob(...args)),
     getJobs: async (...args: Parameters<Queue['getJobs']>) => (await queue.getJobs(...args)).map((job) => watched(job)),
     promoteJobs: async (...args: Parameters<Queue['promoteJobs']>) => {

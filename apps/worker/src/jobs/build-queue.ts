@@ -5,8 +5,7 @@
 import { Queue, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { parseBuildAt } from '@feed/domain';
 import { VERSION_PATTERN } from '@feed/storage';
-import type { Logger } from '@feed/logger';
-import { withLogContext } from '@feed/logger';
+import { withLogContext, type Logger } from '@feed/logger';
 import { runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from '../daily-build/daily-build';
 import { promoteHeldVersion, PromoteRefusedError, type HeldDecision, type PromoteResult } from '../daily-build/promote-held';
 import { recordBuildMeta, type WorkerMetrics } from '../metrics';
@@ -151,21 +150,7 @@ interface ActiveBuild {
 /** Whether the build, at its pace so far, finishes within `ms` (before any progress: no). */
 const finishesWithin = (build: ActiveBuild, ms: number) => build.percent > 0 && ((performance.now() - build.startedAt) * (100 - build.percent)) / build.percent <= ms;
 
-export interface BuildQueue {
-  queue: Queue<BuildJobData>;
-  worker?: Worker<BuildJobData, BuildResult | PromoteResult>;
-  /** Creates the daily job scheduler, or puts it back (the controller calls it after Redis lost it). */
-  ensureScheduler(): Promise<void>;
-  /**
-   * Stops taking jobs. An active build that at its pace cannot finish within BUILD_SHUTDOWN_GRACE_MS
-   * is handed over at once (aborted, its lock released, its job back to waiting); one that can
-   * gets the grace, then is handed over.
-   */
-  close(): Promise<void>;
-}
-
-
-export async function startBuildQueue(options: BuildQueueOptions): Promise<BuildQueue> {
+export async function startBuildQueue(options: BuildQueueOptions) {
   const { logger, metrics } = options;
   const activeBuilds = new Set<ActiveBuild>();
   const handOver = (build: ActiveBuild) => build.abort.abort(new Error('worker shutting down: build aborted, lock released, job back in the queue'));
@@ -176,13 +161,14 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
   const jobOptions = buildJobOptions(options.retryDelayMs);
   const queue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connection(), prefix: options.prefix, defaultJobOptions: jobOptions, ...bullTelemetry() });
   queue.on('error', bullErrorLogger(logger, 'queue'));
+  /** Creates the daily job scheduler, or puts it back (the controller calls it after Redis lost it). */
   const ensureScheduler = async () => {
     await queue.upsertJobScheduler(SCHEDULER_ID, { pattern: options.cron, tz: options.timeZone }, { name: 'daily-build', data: {}, opts: jobOptions });
   };
   await ensureScheduler();
   logger.info('daily build scheduled', { cron: options.cron, tz: options.timeZone });
 
-  let worker: Worker | undefined;
+  let worker: Worker<BuildJobData, BuildResult | PromoteResult> | undefined;
   if (options.process !== false) {
     /** A promote job (the dashboard's, R23): no build, so no build metrics; a refusal is not retried. */
     const promote = async (job: Job<BuildJobData>, { version, decision }: NonNullable<ReturnType<typeof promoteOf>>): Promise<PromoteResult> => {
@@ -261,21 +247,21 @@ export async function startBuildQueue(options: BuildQueueOptions): Promise<Build
     queue,
     worker,
     ensureScheduler,
+    /**
+     * Stops taking jobs. An active build that at its pace cannot finish within BUILD_SHUTDOWN_GRACE_MS
+     * is handed over at once (aborted, its lock released, its job back to waiting); one that can
+     * gets the grace, then is handed over.
+     */
     async close() {
       for (const build of activeBuilds) if (!finishesWithin(build, BUILD_SHUTDOWN_GRACE_MS)) handOver(build);
       const abortAfterGrace = setTimeout(() => activeBuilds.forEach(handOver), BUILD_SHUTDOWN_GRACE_MS);
       // BullMQ's close waits on Redis; with Redis gone it would wait forever, so it is bounded:
       // the grace for an active build (then its abort), or a short wait when idle.
       const bound = (activeBuilds.size > 0 ? BUILD_SHUTDOWN_GRACE_MS : 0) + CLOSE_SETTLE_MS;
-      await connections.closeWithin(
-        bound,
-        async () => {
-          await worker?.close();
-          await queue.close();
-        },
-        logger,
-      );
+      await connections.closeWithin(bound, [worker, queue], logger);
       clearTimeout(abortAfterGrace);
     },
   };
 }
+
+export type BuildQueue = Awaited<ReturnType<typeof startBuildQueue>>;

@@ -29,14 +29,14 @@ export class BullConnections {
   };
 
   /**
-   * Runs BullMQ's own close for at most `boundMs` (it waits on Redis, forever when Redis is gone),
-   * then closes the connections: politely when BullMQ closed, at once otherwise.
+   * Closes `closing` (BullMQ's workers and queues, in order) for at most `boundMs` (BullMQ's close waits
+   * on Redis, forever when Redis is gone), then the connections: politely when BullMQ closed, at once otherwise.
    */
-  async closeWithin(boundMs: number, close: () => Promise<void>, logger: Logger): Promise<void> {
-    const closed = await withDeadline(close(), boundMs, 'bullmq close').then(
-      () => true,
-      () => false,
-    );
+  async closeWithin(boundMs: number, closing: Array<{ close(): Promise<unknown> } | undefined>, logger: Logger): Promise<void> {
+    const closeInOrder = async () => {
+      for (const c of closing) await c?.close();
+    };
+    const closed = await withDeadline(closeInOrder(), boundMs, 'bullmq close').then(() => true, () => false);
     if (!closed) logger.warn('bullmq did not close in time (Redis unreachable?), disconnecting', { boundMs });
     if (closed) await Promise.all(this.made.map((c) => c.quit().catch(() => c.disconnect())));
     else for (const c of this.made) c.disconnect();

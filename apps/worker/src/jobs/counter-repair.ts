@@ -71,15 +71,6 @@ export async function startCounterRepair(options: CounterRepairOptions) {
   return {
     queue,
     ensureScheduler,
-    async close() {
-      await connections.closeWithin(
-        CLOSE_BOUND_MS,
-        async () => {
-          await worker.close();
-          await queue.close();
-        },
-        options.logger,
-      );
-    },
+    close: () => connections.closeWithin(CLOSE_BOUND_MS, [worker, queue], options.logger),
   };
 }

@@ -36,11 +36,6 @@ export function controllerUnderTest(s: TestServices, options: { cron: string; ti
     timeZone: options.timeZone,
     now: options.now,
   };
-  s.disposeAfter(() =>
-    connections.closeWithin(2_000, async () => {
-      await buildQueue.close();
-      await counterQueue.close();
-    }, deps.logger),
-  );
+  s.disposeAfter(() => connections.closeWithin(2_000, [buildQueue, counterQueue], deps.logger));
   return { deps, connections, buildQueue, counterQueue };
 }

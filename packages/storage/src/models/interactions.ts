@@ -33,8 +33,6 @@ export interface CommentRecord extends CountedRecord {
   idempotencyKey: string;
 }
 
-export type ShareRecord = CountedRecord;
-
 const countedFields = {
   userId: { type: String, required: true },
   videoId: { type: Schema.Types.ObjectId, required: true },
@@ -55,7 +53,7 @@ function indexForTally(schema: Schema) {
 
 function toggleSchema(collection: string) {
   const schema = new Schema<ToggleRecord>(countedFields, { collection, versionKey: false });
-  // A user likes (collects) a video at most once in its lifetime: the record is the proof.
+  // One record per user and video: the proof of their first like (collect, share), which counts once in its lifetime.
   schema.index({ userId: 1, videoId: 1 }, { unique: true });
   indexForTally(schema);
   return schema;
@@ -73,10 +71,6 @@ const commentSchema = new Schema<CommentRecord>(
 commentSchema.index({ userId: 1, idempotencyKey: 1 }, { unique: true });
 indexForTally(commentSchema);
 
-const shareSchema = new Schema<ShareRecord>(countedFields, { collection: 'shares', versionKey: false });
-shareSchema.index({ userId: 1, videoId: 1 }, { unique: true });
-indexForTally(shareSchema);
-
 function model<T>(connection: Connection, name: string, schema: Schema<T>): Model<T> {
   return (connection.models[name] as Model<T> | undefined) ?? connection.model<T>(name, schema);
 }
@@ -86,7 +80,7 @@ export function interactionModels(connection: Connection) {
     likes: model(connection, 'Like', toggleSchema('likes')),
     collects: model(connection, 'Collect', toggleSchema('collects')),
     comments: model(connection, 'Comment', commentSchema),
-    shares: model(connection, 'Share', shareSchema),
+    shares: model(connection, 'Share', toggleSchema('shares')),
   };
 }
 
