@@ -37,14 +37,23 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
   /** A gauge; with `collect`, read at every scrape. */
   const gauge = (name: string, help: string, collect?: (this: Gauge) => Promise<void>) => new Gauge({ name, help, registers: [registry], collect });
   const { currentMeta } = options;
+  // One read of current's meta per scrape, shared: prom-client collects every gauge at once, so
+  // each build gauge waits for it (a gauge that did not read the last scrape's). A Redis error keeps the last values.
+  let reading: Promise<boolean> | undefined;
+  /** Reads current's meta into the build gauges; false when there is none or it could not be read. */
+  const readMeta = (read: () => Promise<QueueMeta | null>) =>
+    (reading ??= read()
+      .then((meta) => {
+        if (meta) recordBuildMeta(metrics, meta);
+        return Boolean(meta);
+      }, () => false)
+      .finally(() => (reading = undefined)));
   if (currentMeta) {
-    // One read per scrape, through a gauge registered before the others, so they are read after it; a Redis error keeps the last values.
     gauge('feed_build_meta_up', "Whether the current version's meta could be read from Redis at this scrape", async function () {
-      const meta = await currentMeta().catch(() => undefined);
-      if (meta) recordBuildMeta(metrics, meta);
-      this.set(meta ? 1 : 0);
+      this.set((await readMeta(currentMeta)) ? 1 : 0);
     });
   }
+  const buildGauge = (name: string, help: string) => gauge(name, help, currentMeta && (async () => void (await readMeta(currentMeta))));
   const { rampStatus, heldVersion } = options;
   const counter = (name: string, help: string, labels: Record<string, readonly string[]>) => declareLabels(new Counter({ name, help, labelNames: Object.keys(labels), registers: [registry] }), labels);
   const metrics = {
@@ -60,13 +69,13 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
       { result: BUILD_RESULTS },
     ),
     builds: counter('feed_builds_total', 'Builds by result (built, shadow, held by the release gate, superseded, already-current, locked, failed, invalid job data)', { result: BUILD_RESULTS }),
-    candidates: gauge('feed_build_candidates', 'Eligible videos read by the last build'),
-    high: gauge('feed_build_high_pool', 'High-pool size of the last build'),
-    fresh: gauge('feed_build_new_pool', 'New-pool size of the last build'),
-    final: gauge('feed_build_queue_length', 'Queue length of the last build'),
-    ratio: gauge('feed_build_full_17_3_block_ratio', 'Share of the last build\'s blocks that are exactly 17 high + 3 new'),
-    duplicates: gauge('feed_build_duplicate_rate', 'Duplicate ids / queue length of the last build (0 when correct)'),
-    switchTime: gauge('feed_version_switch_timestamp_seconds', 'Unix time of the last switch of current'),
+    candidates: buildGauge('feed_build_candidates', 'Eligible videos read by the last build'),
+    high: buildGauge('feed_build_high_pool', 'High-pool size of the last build'),
+    fresh: buildGauge('feed_build_new_pool', 'New-pool size of the last build'),
+    final: buildGauge('feed_build_queue_length', 'Queue length of the last build'),
+    ratio: buildGauge('feed_build_full_17_3_block_ratio', 'Share of the last build\'s blocks that are exactly 17 high + 3 new'),
+    duplicates: buildGauge('feed_build_duplicate_rate', 'Duplicate ids / queue length of the last build (0 when correct)'),
+    switchTime: buildGauge('feed_version_switch_timestamp_seconds', 'Unix time of the last switch of current'),
     documentsSkipped: counter('feed_build_documents_skipped_total', 'Eligible documents a build skipped (unreadable) or corrected (a field read as 0), by reason (R1a)', { reason: DOCUMENT_ISSUES }),
     repairs: counter('feed_repairs_total', 'Repairs of the desired state by the controller, by reason (R21)', { reason: REPAIR_REASONS }),
     repairStopped: declareLabels(
