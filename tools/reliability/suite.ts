@@ -29,13 +29,6 @@ export interface SuiteOptions {
   only?: Group[];
 }
 
-export interface CheckResult {
-  group: Group;
-  name: string;
-  ok: boolean;
-  detail: string;
-}
-
 export class CheckFailed extends Error {}
 
 export function expect(condition: unknown, message: string): asserts condition {
@@ -118,7 +111,7 @@ export async function createSuite(options: SuiteOptions) {
     /** The version current after the first start, and its queue. */
     current: '',
     queue: [] as string[],
-    results: [] as CheckResult[],
+    results: [] as Array<{ group: Group; name: string; ok: boolean; detail: string }>,
     /** The figures of the summary lines. */
     summary: {} as Record<string, string>,
     /** When the suite started (the report prints the time it took). */

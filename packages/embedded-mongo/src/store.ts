@@ -367,8 +367,7 @@ export class Collection {
 
   /** The duplicate-key error for `doc` on `index`, naming the colliding values as MongoDB does. */
   private duplicateOn(index: IndexSpec, doc: Document): CommandError {
-    const keyValue: Document = {};
-    for (const field of Object.keys(index.key)) keyValue[field] = getPath(doc, field) ?? null;
+    const keyValue = Object.fromEntries(Object.keys(index.key).map((field) => [field, getPath(doc, field) ?? null]));
     return duplicateKeyError(this.ns, index.name, index.key, keyValue);
   }
 
