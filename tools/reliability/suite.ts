@@ -29,10 +29,8 @@ export interface SuiteOptions {
   only?: Group[];
 }
 
-export class CheckFailed extends Error {}
-
 export function expect(condition: unknown, message: string): asserts condition {
-  if (!condition) throw new CheckFailed(message);
+  if (!condition) throw new Error(message);
 }
 
 /** What every check group takes: the suite's settings, processes, clients and helpers (see createSuite). */

@@ -240,12 +240,9 @@ const handlers: Record<string, Handler> = {
     const collection = ensureCollection(ctx, db, command.findAndModify);
     const query = (command.query as Document) ?? {};
     const sort = command.sort as Document | undefined;
-    const project = (doc: Document | undefined): Document | null => {
-      if (!doc) return null;
-      const fields = command.fields as Document | undefined;
-      // The image itself, projected: a lookup by _id would find the updated document for `new: false`.
-      return fields && Object.keys(fields).length > 0 ? collection.project([doc], fields)[0] : doc;
-    };
+    const fields = (command.fields as Document | undefined) ?? {};
+    // The image itself, projected: a lookup by _id would find the updated document for `new: false`.
+    const project = (doc: Document | undefined) => (doc ? collection.project([doc], fields)[0] : null);
     if (command.remove) throw new CommandError(115, 'CommandNotSupported', "findAndModify's remove is not supported by the embedded server");
     const outcome = collection.update(query, command.update as Document, {
       upsert: Boolean(command.upsert),
@@ -296,8 +293,7 @@ const handlers: Record<string, Handler> = {
       .db(db)
       .names()
       .map((name) => ({ name, type: 'collection', options: ctx.store.db(db).collection(name)?.options ?? {}, info: { readOnly: false }, idIndex: { v: 2, key: { _id: 1 }, name: '_id_' } }));
-    const filter = (command.filter as Document) ?? {};
-    const query = new Query(filter);
+    const query = new Query((command.filter as Document) ?? {});
     const matching = infos.filter((i) => query.test(i));
     const docs = command.nameOnly ? matching.map(({ name, type }) => ({ name, type })) : matching;
     return cursors.open(`${db}.$cmd.listCollections`, docs, undefined);

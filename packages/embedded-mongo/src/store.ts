@@ -467,12 +467,11 @@ export class Collection {
     return docs.filter((d) => direct?.(d) ?? query.test(d));
   }
 
-  find(filter: Document, options: { sort?: Document; projection?: Document; skip?: number; limit?: number }): Document[] {
+  find(filter: Document, options: { sort?: Document; skip?: number; limit?: number }): Document[] {
     const wanted = options.limit ? (options.skip ?? 0) + Math.abs(options.limit) : 0;
     let docs = wanted > 0 && isPlainSort(options.sort) ? this.firstSorted(filter, options.sort, wanted) : this.match(filter, options.sort);
     if (options.skip) docs = docs.slice(options.skip);
-    if (options.limit) docs = docs.slice(0, Math.abs(options.limit));
-    return options.projection ? this.project(docs, options.projection) : docs;
+    return options.limit ? docs.slice(0, Math.abs(options.limit)) : docs;
   }
 
   /**
