@@ -57,15 +57,11 @@ const versionArg = (value: string) => {
   return value;
 };
 
-function startCommand(): Config {
+/** Redis only, with the configuration (read now) and its keys. */
+async function withRedis<T>(fn: (stores: { config: Config; redis: Redis; keys: RedisKeys }) => Promise<T>): Promise<T> {
   if (process.env.MONGO_URL === '') delete process.env.MONGO_URL; // `MONGO_URL=` in a shell means unset
   const config = loadConfig();
   configureLogger(config);
-  return config;
-}
-
-/** Redis only, with the configuration (read now unless given) and its keys. */
-async function withRedis<T>(fn: (stores: { config: Config; redis: Redis; keys: RedisKeys }) => Promise<T>, config = startCommand()): Promise<T> {
   const redis = await connectRedis(config, { connectWithinMs: REDIS_CONNECT_MS });
   try {
     return await fn({ config, redis, keys: createRedisKeys(config.redisKeyPrefix) });

@@ -64,21 +64,19 @@ function buildInChild(mongoUri: string, prefix: string, at: Date, options: { swi
 /** Fresh processes measuring the limit: an odd count, so the median is one process's figure. */
 const LIMIT_PROCESSES = 3;
 
-interface WriteLimit {
-  /** Median of the bare RPUSH's first run in each process: what a process's first bulk write costs. */
-  cold: number;
-  /** Median of the runs after the first. */
-  warm: number;
-  /** Median of the bare SADD, run after the RPUSHes. */
-  sAdd: number;
-}
-
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
-async function measureWriteLimit(prefix: string, queueKey: string): Promise<WriteLimit> {
+async function measureWriteLimit(prefix: string, queueKey: string) {
   const runs: Array<{ rPush: number[]; sAdd: number }> = [];
   for (let i = 0; i < LIMIT_PROCESSES; i++) runs.push(await runChild('limit-child.cjs', { BENCH_REDIS_PREFIX: prefix, BENCH_QUEUE: queueKey }));
-  return { cold: median(runs.map((run) => run.rPush[0])), warm: median(runs.flatMap((run) => run.rPush.slice(1))), sAdd: median(runs.map((run) => run.sAdd)) };
+  return {
+    /** Median of the bare RPUSH's first run in each process: what a process's first bulk write costs. */
+    cold: median(runs.map((run) => run.rPush[0])),
+    /** Median of the runs after the first. */
+    warm: median(runs.flatMap((run) => run.rPush.slice(1))),
+    /** Median of the bare SADD, run after the RPUSHes. */
+    sAdd: median(runs.map((run) => run.sAdd)),
+  };
 }
 
 /**

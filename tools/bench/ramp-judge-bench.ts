@@ -53,13 +53,14 @@ export async function runRampJudgeBench(): Promise<void> {
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
   process.stdout.write(`ramp judge over ${steps} simulated steps per row (seed ${seed}), legacy 10x the ring's views, confidence 0.95\n`);
   process.stdout.write('case                          ring views  halts (Bonferroni, default)  halts (each guard at 95 %)\n');
-  for (const views of [2000, 20_000]) {
-    const row = [haltRate(seed, steps, views, views * 10, RATES, false), haltRate(seed, steps, views, views * 10, RATES, true)];
-    process.stdout.write(`equal variants                ${String(views).padStart(10)}  ${pct(row[0]).padStart(27)}  ${pct(row[1]).padStart(26)}\n`);
-  }
-  for (const views of [5000, 20_000, 50_000]) {
-    const lower = { ...RATES, likes: RATES.likes * 0.9 };
-    const row = [haltRate(seed, steps, views, views * 10, lower, false), haltRate(seed, steps, views, views * 10, lower, true)];
-    process.stdout.write(`likes 10 % lower on the ring  ${String(views).padStart(10)}  ${pct(row[0]).padStart(27)}  ${pct(row[1]).padStart(26)}\n`);
+  const cases = [
+    { name: 'equal variants', rates: RATES, views: [2000, 20_000] },
+    { name: 'likes 10 % lower on the ring', rates: { ...RATES, likes: RATES.likes * 0.9 }, views: [5000, 20_000, 50_000] },
+  ];
+  for (const { name, rates, views } of cases) {
+    for (const ring of views) {
+      const [bonferroni, perGuard] = [false, true].map((each) => haltRate(seed, steps, ring, ring * 10, rates, each));
+      process.stdout.write(`${name.padEnd(28)}  ${String(ring).padStart(10)}  ${pct(bonferroni).padStart(27)}  ${pct(perGuard).padStart(26)}\n`);
+    }
   }
 }

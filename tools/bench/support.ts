@@ -1,7 +1,7 @@
 /** Shared pieces of the benchmarks: an embedded MongoDB in a child process, Redis, a built version, cleanup. */
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
-import mongoose, { type Connection } from 'mongoose';
+import mongoose from 'mongoose';
 import { createLogger } from '@feed/logger';
 import { connectRedis, createRedisKeys, deleteKeysWithPrefix, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 import { buildDepsFrom, runDailyBuild, type BuildOptions } from '@feed/worker';
@@ -24,7 +24,7 @@ export async function seedInChild(mongoUri: string, videos: number, fresh: numbe
   if (code !== 0) throw new Error(`seeding failed with exit code ${code}: ${output}`);
 }
 
-export async function benchRedis(): Promise<{ redis: Redis; prefix: string; keys: ReturnType<typeof createRedisKeys>; cleanup(): Promise<void> }> {
+export async function benchRedis() {
   const prefix = `bench:${randomBytes(3).toString('hex')}:`;
   const redis = await connectRedis({ redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
   return {
@@ -39,19 +39,17 @@ export async function benchRedis(): Promise<{ redis: Redis; prefix: string; keys
 }
 
 /** Both stores of a benchmark: MongoDB (a connection to it) and Redis under a prefix of its own; `close` undoes all. */
-export async function benchStores(): Promise<{ mongoUri: string; connection: Connection; redis: Redis; prefix: string; keys: RedisKeys; close(): Promise<void> }> {
+export async function benchStores() {
   const mongo = await benchMongo();
-  const { redis, prefix, keys, cleanup } = await benchRedis();
+  const stores = await benchRedis();
   const connection = await mongoose.createConnection(mongo.uri).asPromise();
   return {
+    ...stores,
     mongoUri: mongo.uri,
     connection,
-    redis,
-    prefix,
-    keys,
     async close() {
       await connection.close();
-      await cleanup();
+      await stores.cleanup();
       mongo.stop();
     },
   };

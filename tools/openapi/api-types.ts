@@ -22,13 +22,11 @@ async function apiTypes(): Promise<string> {
   return HEADER + astToString(ast);
 }
 
-if (require.main === module) {
-  void apiTypes().then((text) => {
-    if (process.argv.includes('--stdout')) {
-      process.stdout.write(text);
-      return;
-    }
-    writeFileSync(API_TYPES_FILE, text);
-    console.log(`wrote ${path.relative(process.cwd(), API_TYPES_FILE)}`);
-  });
-}
+void apiTypes().then((text) => {
+  if (process.argv.includes('--stdout')) {
+    process.stdout.write(text);
+    return;
+  }
+  writeFileSync(API_TYPES_FILE, text);
+  console.log(`wrote ${path.relative(process.cwd(), API_TYPES_FILE)}`);
+});

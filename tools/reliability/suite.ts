@@ -29,17 +29,8 @@ export interface SuiteOptions {
   only?: Group[];
 }
 
-export interface CheckResult {
-  group: Group;
-  name: string;
-  ok: boolean;
-  detail: string;
-}
-
-export class CheckFailed extends Error {}
-
 export function expect(condition: unknown, message: string): asserts condition {
-  if (!condition) throw new CheckFailed(message);
+  if (!condition) throw new Error(message);
 }
 
 /** What every check group takes: the suite's settings, processes, clients and helpers (see createSuite). */
@@ -118,7 +109,7 @@ export async function createSuite(options: SuiteOptions) {
     /** The version current after the first start, and its queue. */
     current: '',
     queue: [] as string[],
-    results: [] as CheckResult[],
+    results: [] as Array<{ group: Group; name: string; ok: boolean; detail: string }>,
     /** The figures of the summary lines. */
     summary: {} as Record<string, string>,
     /** When the suite started (the report prints the time it took). */

@@ -11,17 +11,11 @@ import { listening } from './processes';
 
 export const LOCAL_DATABASE = 'shortfeed';
 
-export interface LocalMongo {
-  /** Set when this process started the embedded server. */
-  embedded?: EmbeddedMongo;
-  stop(): Promise<void>;
-}
-
 /**
  * With `reuseOnly` (the CLI's seed, build, explain, init-history), only an embedded server that
  * is already running is used: one started for a single command would take its data with it.
  */
-export async function useLocalMongo(env: NodeJS.ProcessEnv = process.env, options: { reuseOnly?: boolean } = {}): Promise<LocalMongo> {
+export async function useLocalMongo(env: NodeJS.ProcessEnv = process.env, options: { reuseOnly?: boolean } = {}) {
   if (env.MONGO_URL === '') delete env.MONGO_URL; // `MONGO_URL=` in a shell means unset
   if (env.MONGO_URL || env.NODE_ENV === 'production') return { stop: async () => undefined };
   const port = loadConfig(env).embeddedMongoPort;
@@ -43,5 +37,6 @@ export async function useLocalMongo(env: NodeJS.ProcessEnv = process.env, option
     logger.info('embedded mongodb already running, reusing it', { port });
   }
   env.MONGO_URL = `mongodb://127.0.0.1:${port}/${LOCAL_DATABASE}`;
+  // `embedded`: set when this process started the server.
   return { embedded, stop: async () => embedded?.stop() };
 }

@@ -14,9 +14,8 @@ const run = promisify(execFile);
  * another process's server (seen beside `pnpm bench api`: an API of the bench answering a test).
  */
 /** `CHILD_PORT_RANGE=17100-17199` confines the ports to a range of one's own (a shared machine). */
-const CHILD_PORTS = /^(\d+)-(\d+)$/.test(process.env.CHILD_PORT_RANGE ?? '')
-  ? { from: Number(process.env.CHILD_PORT_RANGE!.split('-')[0]), to: Number(process.env.CHILD_PORT_RANGE!.split('-')[1]) }
-  : { from: 20_000, to: 32_000 };
+const [, childPortsFrom = '20000', childPortsTo = '32000'] = /^(\d+)-(\d+)$/.exec(process.env.CHILD_PORT_RANGE ?? '') ?? [];
+const CHILD_PORTS = { from: Number(childPortsFrom), to: Number(childPortsTo) };
 
 function canListen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -99,8 +98,7 @@ export function startProcess(args: string[], env: Record<string, string>, comman
   running.add(child);
   child.once('exit', () => running.delete(child));
   const output: string[] = [];
-  child.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   return {
     child,
     output,

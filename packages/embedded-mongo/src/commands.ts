@@ -130,6 +130,27 @@ function writeResult(n: number, writeErrors: Document[], extra: Document = {}): 
   return { n, ...extra, ...(writeErrors.length > 0 ? { writeErrors } : {}), ok: 1 };
 }
 
+/**
+ * Runs a write command's statements (its `list` field) in order: a CommandError becomes that
+ * statement's entry of `writeErrors` and ends an ordered command. `done`: the statements that succeeded.
+ */
+function eachStatement(command: Document, list: string, run: (statement: Document, index: number) => void) {
+  const writeErrors: Document[] = [];
+  let done = 0;
+  const statements = (command[list] as Document[]) ?? [];
+  for (let i = 0; i < statements.length; i++) {
+    try {
+      run(statements[i], i);
+      done++;
+    } catch (err) {
+      if (!(err instanceof CommandError)) throw err;
+      writeErrors.push(err.toWriteError(i));
+      if (command.ordered !== false) break;
+    }
+  }
+  return { done, writeErrors };
+}
+
 function hello(_command: Document, _db: string, ctx: CommandContext): Document {
   return {
     helloOk: true,
@@ -180,52 +201,29 @@ const handlers: Record<string, Handler> = {
 
   insert(command, db, ctx) {
     const collection = ensureCollection(ctx, db, command.insert);
-    const ordered = command.ordered !== false;
-    const writeErrors: Document[] = [];
-    let n = 0;
-    const documents = (command.documents as Document[]) ?? [];
-    for (let i = 0; i < documents.length; i++) {
-      try {
-        collection.insert(documents[i]);
-        n++;
-      } catch (err) {
-        if (!(err instanceof CommandError)) throw err;
-        writeErrors.push(err.toWriteError(i));
-        if (ordered) break;
-      }
-    }
-    return writeResult(n, writeErrors);
+    const { done, writeErrors } = eachStatement(command, 'documents', (doc) => collection.insert(doc));
+    return writeResult(done, writeErrors);
   },
 
   update(command, db, ctx) {
     const collection = ensureCollection(ctx, db, command.update);
-    const ordered = command.ordered !== false;
-    const writeErrors: Document[] = [];
     const upserted: Document[] = [];
     let n = 0;
     let nModified = 0;
-    const updates = (command.updates as Document[]) ?? [];
-    for (let i = 0; i < updates.length; i++) {
-      const u = updates[i];
-      try {
-        const outcome = collection.update((u.q as Document) ?? {}, u.u as Document, {
-          multi: Boolean(u.multi),
-          upsert: Boolean(u.upsert),
-          arrayFilters: u.arrayFilters as Document[] | undefined,
-        });
-        if (outcome.upsertedId !== undefined) {
-          upserted.push({ index: i, _id: outcome.upsertedId });
-          n += 1;
-        } else {
-          n += outcome.matched;
-          nModified += outcome.modified;
-        }
-      } catch (err) {
-        if (!(err instanceof CommandError)) throw err;
-        writeErrors.push(err.toWriteError(i));
-        if (ordered) break;
+    const { writeErrors } = eachStatement(command, 'updates', (u, i) => {
+      const outcome = collection.update((u.q as Document) ?? {}, u.u as Document, {
+        multi: Boolean(u.multi),
+        upsert: Boolean(u.upsert),
+        arrayFilters: u.arrayFilters as Document[] | undefined,
+      });
+      if (outcome.upsertedId !== undefined) {
+        upserted.push({ index: i, _id: outcome.upsertedId });
+        n += 1;
+      } else {
+        n += outcome.matched;
+        nModified += outcome.modified;
       }
-    }
+    });
     return writeResult(n, writeErrors, { nModified, ...(upserted.length > 0 ? { upserted } : {}) });
   },
 
@@ -242,12 +240,9 @@ const handlers: Record<string, Handler> = {
     const collection = ensureCollection(ctx, db, command.findAndModify);
     const query = (command.query as Document) ?? {};
     const sort = command.sort as Document | undefined;
-    const project = (doc: Document | undefined): Document | null => {
-      if (!doc) return null;
-      const fields = command.fields as Document | undefined;
-      // The image itself, projected: a lookup by _id would find the updated document for `new: false`.
-      return fields && Object.keys(fields).length > 0 ? collection.project([doc], fields)[0] : doc;
-    };
+    const fields = (command.fields as Document | undefined) ?? {};
+    // The image itself, projected: a lookup by _id would find the updated document for `new: false`.
+    const project = (doc: Document | undefined) => (doc ? collection.project([doc], fields)[0] : null);
     if (command.remove) throw new CommandError(115, 'CommandNotSupported', "findAndModify's remove is not supported by the embedded server");
     const outcome = collection.update(query, command.update as Document, {
       upsert: Boolean(command.upsert),
@@ -298,8 +293,7 @@ const handlers: Record<string, Handler> = {
       .db(db)
       .names()
       .map((name) => ({ name, type: 'collection', options: ctx.store.db(db).collection(name)?.options ?? {}, info: { readOnly: false }, idIndex: { v: 2, key: { _id: 1 }, name: '_id_' } }));
-    const filter = (command.filter as Document) ?? {};
-    const query = new Query(filter);
+    const query = new Query((command.filter as Document) ?? {});
     const matching = infos.filter((i) => query.test(i));
     const docs = command.nameOnly ? matching.map(({ name, type }) => ({ name, type })) : matching;
     return cursors.open(`${db}.$cmd.listCollections`, docs, undefined);

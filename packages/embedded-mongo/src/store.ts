@@ -65,18 +65,23 @@ function checkPathViable(doc: Document, path: string): void {
   for (const [i, part] of parts.slice(0, -1).entries()) {
     value = (value as Document)[part];
     if (value === undefined) return;
-    const container = Array.isArray(value) || (value !== null && Object.getPrototypeOf(value) === Object.prototype);
+    const container = Array.isArray(value) || isPlainObject(value);
     if (!container) throw new CommandError(28, 'PathNotViable', `Cannot create field '${parts[i + 1]}' in element {${part}: ${shown(value)}}`);
   }
+}
+
+/** An object literal's kind of object: not an array, Date, BSON value or other class instance. */
+function isPlainObject(value: unknown): value is Document {
+  return value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype;
 }
 
 /** Deep copy of plain objects and arrays; BSON values (ObjectId, Long, ...) are immutable and shared. */
 export function cloneDocument<T>(value: T): T {
   if (Array.isArray(value)) return value.map(cloneDocument) as T;
   if (value instanceof Date) return new Date(value.getTime()) as T;
-  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+  if (isPlainObject(value)) {
     const out: Document = {};
-    for (const [k, v] of Object.entries(value as Document)) out[k] = cloneDocument(v);
+    for (const [k, v] of Object.entries(value)) out[k] = cloneDocument(v);
     return out as T;
   }
   return value;
@@ -188,22 +193,7 @@ function scalarEqualityMatcher(filter: Document): ((doc: Document) => boolean | 
   };
 }
 
-/** MongoDB stores `_id` first, generating one when absent. */
-function withIdFirst(input: Document): Document {
-  const { _id, ...rest } = input;
-  return { _id: _id ?? new ObjectId(), ...rest };
-}
-
-function isOperatorObject(value: unknown): value is Document {
-  return (
-    value !== null &&
-    typeof value === 'object' &&
-    !Array.isArray(value) &&
-    !(value instanceof Date) &&
-    Object.getPrototypeOf(value) === Object.prototype &&
-    Object.keys(value).some((k) => k.startsWith('$'))
-  );
-}
+const isOperatorObject = (value: unknown): value is Document => isPlainObject(value) && Object.keys(value).some((k) => k.startsWith('$'));
 
 /** The value a filter pins `field` to by equality, if it does. */
 function equalityValue(filter: Document, field: string): { found: boolean; value?: unknown } {
@@ -350,12 +340,6 @@ function setScalars(doc: Document, fields: Document): boolean | undefined {
   return changed;
 }
 
-export interface UpdateOutcome {
-  matched: number;
-  modified: number;
-  upsertedId?: unknown;
-}
-
 export class Collection {
   /** Documents in insertion order, keyed by `_id`: the `_id` index. */
   private readonly byId = new Map<string, Document>();
@@ -373,10 +357,6 @@ export class Collection {
     readonly name: string,
   ) {}
 
-  get size(): number {
-    return this.byId.size;
-  }
-
   all(): Document[] {
     return [...this.byId.values()];
   }
@@ -387,8 +367,7 @@ export class Collection {
 
   /** The duplicate-key error for `doc` on `index`, naming the colliding values as MongoDB does. */
   private duplicateOn(index: IndexSpec, doc: Document): CommandError {
-    const keyValue: Document = {};
-    for (const field of Object.keys(index.key)) keyValue[field] = getPath(doc, field) ?? null;
+    const keyValue = Object.fromEntries(Object.keys(index.key).map((field) => [field, getPath(doc, field) ?? null]));
     return duplicateKeyError(this.ns, index.name, index.key, keyValue);
   }
 
@@ -430,9 +409,10 @@ export class Collection {
     return `${this.db.name}.${this.name}`;
   }
 
-  /** Stores `input` (`_id` first, generated when absent); the stored document. */
+  /** Stores `input` as MongoDB does (`_id` first, generated when absent); the stored document. */
   insert(input: Document): Document {
-    const doc = withIdFirst(input);
+    const { _id, ...rest } = input;
+    const doc = { _id: _id ?? new ObjectId(), ...rest };
     this.checkUnique(doc);
     this.addToIndexes(doc);
     if (this.options.capped) this.trimCapped();
@@ -487,12 +467,11 @@ export class Collection {
     return docs.filter((d) => direct?.(d) ?? query.test(d));
   }
 
-  find(filter: Document, options: { sort?: Document; projection?: Document; skip?: number; limit?: number }): Document[] {
+  find(filter: Document, options: { sort?: Document; skip?: number; limit?: number }): Document[] {
     const wanted = options.limit ? (options.skip ?? 0) + Math.abs(options.limit) : 0;
     let docs = wanted > 0 && isPlainSort(options.sort) ? this.firstSorted(filter, options.sort, wanted) : this.match(filter, options.sort);
     if (options.skip) docs = docs.slice(options.skip);
-    if (options.limit) docs = docs.slice(0, Math.abs(options.limit));
-    return options.projection ? this.project(docs, options.projection) : docs;
+    return options.limit ? docs.slice(0, Math.abs(options.limit)) : docs;
   }
 
   /**
@@ -593,7 +572,7 @@ export class Collection {
     this.addToIndexes(next);
   }
 
-  update(filter: Document, spec: UpdateSpec, options: { multi?: boolean; upsert?: boolean; arrayFilters?: Document[]; sort?: Document }): UpdateOutcome & { before?: Document; after?: Document } {
+  update(filter: Document, spec: UpdateSpec, options: { multi?: boolean; upsert?: boolean; arrayFilters?: Document[]; sort?: Document }) {
     const matches = this.match(filter, options.sort);
     const targets = options.multi ? matches : matches.slice(0, 1);
     if (targets.length === 0) {
@@ -661,8 +640,7 @@ export class Collection {
   }
 
   createIndex(spec: IndexSpec): boolean {
-    const existing = this.indexes.find((i) => i.name === spec.name);
-    if (existing) return false;
+    if (this.indexes.some((i) => i.name === spec.name)) return false;
     // Not implemented (nothing here declares them), so refused rather than enforced over every document.
     const partial = ['sparse', 'partialFilterExpression'].find((option) => spec[option]);
     if (partial) throw new CommandError(115, 'CommandNotSupported', `index option '${partial}' is not supported by the embedded server`);
