@@ -58,15 +58,19 @@ function setPath(doc: Document, path: string, value: unknown): void {
   target[parts[parts.length - 1]] = value;
 }
 
-/** MongoDB refuses to create a field below a value that is no document or array (PathNotViable). */
+/**
+ * MongoDB refuses to create a field below a value that is no document, or below an array by a name
+ * that is no index (PathNotViable); an array filter (`$[]`, `$[m]`) is no field name.
+ */
 function checkPathViable(doc: Document, path: string): void {
   const parts = path.split('.');
   let value: unknown = doc;
   for (const [i, part] of parts.slice(0, -1).entries()) {
     value = (value as Document)[part];
     if (value === undefined) return;
-    const container = Array.isArray(value) || isPlainObject(value);
-    if (!container) throw new CommandError(28, 'PathNotViable', `Cannot create field '${parts[i + 1]}' in element {${part}: ${shown(value)}}`);
+    const below = parts[i + 1];
+    const container = Array.isArray(value) ? /^\d+$/.test(below) || below.startsWith('$') : isPlainObject(value);
+    if (!container) throw new CommandError(28, 'PathNotViable', `Cannot create field '${below}' in element {${part}: ${shown(value)}}`);
   }
 }
 
@@ -538,7 +542,8 @@ export class Collection {
     if (positional) throw new CommandError(2, 'BadValue', `the positional $ ('${positional}') is not supported by the embedded server`);
     checkPathConflicts(inserting ? (spec as Document) : modifier);
     const next = copyForUpdate(doc, spec as Document);
-    const { $unset: _removes, ...creating } = modifier;
+    // $setOnInsert creates its fields on an upsert's insert (and is ignored otherwise).
+    const { $unset: _removes, ...creating } = inserting ? (spec as Document) : modifier;
     for (const path of namedPaths(creating)) checkPathViable(next, path);
     for (const [path, amount] of Object.entries((modifier.$inc ?? {}) as Document)) {
       const current = getPath(next, path);

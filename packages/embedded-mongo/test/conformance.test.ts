@@ -122,6 +122,25 @@ describe('embedded MongoDB server with the real mongoose stack', () => {
     expect(await raw.findOne({ _id: insertedId }, { projection: { _id: 0 } })).toEqual({ n: 5, none: null, sub: { a: { b: 1 } }, new: { c: 2 } });
   });
 
+  it('when $set names a field below an array by a name that is no index, then PathNotViable (28) and nothing changes; by an index, the array is padded', async () => {
+    const raw = conn.collection(`raw_path_array_${Date.now()}`);
+    const { insertedId } = await raw.insertOne({ empty: [], docs: [{ x: 1 }], nums: [5] });
+    await expect(raw.updateOne({ _id: insertedId }, { $set: { 'empty.a': 1 } })).rejects.toMatchObject({ code: 28 });
+    await expect(raw.updateOne({ _id: insertedId }, { $set: { 'docs.a': 1 } })).rejects.toMatchObject({ code: 28 });
+    await expect(raw.updateOne({ _id: insertedId }, { $set: { 'nums.0.a': 1 } })).rejects.toMatchObject({ code: 28 });
+    await raw.updateOne({ _id: insertedId }, { $set: { 'empty.1': 2, 'docs.0.y': 2 } });
+    expect(await raw.findOne({ _id: insertedId }, { projection: { _id: 0 } })).toEqual({ empty: [null, 2], docs: [{ x: 1, y: 2 }], nums: [5] });
+  });
+
+  it('when an upsert inserts with $setOnInsert below a value its filter gave (k: 5), then PathNotViable (28) and nothing is inserted; an update that matches ignores it', async () => {
+    const raw = conn.collection(`raw_path_insert_${Date.now()}`);
+    await expect(raw.updateOne({ k: 5 }, { $setOnInsert: { 'k.a': 1 } }, { upsert: true })).rejects.toMatchObject({ code: 28 });
+    expect(await raw.countDocuments({})).toBe(0);
+    await raw.insertOne({ k: 5 });
+    await raw.updateOne({ k: 5 }, { $setOnInsert: { 'k.a': 1 } }, { upsert: true });
+    expect(await raw.findOne({}, { projection: { _id: 0 } })).toEqual({ k: 5 });
+  });
+
   it('when $inc targets null, then TypeMismatch (14); an Int64 or a Decimal128 is added to by value (a Decimal128 stays one)', async () => {
     const raw = conn.collection(`raw_inc_types_${Date.now()}`);
     const { insertedId } = await raw.insertOne({ none: null, long: mongoose.mongo.Long.fromNumber(2 ** 40), decimal: mongoose.Types.Decimal128.fromString('7') });

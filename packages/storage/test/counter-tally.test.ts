@@ -224,6 +224,23 @@ describe('tallyCounters (R3)', () => {
     }
   });
 
+  it('when a tally state that is no document replaced one whose tallies finalized records (tallyAt > 0), then an unlike of such a record is counted once, not once per tally until the restarted sequence passes its tallyAt', async () => {
+    for (const odd of [5, [], [{ seq: 1 }]]) {
+      const videoId = await newVideo({ likeCount: 0, recommendLikeCount: 0 });
+      const [first] = await addRecords('likes', videoId, 1);
+      for (let tally = 0; tally < 3; tally++) {
+        await addRecords('likes', videoId, 1);
+        await tallyCounters(videos, models, 'likes', videoId);
+      }
+      expect(await likeRecord(first)).toMatchObject({ tallyAt: 1, dirty: false });
+      await videos.collection.updateOne({ _id: videoId }, { $set: { counterTally: odd } });
+      await models.likes.updateOne({ _id: first }, { $set: { active: false, dirty: true } });
+      for (let tally = 0; tally < 3; tally++) await tallyCounters(videos, models, 'likes', videoId);
+      expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 4, likeCount: 3 });
+      expect(await likeRecord(first)).toMatchObject({ shown: false, dirty: false });
+    }
+  });
+
   it('when a batch is finalized late, after a later tally finalized its record, then the record keeps the later state and nothing is counted again', async () => {
     const videoId = await newVideo({ likeCount: 0, recommendLikeCount: 1 });
     // Tally 2 counted the unlike and finalized it; the video still names tally 1's batch, as a tally that read it before tally 2 sees it.

@@ -169,6 +169,23 @@ async function finalize(records: Model<CountedRecord>, { seq, batch }: TallyStat
   if (updates.length > 0) await records.bulkWrite(updates, { ordered: false });
 }
 
+/**
+ * A `counterTally` that is no document (a hand edit: 5, null, a string, an array) holds no tally
+ * state: it starts again with no batch, each kind's sequence at the highest `tallyAt` of its
+ * records. Restarted at 0 instead, a record finalized at tallyAt = t would fail the finalize fence
+ * (`tallyAt < seq`) of tallies 1..t and be counted again by each of them. `$expr`'s `$type`, as
+ * the query's `$type` matches an array holding a document. A kind never finalized stays absent
+ * (its first compare-and-set expects no sequence).
+ */
+async function restartTallyState(videos: VideoModel, models: InteractionModels, videoId: Types.ObjectId): Promise<void> {
+  const state: Partial<Record<CounterKind, TallyState>> = {};
+  for (const kind of Object.keys(COUNTER_KINDS) as CounterKind[]) {
+    const [last] = await (models[kind] as Model<CountedRecord>).find({ videoId }).sort({ tallyAt: -1 }).limit(1).select({ tallyAt: 1 }).lean<CountedRecord[]>();
+    if (typeof last?.tallyAt === 'number' && last.tallyAt > 0) state[kind] = { seq: last.tallyAt, batch: [] };
+  }
+  await videos.collection.updateOne({ _id: videoId, $expr: { $ne: [{ $type: '$counterTally' }, 'object'] } }, { $set: { counterTally: state } });
+}
+
 export interface TallyOptions {
   hooks?: CounterHooks;
   /**
@@ -235,7 +252,7 @@ export async function tallyCounters(
       // document (a hand edit) holds no tally state: it starts again empty, as a missing one.
       .catch(async (err: unknown) => {
         const { code } = err as { code?: unknown };
-        if (code === PATH_NOT_VIABLE) await videos.collection.updateOne({ _id: videoId, counterTally: { $not: { $type: 'object' } } }, { $set: { counterTally: {} } });
+        if (code === PATH_NOT_VIABLE) await restartTallyState(videos, models, videoId);
         else if (code !== TYPE_MISMATCH) throw err;
         return null;
       });
