@@ -203,6 +203,22 @@ describe('tallyCounters (R3)', () => {
     expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 0, likeCount: 0 });
   });
 
+  it('when the tally is stopped while it reads (its request answered 503 meanwhile), then it makes no compare-and-set, says so and leaves the record dirty', async () => {
+    const videoId = await newVideo();
+    const [id] = await addRecords('likes', videoId, 1);
+    const stopped = new AbortController();
+    const find = models.likes.find.bind(models.likes);
+    jest.spyOn(models.likes, 'find').mockImplementation(((...args: Parameters<typeof find>) => {
+      stopped.abort();
+      return find(...args);
+    }) as never);
+    const compareAndSets = jest.spyOn(videos, 'updateOne');
+    const outcome = await tallyCounters(videos, models, 'likes', videoId, { record: id, active: true, signal: stopped.signal });
+    expect(compareAndSets).not.toHaveBeenCalled();
+    expect(outcome).toEqual({ records: [], recommend: 0, display: 0, unfinished: expect.stringContaining('stopped by its caller') });
+    expect(await likeRecord(id)).toMatchObject({ dirty: true, counted: false });
+  });
+
   it('when the video’s tally state was edited by hand (entries of another shape, a batch that is no list, no document at all), then those entries count nothing and the sequence goes on from the stored one', async () => {
     const videoId = await newVideo();
     const [id] = await addRecords('likes', videoId, 1);
@@ -305,15 +321,18 @@ describe('repairPendingCounters (R3)', () => {
     expect(onRepair).toHaveBeenCalledWith({ kind: 'likes', videoId, records: [], recommend: 0, display: 0, unfinished: expect.stringContaining('attempts') });
   });
 
-  it('when MongoDB refuses one video’s tally (a server error), then the run reports it with the error and repairs the videos after it', async () => {
+  it('when MongoDB refuses one video’s document (BadValue), then the run reports it with the error and repairs the videos after it; a server-wide error (Unauthorized) stops the run', async () => {
     const refusing = await newVideo();
     const fine = await newVideo();
     await addRecords('likes', refusing, 1, { changedAt: MINUTE_AGO() });
-    await addRecords('likes', fine, 1, { changedAt: MINUTE_AGO() });
     const updateOne = videos.updateOne.bind(videos);
     const ofRefusing = (filter: unknown) => (filter as { _id: Types.ObjectId })._id.equals(refusing);
+    let code = 13;
     jest.spyOn(videos, 'updateOne').mockImplementation(((...args: Parameters<typeof updateOne>) =>
-      ofRefusing(args[0]) ? Promise.reject(new mongo.MongoServerError({ code: 2, errmsg: 'refused for the test' })) : updateOne(...args)) as never);
+      ofRefusing(args[0]) ? Promise.reject(new mongo.MongoServerError({ code, errmsg: 'refused for the test' })) : updateOne(...args)) as never);
+    await expect(repairPendingCounters(videos, models)).rejects.toMatchObject({ code: 13 });
+    code = 2;
+    await addRecords('likes', fine, 1, { changedAt: MINUTE_AGO() });
     const onRepair = jest.fn();
     expect(await repairPendingCounters(videos, models, { onRepair })).toMatchObject({ recommendLikeCount: 1, likeCount: 1 });
     expect(await counters(fine)).toMatchObject({ recommendLikeCount: 1, likeCount: 1 });

@@ -137,6 +137,8 @@ async function readTally(videos: VideoModel, videoId: Types.ObjectId, kind: Coun
 const TYPE_MISMATCH = 14;
 /** MongoDB's error code when `$set` names a field below a value that is no document. */
 const PATH_NOT_VIABLE = 28;
+/** Errors of one document, not of the server: BadValue, PathNotViable, a document grown past 16 MB. */
+const DOCUMENT_REFUSALS = new Set([2, PATH_NOT_VIABLE, 10334, 17419]);
 
 /**
  * Counters stored as no finite number (a string, null, an object, NaN, an infinity: written past
@@ -242,6 +244,8 @@ export async function tallyCounters(
       if (record.active !== record.shown) display += record.active ? 1 : -1;
       return { r: record._id, to: record.active };
     });
+    // Stopped while it read (a request answered 503 before its record landed): no write of its own.
+    if (signal?.aborted) break;
     const next: TallyState = { seq: state.seq + 1, batch };
     const swapped = await videos
       .updateOne(
@@ -249,7 +253,7 @@ export async function tallyCounters(
         { $set: { [`counterTally.${kind}`]: next }, $inc: { [recommendField]: recommend, [displayField]: display } },
       )
       // A counter made odd since the read: the next read sees it. A `counterTally` that is no
-      // document (a hand edit) holds no tally state: it starts again empty, as a missing one.
+      // document (a hand edit) holds no tally state: it starts again (restartTallyState).
       .catch(async (err: unknown) => {
         const { code } = err as { code?: unknown };
         if (code === PATH_NOT_VIABLE) await restartTallyState(videos, models, videoId);
@@ -297,10 +301,10 @@ export async function repairPendingCounters(videos: VideoModel, models: Interact
       .lean<CountedRecord[]>();
     const videoIds = [...new Map(left.map((record) => [record.videoId.toHexString(), record.videoId])).values()].slice(0, maxVideos);
     for (const videoId of videoIds) {
-      // A document MongoDB refuses the tally's update on (a hand edit: `counterTally: 5`) stops
-      // only its own repair, reported; an unreachable server stops the run.
+      // A document MongoDB refuses the tally's update on stops only its own repair, reported; any
+      // other error (a server unreachable, not primary, unauthorized) is the whole run's.
       const outcome = await tallyCounters(videos, models, kind, videoId).catch((err: unknown) => {
-        if (!(err instanceof mongo.MongoServerError)) throw err;
+        if (!(err instanceof mongo.MongoServerError && DOCUMENT_REFUSALS.has(Number(err.code)))) throw err;
         return { records: [], recommend: 0, display: 0, unfinished: `refused by MongoDB (code ${err.code}): ${err.message}` };
       });
       if (outcome.records.length === 0 && !outcome.unfinished) continue;
