@@ -41,19 +41,21 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
   // each build gauge waits for it (a gauge that did not read the last scrape's). A Redis error keeps the last values.
   let reading: Promise<boolean> | undefined;
   /** Reads current's meta into the build gauges; false when there is none or it could not be read. */
-  const readMeta = (read: () => Promise<QueueMeta | null>) =>
-    (reading ??= read()
-      .then((meta) => {
-        if (meta) recordBuildMeta(metrics, meta);
-        return Boolean(meta);
-      }, () => false)
-      .finally(() => (reading = undefined)));
-  if (currentMeta) {
+  const readMeta =
+    currentMeta &&
+    (() =>
+      (reading ??= currentMeta()
+        .then((meta) => {
+          if (meta) recordBuildMeta(metrics, meta);
+          return Boolean(meta);
+        }, () => false)
+        .finally(() => (reading = undefined))));
+  if (readMeta) {
     gauge('feed_build_meta_up', "Whether the current version's meta could be read from Redis at this scrape", async function () {
-      this.set((await readMeta(currentMeta)) ? 1 : 0);
+      this.set((await readMeta()) ? 1 : 0);
     });
   }
-  const buildGauge = (name: string, help: string) => gauge(name, help, currentMeta && (async () => void (await readMeta(currentMeta))));
+  const buildGauge = (name: string, help: string) => gauge(name, help, readMeta && (async () => void (await readMeta())));
   const { rampStatus, heldVersion } = options;
   const counter = (name: string, help: string, labels: Record<string, readonly string[]>) => declareLabels(new Counter({ name, help, labelNames: Object.keys(labels), registers: [registry] }), labels);
   const metrics = {

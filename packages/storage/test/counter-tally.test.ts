@@ -229,7 +229,7 @@ describe('tallyCounters (R3)', () => {
     await videos.collection.updateOne({ _id: videoId }, { $set: { 'counterTally.likes.batch': 'junk' } });
     expect(await tallyCounters(videos, models, 'likes', videoId)).toMatchObject({ recommend: 1, display: 1 });
     expect(await tallyState(videoId)).toMatchObject({ seq: 9 });
-    // A tally state that is no document at all (MongoDB refuses to create fields below it) starts again empty.
+    // A tally state that is no document at all (MongoDB refuses to create fields below it) starts again.
     for (const odd of [5, null, 'junk']) {
       const oddOne = await newVideo({ likeCount: 2, recommendLikeCount: 2 });
       await videos.collection.updateOne({ _id: oddOne }, { $set: { counterTally: odd } });

@@ -175,9 +175,9 @@ async function finalize(records: Model<CountedRecord>, { seq, batch }: TallyStat
  * A `counterTally` that is no document (a hand edit: 5, null, a string, an array) holds no tally
  * state: it starts again with no batch, each kind's sequence at the highest `tallyAt` of its
  * records. Restarted at 0 instead, a record finalized at tallyAt = t would fail the finalize fence
- * (`tallyAt < seq`) of tallies 1..t and be counted again by each of them. `$expr`'s `$type`, as
- * the query's `$type` matches an array holding a document. A kind never finalized stays absent
- * (its first compare-and-set expects no sequence).
+ * (`tallyAt < seq`) of tallies 1..t and be counted again by each of them. The filter is `$expr`'s
+ * `$type`: the query's `$type` also matches an array that holds a document. A kind never
+ * finalized stays absent (its first compare-and-set expects no sequence).
  */
 async function restartTallyState(videos: VideoModel, models: InteractionModels, videoId: Types.ObjectId): Promise<void> {
   const state: Partial<Record<CounterKind, TallyState>> = {};
