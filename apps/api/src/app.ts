@@ -18,6 +18,7 @@ import { feedRoutes } from './routes/feed-routes';
 import { interactionRoutes } from './routes/interaction-routes';
 import { InteractionService } from './interactions/interaction-service';
 import { healthRoutes } from './routes/health-routes';
+import { requestBudget } from './http/request-budget';
 import { UserHistory } from './users/user-history';
 import { WatchCounter } from './users/watch-counter';
 import { bodyOperations } from './openapi';
@@ -92,6 +93,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestId((id) => annotateRequestSpan({ 'http.request_id': id })));
+  app.use(requestBudget({ redisMs: config.redisDeadlineMs, mongoMs: config.mongoDeadlineMs }));
   // Latency per route; the access log line only when LOG_LEVEL enables 'http' (winston would
   // otherwise build and discard the line on every request).
   const accessLog = logger.isLevelEnabled('http');

@@ -85,3 +85,18 @@ export class MongoBudget {
     return withDeadline(call(AbortSignal.timeout(left)), left, what);
   }
 }
+
+/**
+ * One request's whole budget, made once at the edge (the API's `requestBudget` middleware) and
+ * passed down to every service the request calls: its Redis deadline and its MongoDB budget
+ * start with the request, so no layer below can restart a clock.
+ */
+export class RequestBudget {
+  readonly redis: Deadline;
+  readonly mongo: MongoBudget;
+
+  constructor(limits: { redisMs: number; mongoMs: number }) {
+    this.redis = new Deadline(limits.redisMs);
+    this.mongo = new MongoBudget(limits.mongoMs);
+  }
+}
