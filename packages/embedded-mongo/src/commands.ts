@@ -5,7 +5,7 @@
 import { Long, calculateObjectSize, type Document } from 'bson';
 import { Query } from 'mingo';
 import { CommandError } from './errors';
-import type { Collection, Store } from './store';
+import { getPath, type Collection, type Store } from './store';
 
 const DEFAULT_BATCH_SIZE = 101;
 /** A batch never exceeds this many BSON bytes, as in MongoDB (replies must fit in one message). */
@@ -43,6 +43,10 @@ interface OpenCursor {
 export interface CommandContext {
   store: Store;
   connectionId: number;
+  /** Open and ever-opened client connections of the server, for serverStatus. */
+  connections: () => { current: number; totalCreated: number };
+  /** Epoch ms the server started, for serverStatus's uptime. */
+  startedAt: number;
 }
 
 function toNumber(value: unknown): number {
@@ -169,12 +173,34 @@ function hello(_command: Document, _db: string, ctx: CommandContext): Document {
   };
 }
 
+const BUILD_INFO = { version: '7.0.0-embedded', versionArray: [7, 0, 0, 0], maxBsonObjectSize: 16 * 1024 * 1024, ok: 1 };
+
 const handlers: Record<string, Handler> = {
   hello,
   ismaster: hello,
   isMaster: hello,
   ping: () => ({ ok: 1 }),
+  buildInfo: () => BUILD_INFO,
+  buildinfo: () => BUILD_INFO,
   endSessions: () => ({ ok: 1 }),
+  getParameter: () => ({ ok: 1 }),
+  /** The documented top-level shape; counters this server does not keep are absent, not invented. */
+  serverStatus: (_command, _db, ctx) => {
+    const uptimeMillis = Date.now() - ctx.startedAt;
+    const connections = ctx.connections();
+    return {
+      host: 'embedded',
+      version: BUILD_INFO.version,
+      process: 'mongod',
+      pid: Long.fromNumber(process.pid),
+      uptime: Math.floor(uptimeMillis / 1000),
+      uptimeMillis: Long.fromNumber(uptimeMillis),
+      uptimeEstimate: Long.fromNumber(Math.floor(uptimeMillis / 1000)),
+      localTime: new Date(),
+      connections: { current: connections.current, available: 1_000_000 - connections.current, totalCreated: connections.totalCreated, active: connections.current },
+      ok: 1,
+    };
+  },
 
   find(command, db, ctx, cursors) {
     const collection = collectionOf(ctx, db, command.find);
@@ -243,7 +269,10 @@ const handlers: Record<string, Handler> = {
     const fields = (command.fields as Document | undefined) ?? {};
     // The image itself, projected: a lookup by _id would find the updated document for `new: false`.
     const project = (doc: Document | undefined) => (doc ? collection.project([doc], fields)[0] : null);
-    if (command.remove) throw new CommandError(115, 'CommandNotSupported', "findAndModify's remove is not supported by the embedded server");
+    if (command.remove) {
+      const [removed] = collection.delete(query, 1, sort);
+      return { lastErrorObject: { n: removed ? 1 : 0 }, value: project(removed), ok: 1 };
+    }
     const outcome = collection.update(query, command.update as Document, {
       upsert: Boolean(command.upsert),
       sort,
@@ -268,8 +297,23 @@ const handlers: Record<string, Handler> = {
 
   count(command, db, ctx) {
     const collection = collectionOf(ctx, db, command.count);
-    if (command.skip || command.limit) throw new CommandError(115, 'CommandNotSupported', "count's skip and limit are not supported by the embedded server");
-    return { n: collection ? collection.match((command.query as Document) ?? {}).length : 0, ok: 1 };
+    let n = collection ? collection.match((command.query as Document) ?? {}).length : 0;
+    if (command.skip) n = Math.max(0, n - toNumber(command.skip));
+    if (command.limit) n = Math.min(n, Math.abs(toNumber(command.limit)));
+    return { n, ok: 1 };
+  },
+
+  distinct(command, db, ctx) {
+    const collection = collectionOf(ctx, db, command.distinct);
+    const key = String(command.key);
+    const seen = new Map<string, unknown>();
+    for (const doc of collection ? collection.match((command.query as Document) ?? {}) : []) {
+      const raw = getPath(doc, key);
+      for (const value of Array.isArray(raw) ? raw : [raw]) {
+        if (value !== undefined) seen.set(JSON.stringify(value), value);
+      }
+    }
+    return { values: [...seen.values()], ok: 1 };
   },
 
   createIndexes(command, db, ctx) {
@@ -286,6 +330,19 @@ const handlers: Record<string, Handler> = {
     const collection = collectionOf(ctx, db, command.listIndexes);
     if (!collection) throw new CommandError(26, 'NamespaceNotFound', `ns does not exist: ${db}.${command.listIndexes}`);
     return cursors.open(`${db}.$cmd.listIndexes.${command.listIndexes}`, collection.listIndexes().map((i) => ({ v: 2, ...i })), undefined);
+  },
+
+  dropIndexes(command, db, ctx) {
+    const collection = collectionOf(ctx, db, command.dropIndexes);
+    if (!collection) throw new CommandError(26, 'NamespaceNotFound', `ns not found ${db}.${command.dropIndexes}`);
+    const before = collection.listIndexes().length;
+    const index = command.index;
+    if (index === '*') collection.dropAllIndexes();
+    else {
+      const name = typeof index === 'string' ? index : collection.listIndexes().find((i) => JSON.stringify(i.key) === JSON.stringify(index))?.name;
+      if (!name || !collection.dropIndex(name)) throw new CommandError(27, 'IndexNotFound', `index not found with name [${String(name ?? JSON.stringify(index))}]`);
+    }
+    return { nIndexesWas: before, ok: 1 };
   },
 
   listCollections(command, db, ctx, cursors) {
@@ -307,11 +364,23 @@ const handlers: Record<string, Handler> = {
     return { ok: 1 };
   },
 
+  drop(command, db, ctx) {
+    // MongoDB 7 answers ok for a collection that does not exist.
+    const collection = collectionOf(ctx, db, command.drop);
+    if (!collection) return { ok: 1 };
+    ctx.store.db(db).drop(String(command.drop));
+    return { ns: `${db}.${command.drop}`, nIndexesWas: collection.listIndexes().length, ok: 1 };
+  },
+
   dropDatabase(_command, db, ctx) {
     ctx.store.dropDatabase(db);
     return { dropped: db, ok: 1 };
   },
 
+  listDatabases(command, _db, ctx) {
+    const databases = ctx.store.list().map((d) => ({ name: d.name, sizeOnDisk: 0, empty: d.names().length === 0 }));
+    return { databases: command.nameOnly ? databases.map(({ name }) => ({ name })) : databases, totalSize: 0, ok: 1 };
+  },
 };
 
 /** Statement lists of write commands, where per-statement options live. */

@@ -1,5 +1,8 @@
 import net from 'node:net';
+import type { Document } from 'bson';
 import { CursorRegistry, runCommand } from './commands';
+import type { CommandError } from './errors';
+import { FailCommandPoint } from './failpoint';
 import { Store } from './store';
 import { encodeReply, parseRequest, takeMessages } from './wire';
 
@@ -18,7 +21,8 @@ export interface EmbeddedMongoOptions {
 
 /**
  * Starts an in-memory server that speaks the MongoDB wire protocol, for local runs and tests.
- * Production uses a real MongoDB: this keeps no data on disk and has no replication.
+ * Production uses a real MongoDB: this keeps no data on disk and has no replication. The
+ * `failCommand` fail point (configureFailPoint) stands in for an election's or a network's faults.
  */
 export async function startEmbeddedMongo(options: EmbeddedMongoOptions = {}): Promise<EmbeddedMongo> {
   const host = options.host ?? '127.0.0.1';
@@ -27,22 +31,62 @@ export async function startEmbeddedMongo(options: EmbeddedMongoOptions = {}): Pr
   const sockets = new Set<net.Socket>();
   let nextConnectionId = 1;
 
+  const failCommand = new FailCommandPoint();
+  const startedAt = Date.now();
+
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.setNoDelay(true);
-    const ctx = { store, connectionId: nextConnectionId++ };
+    const ctx = { store, connectionId: nextConnectionId++, connections: () => ({ current: sockets.size, totalCreated: nextConnectionId - 1 }), startedAt };
+    let appName: string | undefined;
     let pending: Buffer = Buffer.alloc(0);
+    // Messages wait here while the fail point blocks this connection; other connections go on.
+    const waiting: Buffer[] = [];
+    let blocked = false;
+    const answer = (message: Buffer): void => {
+      const request = parseRequest(message);
+      const name = Object.keys(request.command)[0];
+      appName ??= (request.command.client as { application?: { name?: string } } | undefined)?.application?.name;
+      const action = name === 'configureFailPoint' ? undefined : failCommand.take(name, appName);
+      const reply = () => {
+        if (action?.close) {
+          socket.destroy();
+          return;
+        }
+        const result = action?.error ?? (name === 'configureFailPoint' ? configure(request.command, request.db) : runCommand(request.command, request.db, ctx, cursors));
+        if (!request.moreToCome) socket.write(encodeReply(request, result));
+      };
+      if (!action?.blockMs) return reply();
+      blocked = true;
+      setTimeout(() => {
+        blocked = false;
+        if (socket.destroyed) return;
+        reply();
+        pump();
+      }, action.blockMs);
+    };
+    const configure = (command: Document, db: string) => {
+      try {
+        return failCommand.configure(command, db);
+      } catch (err) {
+        return (err as CommandError).toReply();
+      }
+    };
+    const pump = () => {
+      try {
+        while (!blocked && !socket.destroyed && waiting.length > 0) answer(waiting.shift()!);
+      } catch {
+        // A frame we cannot parse leaves the stream unrecoverable: drop the connection.
+        socket.destroy();
+      }
+    };
     socket.on('data', (chunk) => {
       try {
         const { messages, rest } = takeMessages(pending.length ? Buffer.concat([pending, chunk]) : chunk);
         pending = Buffer.from(rest);
-        for (const message of messages) {
-          const request = parseRequest(message);
-          const reply = runCommand(request.command, request.db, ctx, cursors);
-          if (!request.moreToCome) socket.write(encodeReply(request, reply));
-        }
+        waiting.push(...messages);
+        pump();
       } catch {
-        // A frame we cannot parse leaves the stream unrecoverable: drop the connection.
         socket.destroy();
       }
     });

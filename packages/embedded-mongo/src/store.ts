@@ -15,6 +15,9 @@ export interface IndexSpec {
   name: string;
   key: Record<string, number | string>;
   unique?: boolean;
+  sparse?: boolean;
+  /** Only documents matching it are in the index (and so in its uniqueness). */
+  partialFilterExpression?: Document;
   [option: string]: unknown;
 }
 
@@ -39,7 +42,7 @@ function shown(value: unknown): string {
 /** Whether `doc` has `field` itself (not through its prototype). */
 const hasField = (doc: Document, field: string) => Object.prototype.hasOwnProperty.call(doc, field);
 
-function getPath(doc: Document, path: string): unknown {
+export function getPath(doc: Document, path: string): unknown {
   let value: unknown = doc;
   for (const part of path.split('.')) {
     if (value === null || typeof value !== 'object') return undefined;
@@ -89,6 +92,41 @@ export function cloneDocument<T>(value: T): T {
     return out as T;
   }
   return value;
+}
+
+const POSITIONAL = /^(.+?)\.\$(?=\.|$)/;
+const NO_POSITIONAL_MATCH = () => new CommandError(2, 'BadValue', 'The positional operator did not find the match needed from the query.');
+
+/** The index of the first element of the array at `arrayPath` that the filter's conditions on that array match. */
+function matchedIndex(doc: Document, arrayPath: string, filter: Document): number {
+  const array = getPath(doc, arrayPath);
+  const conditions = Object.fromEntries(Object.entries(filter).filter(([field]) => field === arrayPath || field.startsWith(`${arrayPath}.`)));
+  if (!Array.isArray(array) || Object.keys(conditions).length === 0) throw NO_POSITIONAL_MATCH();
+  const query = new Query(conditions);
+  for (let i = 0; i < array.length; i++) {
+    const probe: Document = {};
+    setPath(probe, arrayPath, [array[i]]);
+    if (query.test(probe)) return i;
+  }
+  throw NO_POSITIONAL_MATCH();
+}
+
+/**
+ * The positional `$` (`arr.$.field`): each path's `$` becomes the index of the array element the
+ * query matched in this document, as MongoDB resolves it per document.
+ */
+function resolvePositional(spec: Document, doc: Document, filter: Document): Document {
+  let resolved: Document | undefined;
+  for (const [operator, fields] of Object.entries(spec)) {
+    if (fields === null || typeof fields !== 'object' || !Object.keys(fields as Document).some((path) => POSITIONAL.test(path))) continue;
+    const renamed: Document = {};
+    for (const [path, value] of Object.entries(fields as Document)) {
+      const arrayPath = POSITIONAL.exec(path)?.[1];
+      renamed[arrayPath ? path.replace(POSITIONAL, `${arrayPath}.${matchedIndex(doc, arrayPath, filter)}`) : path] = value;
+    }
+    resolved = { ...(resolved ?? spec), [operator]: renamed };
+  }
+  return resolved ?? spec;
 }
 
 /**
@@ -379,6 +417,20 @@ export class Collection {
     return keyOf(Object.keys(index.key).map((field) => getPath(doc, field) ?? null));
   }
 
+  private readonly partialFilters = new Map<string, Query>();
+
+  /** Whether `doc` is in `index`: a partial index holds only matches, a sparse one only documents with a key field. */
+  private inIndex(index: IndexSpec, doc: Document): boolean {
+    if (index.sparse && Object.keys(index.key).every((field) => getPath(doc, field) === undefined)) return false;
+    if (!index.partialFilterExpression) return true;
+    let filter = this.partialFilters.get(index.name);
+    if (!filter) {
+      filter = new Query(index.partialFilterExpression);
+      this.partialFilters.set(index.name, filter);
+    }
+    return filter.test(doc);
+  }
+
   private uniqueIndexes(): IndexSpec[] {
     return this.indexes.filter((i) => i.unique);
   }
@@ -388,6 +440,7 @@ export class Collection {
     const existing = this.byId.get(keyOf(doc._id));
     if (existing && existing !== self) throw duplicateKeyError(this.ns, '_id_', { _id: 1 }, { _id: doc._id });
     for (const index of this.uniqueIndexes()) {
+      if (!this.inIndex(index, doc)) continue;
       const holder = this.uniqueMaps.get(index.name)!.get(this.uniqueKey(index, doc));
       if (holder && holder !== self) throw this.duplicateOn(index, doc);
     }
@@ -396,7 +449,7 @@ export class Collection {
   private addToIndexes(doc: Document): void {
     this.byId.set(keyOf(doc._id), doc);
     if (this.options.capped) this.cappedBytes += calculateObjectSize(doc);
-    for (const index of this.uniqueIndexes()) this.uniqueMaps.get(index.name)!.set(this.uniqueKey(index, doc), doc);
+    for (const index of this.uniqueIndexes()) if (this.inIndex(index, doc)) this.uniqueMaps.get(index.name)!.set(this.uniqueKey(index, doc), doc);
   }
 
   private removeFromIndexes(doc: Document): void {
@@ -450,6 +503,8 @@ export class Collection {
       return { docs: [...docs], exact: onlyKeys(['_id']) };
     }
     for (const index of this.uniqueIndexes()) {
+      // A partial or sparse index holds only some documents: its map cannot answer for the rest.
+      if (index.partialFilterExpression || index.sparse) continue;
       const values = Object.keys(index.key).map((field) => equalityValue(filter, field));
       if (values.every((v) => v.found)) {
         const doc = this.uniqueMaps.get(index.name)!.get(keyOf(values.map((v) => v.value ?? null)));
@@ -518,10 +573,27 @@ export class Collection {
     if (Object.keys(projection).length === 0) return docs;
     const topLevel = topLevelProjection(projection);
     if (topLevel) return docs.map(topLevel);
-    if (Object.values(projection).some((v) => v !== null && typeof v === 'object' && '$slice' in (v as Document))) {
-      throw new CommandError(2, 'BadValue', '$slice projections are not supported by the embedded server');
+    // `$slice` goes with an inclusion or an exclusion projection alike (MongoDB 4.4+); mingo counts
+    // it as an inclusion, so the slices are applied here, after the rest of the projection.
+    const slices = Object.entries(projection).filter(([, v]) => v !== null && typeof v === 'object' && '$slice' in (v as Document));
+    if (slices.length === 0) return find(docs, {}, projection).all() as Document[];
+    const dotted = slices.find(([field]) => field.includes('.'));
+    if (dotted) throw new CommandError(2, 'BadValue', `$slice of the embedded field '${dotted[0]}' is not supported by the embedded server`);
+    const rest = Object.fromEntries(Object.entries(projection).filter(([field]) => !slices.some(([sliced]) => sliced === field)));
+    const inclusion = Object.entries(rest).some(([field, v]) => field !== '_id' && (v === 1 || v === true));
+    const base = inclusion ? { ...rest, ...Object.fromEntries(slices.map(([field]) => [field, 1])) } : rest;
+    const projected = Object.keys(base).length > 0 ? (find(docs, {}, base).all() as Document[]) : docs.map((d) => ({ ...d }));
+    for (const doc of projected) {
+      for (const [field, spec] of slices) {
+        const value = getPath(doc, field);
+        if (!Array.isArray(value)) continue;
+        const arg = (spec as Document).$slice;
+        const [skip, limit] = Array.isArray(arg) ? [Number(arg[0]), Number(arg[1])] : Number(arg) >= 0 ? [0, Number(arg)] : [Number(arg), undefined];
+        const start = skip < 0 ? Math.max(0, value.length + skip) : skip;
+        setPath(doc, field, value.slice(start, limit === undefined ? undefined : start + limit));
+      }
     }
-    return find(docs, {}, projection).all() as Document[];
+    return projected;
   }
 
   /** Applies `spec` to a copy of `doc`; returns the copy, or the same object when nothing changed. */
@@ -538,8 +610,6 @@ export class Collection {
       return { _id: doc._id, ...replacement };
     }
     const { $setOnInsert, ...modifier } = spec as Document;
-    const positional = namedPaths(spec as Document).find((path) => /(^|\.)\$(\.|$)/.test(path));
-    if (positional) throw new CommandError(2, 'BadValue', `the positional $ ('${positional}') is not supported by the embedded server`);
     checkPathConflicts(inserting ? (spec as Document) : modifier);
     const next = copyForUpdate(doc, spec as Document);
     // $setOnInsert creates its fields on an upsert's insert (and is ignored otherwise).
@@ -600,7 +670,7 @@ export class Collection {
           continue;
         }
       }
-      const next = this.applyUpdate(doc, spec, options.arrayFilters);
+      const next = this.applyUpdate(doc, Array.isArray(spec) ? spec : resolvePositional(spec, doc, filter), options.arrayFilters);
       if (next !== doc) {
         this.replace(doc, next);
         modified += 1;
@@ -613,7 +683,7 @@ export class Collection {
 
   /**
    * The fields of an update that may change stored documents in place: a lone `$set` of scalars
-   * to top-level fields that no unique index or capped size depends on. Such an
+   * to top-level fields that no unique index, partial index or capped size depends on. Such an
    * update needs no copy and no re-indexing; at a million documents, the copies' garbage
    * collection took a third of a daily score write-back. Undefined for any other update.
    */
@@ -622,7 +692,9 @@ export class Collection {
     const operators = Object.keys(spec);
     const fields = operators.length === 1 && operators[0] === '$set' ? scalarSet(spec.$set as Document) : undefined;
     if (!fields) return undefined;
-    const indexed = new Set(this.uniqueIndexes().flatMap((index) => Object.keys(index.key).map((field) => field.split('.')[0])));
+    const unique = this.uniqueIndexes();
+    if (unique.some((index) => index.partialFilterExpression)) return undefined;
+    const indexed = new Set(unique.flatMap((index) => Object.keys(index.key).map((field) => field.split('.')[0])));
     return Object.keys(fields).every((path) => path !== '_id' && !path.startsWith('$') && !indexed.has(path)) ? fields : undefined;
   }
 
@@ -637,8 +709,8 @@ export class Collection {
     return seed;
   }
 
-  delete(filter: Document, limit: number): Document[] {
-    const matches = this.match(filter);
+  delete(filter: Document, limit: number, sort?: Document): Document[] {
+    const matches = this.match(filter, sort);
     const targets = limit === 1 ? matches.slice(0, 1) : matches;
     for (const doc of targets) this.removeFromIndexes(doc);
     return targets;
@@ -646,12 +718,10 @@ export class Collection {
 
   createIndex(spec: IndexSpec): boolean {
     if (this.indexes.some((i) => i.name === spec.name)) return false;
-    // Not implemented (nothing here declares them), so refused rather than enforced over every document.
-    const partial = ['sparse', 'partialFilterExpression'].find((option) => spec[option]);
-    if (partial) throw new CommandError(115, 'CommandNotSupported', `index option '${partial}' is not supported by the embedded server`);
     if (spec.unique) {
       const map = new Map<string, Document>();
       for (const doc of this.byId.values()) {
+        if (!this.inIndex(spec, doc)) continue;
         const key = this.uniqueKey(spec, doc);
         if (map.has(key)) throw this.duplicateOn(spec, doc);
         map.set(key, doc);
@@ -660,6 +730,21 @@ export class Collection {
     }
     this.indexes.push({ ...spec });
     return true;
+  }
+
+  dropIndex(name: string): boolean {
+    const at = this.indexes.findIndex((i) => i.name === name);
+    if (at <= 0) return false;
+    this.indexes.splice(at, 1);
+    this.uniqueMaps.delete(name);
+    this.partialFilters.delete(name);
+    return true;
+  }
+
+  dropAllIndexes(): void {
+    this.indexes.splice(1);
+    this.uniqueMaps.clear();
+    this.partialFilters.clear();
   }
 
   aggregate(pipeline: Document[]): Document[] {
@@ -688,6 +773,10 @@ export class Database {
     return { collection: this.collections.get(name)!, created };
   }
 
+  drop(name: string): boolean {
+    return this.collections.delete(name);
+  }
+
   names(): string[] {
     return [...this.collections.keys()];
   }
@@ -703,6 +792,10 @@ export class Store {
 
   dropDatabase(name: string): void {
     this.databases.delete(name);
+  }
+
+  list(): Database[] {
+    return [...this.databases.values()];
   }
 }
 
