@@ -47,7 +47,11 @@ export interface CommandContext {
   connections: () => { current: number; totalCreated: number };
   /** Epoch ms the server started, for serverStatus's uptime. */
   startedAt: number;
+  /** Bytes of the message being answered: only one past 16 MiB can hold a document past it. */
+  messageBytes?: number;
 }
+
+const MAX_BSON_OBJECT_SIZE = 16 * 1024 * 1024;
 
 function toNumber(value: unknown): number {
   if (value instanceof Long) return value.toNumber();
@@ -99,10 +103,31 @@ export class CursorRegistry {
   }
 }
 
+const STAGES = new Set(
+  '$addFields $bucket $bucketAuto $count $densify $documents $facet $fill $graphLookup $group $limit $lookup $match $merge $out $project $redact $replaceRoot $replaceWith $sample $set $setWindowFields $skip $sort $sortByCount $unionWith $unset $unwind'.split(' '),
+);
+
+/**
+ * The checks MongoDB makes of a pipeline before it reads a document; mingo only finds these
+ * while running a stage, so over an empty collection a wrong pipeline answered documents.
+ */
+function checkPipeline(pipeline: Document[]): void {
+  for (const stage of pipeline) {
+    const names = Object.keys(stage);
+    if (names.length !== 1) throw new CommandError(40323, 'Location40323', 'A pipeline stage specification object must contain exactly one field.');
+    if (!STAGES.has(names[0])) throw new CommandError(40324, 'Location40324', `Unrecognized pipeline stage name: '${names[0]}'`);
+    if (names[0] !== '$group') continue;
+    const group = stage.$group as Document;
+    if (!('_id' in group)) throw new CommandError(15955, 'Location15955', 'a group specification must include an _id');
+    const notAccumulator = Object.entries(group).find(([field, spec]) => field !== '_id' && (spec === null || typeof spec !== 'object' || Array.isArray(spec) || Object.keys(spec as Document).length !== 1));
+    if (notAccumulator) throw new CommandError(40234, 'Location40234', `The field '${notAccumulator[0]}' must be an accumulator object`);
+  }
+}
+
 type Handler = (command: Document, db: string, ctx: CommandContext, cursors: CursorRegistry) => Document;
 
 /** Collection options this server keeps, reports and honours (capped: max and size). */
-const SUPPORTED_COLLECTION_OPTIONS = new Set(['capped', 'size', 'max', 'changeStreamPreAndPostImages', 'comment']);
+const SUPPORTED_COLLECTION_OPTIONS = new Set(['capped', 'size', 'max', 'changeStreamPreAndPostImages', 'comment', 'timeseries', 'expireAfterSeconds', 'clusteredIndex']);
 /** Fields of a `create` command that are not collection options. */
 const COMMAND_FIELDS = new Set(['create', '$db', 'lsid', '$clusterTime', 'txnNumber', 'writeConcern', 'apiVersion', 'apiStrict', 'apiDeprecationErrors', '$readPreference']);
 
@@ -119,6 +144,8 @@ function collectionOptions(command: Document): Document {
     options[option] = value;
   }
   if (options.capped && !(Number(options.size) > 0)) throw new CommandError(72, 'InvalidOptions', 'the size field is required when capped is true');
+  // A time-series collection stores its measurements as documents here (no buckets); its TTL is kept.
+  if (options.timeseries && !(options.timeseries as Document).timeField) throw new CommandError(40414, 'Location40414', "BSON field 'timeseries.timeField' is missing but a required field");
   return options;
 }
 
@@ -160,7 +187,7 @@ function hello(_command: Document, _db: string, ctx: CommandContext): Document {
     helloOk: true,
     ismaster: true,
     isWritablePrimary: true,
-    maxBsonObjectSize: 16 * 1024 * 1024,
+    maxBsonObjectSize: MAX_BSON_OBJECT_SIZE,
     maxMessageSizeBytes: 48_000_000,
     maxWriteBatchSize: 100_000,
     localTime: new Date(),
@@ -173,6 +200,7 @@ function hello(_command: Document, _db: string, ctx: CommandContext): Document {
   };
 }
 
+const EXPLAINABLE = new Set(['find', 'aggregate', 'count', 'distinct', 'findAndModify', 'update', 'delete']);
 const BUILD_INFO = { version: '7.0.0-embedded', versionArray: [7, 0, 0, 0], maxBsonObjectSize: 16 * 1024 * 1024, ok: 1 };
 
 const handlers: Record<string, Handler> = {
@@ -184,6 +212,21 @@ const handlers: Record<string, Handler> = {
   buildinfo: () => BUILD_INFO,
   endSessions: () => ({ ok: 1 }),
   getParameter: () => ({ ok: 1 }),
+  setParameter(command, _db, ctx) {
+    const names = Object.keys(command).filter((key) => key !== 'setParameter' && !key.startsWith('$') && key !== 'lsid');
+    if (names.some((name) => name !== 'ttlMonitorSleepSecs')) throw new CommandError(72, 'InvalidOptions', `attempted to set unrecognized parameter [${names.join(', ')}] (the embedded server sets ttlMonitorSleepSecs only)`);
+    const was = ctx.store.ttlMonitorSleepSecs;
+    if (names.length > 0) ctx.store.ttlMonitorSleepSecs = Math.max(1, toNumber(command.ttlMonitorSleepSecs));
+    return { was, ok: 1 };
+  },
+  /** No query planner: every plan is the scan this server does (`_id` and unique lookups aside). Nothing runs. */
+  explain(command, db) {
+    const inner = command.explain as Document;
+    const name = Object.keys(inner)[0];
+    if (!EXPLAINABLE.has(name)) throw new CommandError(72, 'InvalidOptions', `Explain failed due to unknown command: ${name}`);
+    const plan = { stage: 'COLLSCAN', filter: inner.filter ?? inner.query ?? inner.q ?? {}, direction: 'forward' };
+    return { explainVersion: '1', queryPlanner: { namespace: `${db}.${String(inner[name])}`, parsedQuery: plan.filter, winningPlan: plan, rejectedPlans: [] }, command: inner, serverInfo: { host: 'embedded', version: BUILD_INFO.version }, ok: 1 };
+  },
   /** The documented top-level shape; counters this server does not keep are absent, not invented. */
   serverStatus: (_command, _db, ctx) => {
     const uptimeMillis = Date.now() - ctx.startedAt;
@@ -227,7 +270,11 @@ const handlers: Record<string, Handler> = {
 
   insert(command, db, ctx) {
     const collection = ensureCollection(ctx, db, command.insert);
-    const { done, writeErrors } = eachStatement(command, 'documents', (doc) => collection.insert(doc));
+    const { done, writeErrors } = eachStatement(command, 'documents', (doc) => {
+      const size = (ctx.messageBytes ?? 0) > MAX_BSON_OBJECT_SIZE ? calculateObjectSize(doc) : 0;
+      if (size > MAX_BSON_OBJECT_SIZE) throw new CommandError(10334, 'BSONObjectTooLarge', `object to insert too large. size in bytes: ${size}, max size: ${MAX_BSON_OBJECT_SIZE}`);
+      collection.insert(doc);
+    });
     return writeResult(done, writeErrors);
   },
 
@@ -289,6 +336,7 @@ const handlers: Record<string, Handler> = {
 
   aggregate(command, db, ctx, cursors) {
     const pipeline = (command.pipeline as Document[]) ?? [];
+    checkPipeline(pipeline);
     const collection = collectionOf(ctx, db, command.aggregate);
     const docs = collection ? collection.aggregate(pipeline) : [];
     const batchSize = (command.cursor as Document | undefined)?.batchSize;
@@ -349,7 +397,7 @@ const handlers: Record<string, Handler> = {
     const infos = ctx.store
       .db(db)
       .names()
-      .map((name) => ({ name, type: 'collection', options: ctx.store.db(db).collection(name)?.options ?? {}, info: { readOnly: false }, idIndex: { v: 2, key: { _id: 1 }, name: '_id_' } }));
+      .map((name) => ({ name, type: ctx.store.db(db).collection(name)?.options.timeseries ? 'timeseries' : 'collection', options: ctx.store.db(db).collection(name)?.options ?? {}, info: { readOnly: false }, idIndex: { v: 2, key: { _id: 1 }, name: '_id_' } }));
     const query = new Query((command.filter as Document) ?? {});
     const matching = infos.filter((i) => query.test(i));
     const docs = command.nameOnly ? matching.map(({ name, type }) => ({ name, type })) : matching;
@@ -396,8 +444,8 @@ function refuseUnsupported(command: Document): void {
     throw new CommandError(20, 'IllegalOperation', 'Transaction numbers are only allowed on a replica set member or mongos (the embedded server is a standalone)');
   }
   const statements = STATEMENT_LISTS.flatMap((list) => (Array.isArray(command[list]) ? (command[list] as Document[]) : []));
-  const indexes = Array.isArray(command.indexes) ? (command.indexes as Document[]) : [];
-  if (command.collation || statements.some((s) => s.collation) || indexes.some((i) => i.collation)) {
+  // An index's collation is kept and enforced for uniqueness (store.ts `collated`); a query's is not.
+  if (command.collation || statements.some((s) => s.collation) || (command.explain as Document | undefined)?.collation) {
     throw new CommandError(115, 'CommandNotSupported', 'collation is not supported by the embedded server');
   }
 }

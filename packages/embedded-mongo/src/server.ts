@@ -1,6 +1,6 @@
 import net from 'node:net';
 import type { Document } from 'bson';
-import { CursorRegistry, runCommand } from './commands';
+import { CursorRegistry, runCommand, type CommandContext } from './commands';
 import type { CommandError } from './errors';
 import { FailCommandPoint } from './failpoint';
 import { Store } from './store';
@@ -37,9 +37,12 @@ export async function startEmbeddedMongo(options: EmbeddedMongoOptions = {}): Pr
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.setNoDelay(true);
-    const ctx = { store, connectionId: nextConnectionId++, connections: () => ({ current: sockets.size, totalCreated: nextConnectionId - 1 }), startedAt };
+    const ctx: CommandContext = { store, connectionId: nextConnectionId++, connections: () => ({ current: sockets.size, totalCreated: nextConnectionId - 1 }), startedAt };
     let appName: string | undefined;
-    let pending: Buffer = Buffer.alloc(0);
+    // Chunks of a message not yet whole: joined once it is (joining at every chunk made a 16 MiB
+    // message cost gigabytes of copying).
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
     // Messages wait here while the fail point blocks this connection; other connections go on.
     const waiting: Buffer[] = [];
     let blocked = false;
@@ -53,6 +56,7 @@ export async function startEmbeddedMongo(options: EmbeddedMongoOptions = {}): Pr
           socket.destroy();
           return;
         }
+        ctx.messageBytes = message.length;
         const result = action?.error ?? (name === 'configureFailPoint' ? configure(request.command, request.db) : runCommand(request.command, request.db, ctx, cursors));
         if (!request.moreToCome) socket.write(encodeReply(request, result));
       };
@@ -82,8 +86,13 @@ export async function startEmbeddedMongo(options: EmbeddedMongoOptions = {}): Pr
     };
     socket.on('data', (chunk) => {
       try {
-        const { messages, rest } = takeMessages(pending.length ? Buffer.concat([pending, chunk]) : chunk);
-        pending = Buffer.from(rest);
+        pending.push(chunk);
+        pendingBytes += chunk.length;
+        const head = pending[0].length >= 4 ? pending[0] : Buffer.concat(pending);
+        if (head.length >= 4 && pendingBytes < head.readInt32LE(0)) return;
+        const { messages, rest } = takeMessages(pending.length === 1 ? chunk : Buffer.concat(pending));
+        pending = rest.length > 0 ? [Buffer.from(rest)] : [];
+        pendingBytes = rest.length;
         waiting.push(...messages);
         pump();
       } catch {
@@ -101,12 +110,21 @@ export async function startEmbeddedMongo(options: EmbeddedMongoOptions = {}): Pr
   const port = (server.address() as net.AddressInfo).port;
   const sweeper = setInterval(() => cursors.sweepIdle(), 60_000);
   sweeper.unref();
+  // mongod's TTL monitor: a pass every ttlMonitorSleepSecs (setParameter can change it at any time).
+  let lastTtlPass = Date.now();
+  const ttl = setInterval(() => {
+    if (Date.now() - lastTtlPass < store.ttlMonitorSleepSecs * 1000) return;
+    lastTtlPass = Date.now();
+    store.expire(lastTtlPass);
+  }, 1000);
+  ttl.unref();
 
   return {
     uri: `mongodb://${host}:${port}`,
     port,
     async stop() {
       clearInterval(sweeper);
+      clearInterval(ttl);
       cursors.clear();
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -33,6 +33,17 @@ function keyOf(value: unknown): string {
   return EJSON.stringify(value === undefined ? null : (value as Document), { relaxed: false });
 }
 
+/**
+ * A string as an index's collation compares it for equality: strength 1 ignores case and accents,
+ * 2 case only; 3 and up (ICU's default) tell apart what a binary comparison does.
+ */
+function collated(value: unknown, collation: Document | undefined): unknown {
+  const strength = Number(collation?.strength ?? 3);
+  if (typeof value !== 'string' || strength >= 3 || collation?.locale === 'simple') return value;
+  const lower = value.toLowerCase().normalize('NFD');
+  return strength === 1 ? lower.replace(/\p{M}/gu, '') : lower;
+}
+
 /** A value as MongoDB's error messages show it. */
 function shown(value: unknown): string {
   if (value instanceof ObjectId) return `ObjectId('${value.toHexString()}')`;
@@ -414,7 +425,7 @@ export class Collection {
   }
 
   private uniqueKey(index: IndexSpec, doc: Document): string {
-    return keyOf(Object.keys(index.key).map((field) => getPath(doc, field) ?? null));
+    return keyOf(Object.keys(index.key).map((field) => collated(getPath(doc, field) ?? null, index.collation as Document | undefined)));
   }
 
   private readonly partialFilters = new Map<string, Query>();
@@ -504,7 +515,7 @@ export class Collection {
     }
     for (const index of this.uniqueIndexes()) {
       // A partial or sparse index holds only some documents: its map cannot answer for the rest.
-      if (index.partialFilterExpression || index.sparse) continue;
+      if (index.partialFilterExpression || index.sparse || index.collation) continue;
       const values = Object.keys(index.key).map((field) => equalityValue(filter, field));
       if (values.every((v) => v.found)) {
         const doc = this.uniqueMaps.get(index.name)!.get(keyOf(values.map((v) => v.value ?? null)));
@@ -732,6 +743,24 @@ export class Collection {
     return true;
   }
 
+  /**
+   * Removes what a TTL index (one date field, `expireAfterSeconds`) or a time-series collection's
+   * `expireAfterSeconds` says has expired at `now`, as mongod's TTL monitor does; an array of
+   * dates expires by its earliest.
+   */
+  expire(now: number): void {
+    const rules = this.indexes.filter((i) => typeof i.expireAfterSeconds === 'number' && Object.keys(i.key).length === 1).map((i) => ({ field: Object.keys(i.key)[0], seconds: Number(i.expireAfterSeconds) }));
+    const timeField = (this.options.timeseries as Document | undefined)?.timeField;
+    if (timeField && this.options.expireAfterSeconds !== undefined) rules.push({ field: String(timeField), seconds: Number(this.options.expireAfterSeconds) });
+    for (const { field, seconds } of rules) {
+      for (const doc of this.all()) {
+        const value = getPath(doc, field);
+        const dates = (Array.isArray(value) ? value : [value]).filter((v): v is Date => v instanceof Date);
+        if (dates.length > 0 && Math.min(...dates.map((d) => d.getTime())) + seconds * 1000 <= now) this.removeFromIndexes(doc);
+      }
+    }
+  }
+
   dropIndex(name: string): boolean {
     const at = this.indexes.findIndex((i) => i.name === name);
     if (at <= 0) return false;
@@ -796,6 +825,13 @@ export class Store {
 
   list(): Database[] {
     return [...this.databases.values()];
+  }
+
+  /** Seconds between TTL passes (`setParameter: {ttlMonitorSleepSecs}`), 60 as in mongod. */
+  ttlMonitorSleepSecs = 60;
+
+  expire(now = Date.now()): void {
+    for (const db of this.databases.values()) for (const name of db.names()) db.collection(name)!.expire(now);
   }
 }
 

@@ -305,6 +305,58 @@ describe('embedded MongoDB server: documented behaviours mongoose relies on', ()
     await Indexed.collection.insertMany([{ b: 'same' }, { b: 'same' }]);
   });
 
+  it('when a unique index has a collation of strength 2, then names differing only in case collide; strength 3 tells them apart', async () => {
+    const schema = new Schema({ username: String, handle: String });
+    schema.index({ username: 1 }, { unique: true, collation: { locale: 'en', strength: 2 } });
+    schema.index({ handle: 1 }, { unique: true, collation: { locale: 'en', strength: 3 } });
+    const User = conn.model('CollatedUser', schema);
+    await User.init();
+    expect((await User.listIndexes()).find((i) => i.name === 'username_1')?.collation).toMatchObject({ locale: 'en', strength: 2 });
+    await User.create({ username: 'Ann', handle: 'Ann' });
+    await expect(User.create({ username: 'ann', handle: 'x' })).rejects.toMatchObject({ code: 11000 });
+    await User.create({ username: 'bob', handle: 'ann' });
+  });
+
+  it('when a pipeline has an unknown stage or a $group without _id or with a non-accumulator, then it is refused even over no documents', async () => {
+    const agg = (pipeline: mongoose.mongo.Document[]) => conn.collection(`empty_${Date.now()}`).aggregate(pipeline).toArray();
+    await expect(agg([{ $fakeStage: {} }])).rejects.toMatchObject({ code: 40324 });
+    await expect(agg([{ $group: { n: { $sum: 1 } } }])).rejects.toMatchObject({ code: 15955 });
+    await expect(agg([{ $group: { _id: null, foo: 'bar' } }])).rejects.toMatchObject({ code: 40234 });
+    await expect(agg([{ $match: {}, $limit: 1 }])).rejects.toMatchObject({ code: 40323 });
+  });
+
+  it('when a document past 16 MiB is inserted, then BSONObjectTooLarge (10334) comes back promptly and nothing is stored', async () => {
+    const raw = conn.collection(`huge_${Date.now()}`);
+    const started = Date.now();
+    await expect(raw.insertOne({ data: 'x'.repeat(16 * 1024 * 1024) })).rejects.toMatchObject({ code: 10334 });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(await raw.countDocuments()).toBe(0);
+  });
+
+  it('when a time-series collection is created with expireAfterSeconds, then listCollections reports both and TTL removes what expired', async () => {
+    const name = `metrics_${Date.now()}`;
+    await conn.db!.createCollection(name, { timeseries: { timeField: 'at', metaField: 'meta' }, expireAfterSeconds: 60 });
+    const [info] = await conn.db!.listCollections({ name }).toArray();
+    expect(info).toMatchObject({ type: 'timeseries', options: { timeseries: { timeField: 'at' }, expireAfterSeconds: 60 } });
+    await conn.collection(name).insertMany([{ at: new Date(Date.now() - 3_600_000), meta: 'old' }, { at: new Date(), meta: 'new' }]);
+    const was = await conn.db!.admin().command({ setParameter: 1, ttlMonitorSleepSecs: 1 });
+    try {
+      const deadline = Date.now() + 15_000;
+      while ((await conn.collection(name).countDocuments()) > 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+      expect((await conn.collection(name).find().toArray()).map((d) => d.meta)).toEqual(['new']);
+    } finally {
+      await conn.db!.admin().command({ setParameter: 1, ttlMonitorSleepSecs: was.was ?? 60 });
+    }
+  }, 30_000);
+
+  it('when a find or an aggregate is explained, then queryPlanner names the namespace and a winning plan', async () => {
+    const plan = await Item().collection.find({ group: 'x' }).explain();
+    expect(plan.queryPlanner).toMatchObject({ namespace: `${conn.db!.databaseName}.${Item().collection.collectionName}` });
+    expect(plan.queryPlanner.winningPlan).toBeDefined();
+    const aggregated = await Item().collection.aggregate([{ $match: { group: 'x' } }]).explain();
+    expect(JSON.stringify(aggregated)).toMatch(/queryPlanner|stages/);
+  });
+
   it('when a unique index has a partialFilterExpression, then only matching documents must be unique', async () => {
     const schema = new Schema({ email: Schema.Types.Mixed, tenant: String });
     schema.index({ email: 1 }, { unique: true, partialFilterExpression: { email: { $type: 'string' } } });
