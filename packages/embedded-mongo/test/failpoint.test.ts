@@ -3,13 +3,15 @@
  * it; the same tests run against a real server through TEST_MONGO_URL (alone: a fail point holds
  * for every client of the server).
  */
-import { MongoClient, type Document } from 'mongodb';
+import type { Document } from 'bson';
+import mongoose from 'mongoose';
 import { onRealMongo, testMongoUrl } from '../../../test/support/mongo';
 import { startEmbeddedMongo, type EmbeddedMongo } from '../src/server';
 
 let server: EmbeddedMongo | undefined;
-let client: MongoClient;
-let probe: MongoClient;
+const { MongoClient } = mongoose.mongo;
+let client: InstanceType<typeof MongoClient>;
+let probe: InstanceType<typeof MongoClient>;
 const admin = () => probe.db('admin');
 const failCommand = (mode: unknown, data: Document = {}) => admin().command({ configureFailPoint: 'failCommand', mode, data });
 

@@ -26,8 +26,12 @@ export const unsupportedMediaType = (message: string) => new AppError(415, 'unsu
 
 export const notFoundRoute: RequestHandler = (req, _res, next) => next(notFound(`no route ${req.method} ${req.path}`));
 
-/** Writes `error` as the one error body. */
+/** Seconds a 503 asks the client to wait before its retry (a replica-set election lasts about 12 s). */
+const RETRY_AFTER_S = '2';
+
+/** Writes `error` as the one error body; a 503 says when to retry (RFC 9110 Retry-After). */
 export function sendError(res: Response, error: AppError): void {
+  if (error.status === 503) res.setHeader('Retry-After', RETRY_AFTER_S);
   res.status(error.status).json({ error: { code: error.code, message: error.message } });
 }
 
@@ -52,6 +56,12 @@ const STORE_DOWN_NAMES = new Set([
   'MaxRetriesPerRequestError',
 ]);
 const STORE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH']);
+/**
+ * MongoDB's answers of a primary stepping down or an election (NotWritablePrimary,
+ * NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary, InterruptedDueToReplStateChange,
+ * InterruptedAtShutdown, ShutdownInProgress, PrimarySteppedDown): the store cannot take it now.
+ */
+const STEPPED_DOWN_CODES = new Set([10107, 13435, 13436, 11602, 11600, 91, 189]);
 
 export function isStoreUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
@@ -60,6 +70,7 @@ export function isStoreUnavailable(err: unknown): boolean {
     STORE_DOWN_NAMES.has(err.name) ||
     STORE_DOWN_NAMES.has(err.constructor.name) ||
     (typeof code === 'string' && STORE_DOWN_CODES.has(code)) ||
+    (typeof code === 'number' && STEPPED_DOWN_CODES.has(code)) ||
     /buffering timed out|Connection is closed|client is closed/i.test(err.message)
   );
 }
