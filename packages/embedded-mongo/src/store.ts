@@ -327,9 +327,9 @@ function checkPathConflicts(modifier: Document): void {
 function applyOperators(doc: Document, modifier: Document, arrayFilters?: Document[]): boolean {
   const unknown = Object.keys(modifier).find((op) => !UPDATE_OPERATORS[op]);
   if (unknown) throw new CommandError(9, 'FailedToParse', `Unknown modifier: ${unknown}. Expected a valid update modifier or pipeline-style update specified as an array`);
-  if (arrayFilters && arrayFilters.length > 0) {
+  if ((arrayFilters && arrayFilters.length > 0) || namedPaths(modifier).some((path) => path.includes('$['))) {
     // One path at a time: mingo rejects two array-filter paths under one array ('a.$[m].x' and
-    // 'a.$[o].x') as a conflict, which MongoDB allows; real conflicts were refused above.
+    // 'a.$[o].x', or 'a.$[].x' and 'a.$[].y') as a conflict, which MongoDB allows; real conflicts were refused above.
     let changed = false;
     for (const [op, fields] of Object.entries(modifier)) {
       for (const [path, value] of Object.entries(fields as Document)) {
@@ -637,6 +637,14 @@ export class Collection {
         );
       }
       if (!isNumeric(amount)) throw new CommandError(14, 'TypeMismatch', `Cannot increment with non-numeric argument: {${path}: ${shown(amount)}}`);
+    }
+    for (const operator of ['$push', '$addToSet', '$pull', '$pullAll', '$pop']) {
+      for (const path of Object.keys((modifier[operator] ?? {}) as Document)) {
+        const current = getPath(next, path);
+        if (current === undefined || Array.isArray(current)) continue;
+        const type = typeof current === 'number' ? (Number.isInteger(current) ? 'int' : 'double') : typeName(current);
+        throw new CommandError(2, 'BadValue', `The field '${path}' must be an array but is of type ${type} in document {_id: ${shown(doc._id)}}`);
+      }
     }
     const { rest, changed: incremented } = incrementBsonNumbers(next, modifier);
     let changed = incremented;

@@ -555,6 +555,28 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
     await expect(Doc().collection.updateOne({ name: 'a' }, { $set: { 'scores.$.score': 0 } })).rejects.toMatchObject({ code: 2 });
   });
 
+  it('when $push, $addToSet, $pull or $pop names a field that holds no array, then BadValue (2) and nothing changes', async () => {
+    const raw = Doc().collection;
+    for (const update of [{ $push: { n: 1 } }, { $addToSet: { name: 'x' } }, { $pull: { n: 1 } }, { $pop: { name: 1 } }] as mongoose.mongo.Document[]) {
+      await raw.updateOne({ name: 'b' }, { $set: { n: 7 } });
+      await expect(raw.updateOne({ name: 'b' }, update)).rejects.toMatchObject({ code: 2 });
+    }
+    expect(await raw.findOne({ name: 'b' })).toMatchObject({ name: 'b', n: 7 });
+    // A missing field is created as an array.
+    await raw.updateOne({ name: 'b' }, { $push: { fresh: 1 } });
+    expect((await raw.findOne({ name: 'b' }))!.fresh).toEqual([1]);
+  });
+
+  it('when one $set names two fields below every element ($[]), then both change in each element', async () => {
+    const update: mongoose.mongo.Document = { $set: { 'scores.$[].score': 0, 'scores.$[].seen': true, n: 1 } };
+    await Doc().collection.updateOne({ name: 'a' }, update);
+    const a = await Doc().collection.findOne({ name: 'a' });
+    expect(a!.scores.map((s: { score: number; seen: boolean }) => [s.score, s.seen])).toEqual([
+      [0, true],
+      [0, true],
+    ]);
+  });
+
   it('when one update names the same path or a path and its prefix, then it is a conflict (40); sibling paths and array filters are not', async () => {
     await expect(Doc().collection.updateOne({ name: 'a' }, { $set: { n: 1 }, $inc: { n: 1 } })).rejects.toMatchObject({ code: 40 });
     await expect(Doc().collection.updateOne({ name: 'a' }, { $set: { scores: [], 'scores.0.score': 1 } })).rejects.toMatchObject({ code: 40 });
