@@ -563,7 +563,8 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
     }
     expect(await raw.findOne({ name: 'b' })).toMatchObject({ name: 'b', n: 7 });
     // A missing field is created as an array.
-    await raw.updateOne({ name: 'b' }, { $push: { fresh: 1 } });
+    const push: mongoose.mongo.Document = { $push: { fresh: 1 } };
+    await raw.updateOne({ name: 'b' }, push);
     expect((await raw.findOne({ name: 'b' }))!.fresh).toEqual([1]);
   });
 
