@@ -2,8 +2,8 @@
  * The embedded MongoDB server measured with mongoose's own tests: a CRUD subset of mongoose's test
  * files (named below) run by mocha against a fresh embedded server, and the pass rate printed.
  * `MONGOOSE_SRC=/path/to/mongoose pnpm test:mongoose [file ...]`: a checkout of mongoose's repository
- * at the lockfile's version with its dev dependencies installed (`npm install --ignore-scripts`;
- * its test fixtures need no MongoDB binary here). A developer's command, not CI's: CI cannot fetch.
+ * (the lockfile's version, or the nearest tag one has) with its dev dependencies installed
+ * (`npm install --ignore-scripts`: no MongoDB binary is needed). A developer's command, not CI's.
  * Tests mongoose itself skips (replica sets, transactions) count neither way.
  */
 import { spawn } from 'node:child_process';
