@@ -325,11 +325,9 @@ describe('embedded MongoDB server: documented behaviours mongoose relies on', ()
     await expect(agg([{ $match: {}, $limit: 1 }])).rejects.toMatchObject({ code: 40323 });
   });
 
-  it('when a document past 16 MiB is inserted, then BSONObjectTooLarge (10334) comes back promptly and nothing is stored', async () => {
+  it('when a document past 16 MiB is inserted, then BSONObjectTooLarge (10334) comes back and nothing is stored', async () => {
     const raw = conn.collection(`huge_${Date.now()}`);
-    const started = Date.now();
     await expect(raw.insertOne({ data: 'x'.repeat(16 * 1024 * 1024) })).rejects.toMatchObject({ code: 10334 });
-    expect(Date.now() - started).toBeLessThan(5000);
     expect(await raw.countDocuments()).toBe(0);
   });
 
