@@ -29,12 +29,11 @@
  * aborted), so it never overlaps the next holder's checks. The holder also drives the rollout
  * ramp (R23, ramp-driver.ts) after each check: exactly one replica drives it.
  */
-import { randomUUID } from 'node:crypto';
 import type { Job, Queue } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import { versionFor } from '@feed/domain';
 import type { Logger } from '@feed/logger';
-import { readHeldVersion, runScript, VersionStore, withDeadline, type Redis, type RedisKeys } from '@feed/storage';
+import { Lease, readHeldVersion, VersionStore, withDeadline, type Redis, type RedisKeys } from '@feed/storage';
 import type { WorkerMetrics } from '../metrics';
 import { SCHEDULER_ID, type BuildJobData } from '../jobs/build-queue';
 import { COUNTER_REPAIR_SCHEDULER_ID } from '../jobs/counter-repair';
@@ -200,10 +199,7 @@ export async function checkDesiredState(deps: ControllerDeps): Promise<Repair[]>
 export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, timing: { leaseMs?: number; checkDeadlineMs?: number } = {}) {
   const leaseMs = timing.leaseMs ?? LEASE_MS;
   const checkDeadlineMs = timing.checkDeadlineMs ?? CHECK_DEADLINE_MS;
-  const token = randomUUID();
-  const holdsLease = async () =>
-    (await deps.redis.set(deps.keys.controllerLease, token, { NX: true, PX: leaseMs })) === 'OK' ||
-    (await runScript<number>(deps.redis, 'extend-lock', [deps.keys.controllerLease], [token, String(leaseMs)])) === 1;
+  const lease = new Lease(deps.redis, deps.keys.controllerLease, leaseMs);
   let running: Promise<void> | undefined;
   // BullMQ's ioredis queues commands while Redis is gone: a check that hangs is abandoned so the
   // next one can run, and it never holds up a shutdown. Abandoned within our lease, it is aborted
@@ -214,7 +210,7 @@ export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, 
       try {
         await withDeadline(
           (async () => {
-            if (!(await holdsLease())) return;
+            if (!(await lease.hold())) return;
             // The ramp is driven even when the check failed (BullMQ or MongoDB trouble): it needs Redis only.
             const checked = await checkDesiredState({ ...deps, signal: abandoned.signal }).then(() => undefined, (err: unknown) => err ?? new Error('check failed'));
             await deps.driveRamp?.(abandoned.signal);
@@ -240,7 +236,7 @@ export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, 
     async stop() {
       clearInterval(timer);
       // The next replica takes over at its next check, not after the lease's expiry.
-      await runScript(deps.redis, 'release-lock', [deps.keys.controllerLease], [token]).catch(() => undefined);
+      await lease.release().catch(() => undefined);
     },
   };
 }

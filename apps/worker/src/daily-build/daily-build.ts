@@ -21,6 +21,7 @@ import type { CandidateColumns } from './candidate-columns';
 import {
   clearHeldVersion,
   countUsersWithOffset,
+  Lease,
   makeCurrent,
   PublishRefusedError,
   VersionStore,
@@ -33,7 +34,7 @@ import {
   type SwitchOutcome,
   type VideoModel,
 } from '@feed/storage';
-import { acquireBuildLock, waitForRelease, type BuildLock } from './build-lock';
+import { acquireBuildLock, type BuildLock } from './build-lock';
 import { readCandidates, type DocumentIssues } from './read-candidates';
 import { writeBackScores } from './score-write-back';
 import { writeIds, writeScores } from './write-ids';
@@ -362,12 +363,13 @@ async function planAndLock(deps: BuildDeps, version: string, options: BuildOptio
     const key = shadow ? keys.shadowBuildLock(version) : keys.buildLock(version);
     const lock = await run.phase('lock', 0, () => acquireBuildLock(redis, key, deps.lockTtlMs, logger));
     if (lock) return { shadow, reason, run, lock };
+    const held = new Lease(redis, key, deps.lockTtlMs);
     const waitLeft = (deps.lockWaitMs ?? 0) - (performance.now() - started);
     if (waitLeft > 0) {
       logger.info('daily build waits for the build lock to be released', { version, shadow });
-      if (await waitForRelease(redis, key, waitLeft, options.signal)) continue;
+      if (await held.waitUntilFree(waitLeft, options.signal)) continue;
     }
-    const lockExpiresInMs = Math.max(0, await redis.pTTL(key));
+    const lockExpiresInMs = await held.remainingMs();
     logger.warn('daily build skipped: another worker holds the lock', { version, lockExpiresInMs });
     return { version, status: 'locked', lockExpiresInMs, due: version === todayVersion(deps), timings: run.timings };
   }
