@@ -4,8 +4,7 @@
  *
  * The pipeline, one named step each:
  *   plan -> lock -> read -> assemble -> write -> verify -> gate -> switch | shadow -> legacy -> scores
- * (`plan` runs before the lock and is not timed; every other step is a BuildPhase.)
- * The gate (R23) compares a version about to become current with current's figures and holds it
+ * (`plan` runs before the lock, untimed; every other step is a BuildPhase.) The gate (R23) compares a version about to become current with current's figures and holds it
  * as a shadow when its queue or candidate read shrank too much, or it has a duplicate: see
  * release-gate.ts in @feed/domain, and promote-held.ts for on-call's promotion.
  * Writes go to staging keys in the version's slot and are RENAMEd into place after

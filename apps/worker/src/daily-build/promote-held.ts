@@ -6,9 +6,8 @@
  * being the held build and whole. Then, under the version's build lock, a promote publishes the
  * held shadow's keys as the version's live keys (the publish script checks lock, held build and
  * lengths again, atomically with the rename) and switches `current` by compare-and-set when the
- * day is not older than current; a held day older than current stays published, not current (so
- * does one whose switch lost to a newer day meanwhile: published is not undone). A dismiss, only
- * for a held day older than current, publishes nothing. Either clears the held record (and with
+ * day is not older than current (an older day stays published, not current). A dismiss, only for
+ * a held day older than current, publishes nothing. Either clears the held record (and with
  * it `feed_version_held`) and writes the audit entry (D6).
  */
 import type { Logger } from '@feed/logger';
