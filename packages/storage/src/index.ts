@@ -21,3 +21,4 @@ export * from './ramp-schema';
 export * from './version-store';
 export * from './lease';
 export * from './redis-clock';
+export * from './store-health';
