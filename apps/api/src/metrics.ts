@@ -102,7 +102,7 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     dependencyUp: declareLabels(
       new Gauge({
         name: 'feed_dependency_up',
-        help: 'Whether a store answered a probe of the last seconds (1) or not (0), probed at the scrape when none is that recent',
+        help: 'Whether a store answered the probe of this scrape within 500 ms (1) or not (0)',
         labelNames: ['dependency'],
         registers: [registry],
         async collect() {

@@ -3,10 +3,10 @@
  * bounded (a frozen store costs it its deadline, never a hang) and shared by concurrent asks. A
  * store is `failing` only once every probe for FAILING_AFTER_MS failed: a shared store slow for a
  * moment shows `down` in each instance's readiness body without taking the fleet out of rotation
- * together. A scrape waits for a probe at most SCRAPE_WAIT_MS, so `/metrics` answers within 1 s.
+ * together. A scrape probes for SCRAPE_WAIT_MS at most, so `/metrics` answers within 1 s.
  */
 import type { Connection } from 'mongoose';
-import { probeStore, withDeadline } from './deadline';
+import { withDeadline } from './deadline';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
 
@@ -16,8 +16,6 @@ export type Store = (typeof STORES)[number];
 export const FAILING_AFTER_MS = 3_000;
 /** Longest a scrape waits for a probe: a store that has not answered by then is reported down. */
 export const SCRAPE_WAIT_MS = 500;
-/** A probe this recent answers a scrape without probing again (the orchestrator probes every few seconds). */
-const FRESH_MS = 2_000;
 
 type Probed = { up: boolean; at: number; failingSince?: number };
 export type StoreStates = Record<Store, 'ok' | 'down'> & { failing: Store[] };
@@ -43,11 +41,12 @@ export class StoreHealth {
     return { ...states, failing };
   }
 
-  /** 1 per store that answered a probe of the last FRESH_MS, else 0; probes again, for SCRAPE_WAIT_MS at most, when one is older. */
+  /** 1 per store that answered a probe within this scrape's SCRAPE_WAIT_MS (one in flight is joined), else 0. */
   async upForScrape(): Promise<Record<Store, number>> {
-    const fresh = (store: Store) => performance.now() - (this.probed.get(store)?.at ?? -Infinity) < FRESH_MS;
-    if (!STORES.every(fresh)) await withDeadline(this.probe(), SCRAPE_WAIT_MS, 'store probe for a scrape').catch(() => undefined);
-    return Object.fromEntries(STORES.map((store) => [store, fresh(store) && this.probed.get(store)!.up ? 1 : 0])) as Record<Store, number>;
+    const started = performance.now();
+    await withDeadline(this.probe(), SCRAPE_WAIT_MS, 'store probe for a scrape').catch(() => undefined);
+    const answered = (probed?: Probed) => probed !== undefined && probed.at >= started && probed.up;
+    return Object.fromEntries(STORES.map((store) => [store, answered(this.probed.get(store)) ? 1 : 0])) as Record<Store, number>;
   }
 
   private async probeAll(): Promise<void> {
@@ -60,6 +59,10 @@ export class StoreHealth {
     );
   }
 }
+
+/** `ok` when `call` settles within `ms`, else `down`. */
+const probeStore = (store: Store, call: () => Promise<unknown>, ms: number) =>
+  withDeadline(Promise.resolve().then(call), ms, `${store} probe`).then(() => 'ok' as const, () => 'down' as const);
 
 /** The probes of the service's stores: a keyed Redis read (it routes on a cluster, PING does not) and a MongoDB ping. */
 export function storeHealth(stores: { redis: Redis; keys: RedisKeys; mongo: Connection }, probeMs: Record<Store, number>, failingAfterMs?: number): StoreHealth {

@@ -7,18 +7,17 @@
  * instance says ready once it serves ring pages at full speed (the copy of current loaded).
  */
 import { Router } from 'express';
-import type { Connection } from 'mongoose';
 import { ROUTING } from '@feed/http';
-import { storeHealth, type Redis, type RedisKeys } from '@feed/storage';
+import type { StoreHealth } from '@feed/storage';
 import type { ApiMetrics } from '../metrics';
 import { openApiDocument } from '../openapi';
 
-/** Within the orchestrator's 1 s probe timeout; a slower MongoDB is "down" for that probe, failing only once it stays so (StoreHealth). */
-const MONGO_PROBE_MS = 500;
+/** MongoDB's probe: within the orchestrator's 1 s timeout; a slower MongoDB is "down" for that probe, failing only once it stays so. */
+export const MONGO_PROBE_MS = 500;
 
-export function healthRoutes(deps: { redis: Redis; keys: RedisKeys; mongo: Connection; metrics: ApiMetrics; deadlineMs: number; draining: () => boolean; warm: (redisUp: boolean) => Promise<boolean>; failingAfterMs?: number }): Router {
+export function healthRoutes(deps: { health: StoreHealth; metrics: ApiMetrics; draining: () => boolean; warm: (redisUp: boolean) => Promise<boolean> }): Router {
   const router = Router(ROUTING);
-  const health = storeHealth(deps, { redis: deps.deadlineMs, mongo: MONGO_PROBE_MS }, deps.failingAfterMs);
+  const { health } = deps;
   deps.metrics.storeHealth.read = () => health.upForScrape();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

@@ -5,15 +5,14 @@
  * publish script, which checks the token before anything moves.
  */
 import type { Logger } from '@feed/logger';
-import { Lease, type Redis } from '@feed/storage';
+import type { Lease } from '@feed/storage';
 
 export type BuildLock = Lease;
 
-/** The lock of `key`, renewed until released, or null when another build holds it. */
-export async function acquireBuildLock(redis: Redis, key: string, ttlMs: number, logger?: Logger): Promise<BuildLock | null> {
-  const lock = new Lease(redis, key, ttlMs);
+/** `lock` taken and renewed until released, or null when another build holds it. */
+export async function acquireBuildLock(lock: Lease, logger?: Logger): Promise<BuildLock | null> {
   if (!(await lock.acquire())) return null;
   // Logged, not counted: a failed beat leaves the lease to lapse unless a later one renews it.
-  lock.keepRenewing((err) => logger?.warn(err ? 'build lock heartbeat failed' : 'build lock lost: it lapsed or another build holds it', { key, err }));
+  lock.keepRenewing((err) => logger?.warn(err ? 'build lock heartbeat failed' : 'build lock lost: it lapsed or another build holds it', { key: lock.key, err }));
   return lock;
 }

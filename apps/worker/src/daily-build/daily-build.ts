@@ -360,9 +360,9 @@ async function planAndLock(deps: BuildDeps, version: string, options: BuildOptio
     const run = new BuildRun(logger, version, options);
     // The version's lock, or a shadow's own, so a shadow never blocks the live build or a repair (R21).
     const key = shadow ? keys.shadowBuildLock(version) : keys.buildLock(version);
-    const lock = await run.phase('lock', 0, () => acquireBuildLock(redis, key, deps.lockTtlMs, logger));
-    if (lock) return { shadow, reason, run, lock };
     const held = new Lease(redis, key, deps.lockTtlMs);
+    const lock = await run.phase('lock', 0, () => acquireBuildLock(held, logger));
+    if (lock) return { shadow, reason, run, lock };
     const waitLeft = (deps.lockWaitMs ?? 0) - (performance.now() - started);
     if (waitLeft > 0) {
       logger.info('daily build waits for the build lock to be released', { version, shadow });
