@@ -26,6 +26,16 @@ const layer = (name) => [
   { group: outerOf[name], message: `Layering: ${name} does not import an outer layer (domain <- storage <- apps <- tools).` },
 ];
 
+/**
+ * Storage is the only door to Redis (issue 50): the apps call its named operations and factories;
+ * they never send a command themselves, hold the client's type or load a script.
+ */
+const storageDoor = [
+  { name: 'redis', message: 'Apps reach Redis through @feed/storage\'s named operations, not the client package.' },
+  { name: 'ioredis', message: 'Apps get ioredis connections from a named storage factory (bullConnectionFactory).' },
+  { name: '@feed/storage', importNames: ['runScript', 'loadScript', 'Redis'], message: 'Apps call named storage operations (a Lease, redisClockMs, ...), not scripts or the raw client.' },
+];
+
 /** `x as unknown as T` hides a type error; `client as Redis` hid the cluster client's missing methods. */
 const casts = [
   { selector: 'TSAsExpression > TSAsExpression', message: 'No double casts: fix the type (see packages/storage/src/redis-client.ts for the client interface).' },
@@ -55,6 +65,6 @@ export default tseslint.config(
   },
   { files: ['packages/domain/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: layer('domain') }] } },
   { files: ['packages/storage/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: layer('storage') }] } },
-  { files: ['apps/api/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: layer('api') }] } },
-  { files: ['apps/worker/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: layer('worker') }] } },
+  { files: ['apps/api/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: storageDoor, patterns: layer('api') }] } },
+  { files: ['apps/worker/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: storageDoor, patterns: layer('worker') }] } },
 );

@@ -4,10 +4,8 @@
  * the compiled packages (build-child.cjs; `pnpm build` runs first) with the worker image's
  * NODE_OPTIONS, so its peak RSS is the build's as the worker runs it.
  * Prints each phase, videos/s, and the Redis write phase against its limit: bare pipelined RPUSHes
- * of the same ids (limit-child.cjs), each run in a fresh process started as the build's is. The
- * build's write is its process's first bulk write, so the limit is a bare RPUSH's first run
- * (median of LIMIT_PROCESSES); the runs after it, once V8 has optimised node-redis's encoding,
- * are printed too, as is the legacy-set refill against a bare SADD.
+ * of the same ids (limit-child.cjs) in a fresh process, first run (the build's write is its
+ * process's first; median of LIMIT_PROCESSES), later runs and the legacy refill beside it.
  * `pnpm bench build --assemble-only --videos N`: the domain alone on synthetic candidates.
  * Last two lines:
  *   next-day changed=<c> scores_written=<w> scores_seconds=<s>

@@ -1,7 +1,7 @@
 /** Read-side metrics of SPEC R18, on a registry per app instance (tests build several apps). */
 import { getHeapStatistics } from 'node:v8';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { COUNTER_KINDS, VARIANT_EVENTS, VARIANTS, type CounterKind } from '@feed/storage';
+import { COUNTER_KINDS, STORES, VARIANT_EVENTS, VARIANTS, type CounterKind, type Store } from '@feed/storage';
 import { declareLabels } from '@feed/telemetry';
 import { SKIP_REASONS, STRATEGIES } from './labels';
 
@@ -38,6 +38,8 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
   const counter = (name: string, help: string, labels: Record<string, readonly string[]>) => declareLabels(new Counter({ name, help, labelNames: Object.keys(labels), registers: [registry] }), labels);
   /** What each cache holds, read at scrape time; the app that owns the caches sets it. */
   const cacheSizes: { read?: () => Record<MemoryCache, number> } = {};
+  /** The stores' probes (health-routes.ts sets it): `feed_dependency_up` at each scrape, within SCRAPE_WAIT_MS. */
+  const storeHealth: { read?: () => Promise<Record<Store, number>> } = {};
   const cacheBytes = new Gauge({
     name: 'feed_cache_bytes',
     help: 'Estimated bytes held by each in-process cache (video documents, verified tokens, queue copies), against its share of API_MEMORY_BUDGET_MB',
@@ -96,7 +98,20 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     degradations: counter('feed_degradations_total', 'Pages served by a fallback strategy, by kind (previous-version, legacy-set, mongo-fallback)', { kind: DEGRADATION_KINDS }),
     rolloutEnabled: new Gauge({ name: 'feed_rollout_enabled', help: 'Whether the ring feed is enabled in this instance (R16, override or environment)', registers: [registry] }),
     rolloutPercent: new Gauge({ name: 'feed_rollout_percent', help: 'Share of users served by the ring feed in this instance (R16)', registers: [registry] }),
-    dependencyUp: new Gauge({ name: 'feed_dependency_up', help: 'Whether a store answered the last readiness probe (1) or not (0)', labelNames: ['dependency'], registers: [registry] }),
+    storeHealth,
+    dependencyUp: declareLabels(
+      new Gauge({
+        name: 'feed_dependency_up',
+        help: 'Whether a store answered the probe of this scrape within 500 ms (1) or not (0)',
+        labelNames: ['dependency'],
+        registers: [registry],
+        async collect() {
+          const up = await storeHealth.read?.();
+          if (up) for (const dependency of STORES) this.set({ dependency }, up[dependency]);
+        },
+      }),
+      { dependency: STORES },
+    ),
     currentVersion: new Gauge({ name: 'feed_current_version', help: 'The version (YYYYMMDD) this instance last read as current', registers: [registry] }),
   };
   return metrics;

@@ -224,7 +224,7 @@ export const openApiDocument = {
   paths: methodsOnEveryPath({
     ...operationsPaths({
       liveness: 'The process answers.',
-      readiness: 'Ready while MongoDB answers; Redis down is degraded, still ready (R17). 503 while warming (a new instance) and draining (from SIGTERM on, D4).',
+      readiness: 'Ready while MongoDB answers (it fails readiness once it failed every probe for 3 s); Redis down is degraded, still ready (R17). 503 while warming (a new instance) and draining (from SIGTERM on, D4).',
       notReady: 'MongoDB does not answer, or the instance is warming or draining',
       metrics: 'The R18 metrics in the Prometheus text format.',
       document: 'The OpenAPI 3.1 document of this API.',

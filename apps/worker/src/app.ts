@@ -11,11 +11,11 @@ import type { Queue } from 'bullmq';
 import { adminUserOf, answerOptions, basicAuth, errorHandler, methodNotAllowed, notFoundRoute, requestId, routeStrictly, sendError, unavailable } from '@feed/http';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
-import { auditTrail, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { auditTrail, storeHealth, type Redis, type RedisKeys, type StoreHealth, type VideoModel } from '@feed/storage';
 import { asDashboardRequest, auditedQueue } from './jobs/audited-queue';
 import { DASHBOARD_DESCRIPTION } from './jobs/build-queue';
 import { inspectorRoutes } from './inspect/inspector-routes';
-import { readiness } from './readiness';
+import { PROBE_MS, readiness } from './readiness';
 import { DASHBOARD_PATH, workerOpenApiDocument } from './openapi';
 import type { WorkerMetrics } from './metrics';
 
@@ -30,6 +30,8 @@ export interface WorkerAppDeps {
   redis: Redis;
   keys: RedisKeys;
   videos: VideoModel;
+  /** The stores' probes, shared with `/metrics` (main.ts); absent: the app's own. */
+  health?: StoreHealth;
 }
 
 /** Longest an admin request may wait on Redis (bull-board's ioredis queues commands while Redis is down). */
@@ -52,7 +54,7 @@ function answerWithin(ms: number): RequestHandler {
 /** The statuses bull-board's handlers may answer with. */
 type BoardStatus = ReturnType<Parameters<ExpressAdapter['setErrorHandler']>[0]>['status'];
 
-export function createWorkerApp({ config, queue, metrics, redis, keys, videos }: WorkerAppDeps): Express {
+export function createWorkerApp({ config, queue, metrics, redis, keys, videos, health = storeHealth({ redis, keys, mongo: videos.db }, PROBE_MS) }: WorkerAppDeps): Express {
   const app = express();
   routeStrictly(app);
   app.disable('x-powered-by');
@@ -63,7 +65,7 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos }:
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', readiness({ redis, keys, videos }));
+  app.get('/readyz', readiness(health));
   app.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });

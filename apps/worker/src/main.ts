@@ -5,7 +5,7 @@ import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
 import { createHttpServer } from '@feed/http';
 import { configureLogger, logger } from '@feed/logger';
-import { auditTrail, closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readHeldVersion, readMeta, readRamp, videoModel } from '@feed/storage';
+import { auditTrail, closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readHeldVersion, readMeta, readRamp, storeHealth, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
 import { buildDepsFrom } from './daily-build/daily-build';
 import { startController } from './controller/desired-state';
@@ -14,6 +14,7 @@ import { bullConnectionFactory } from './jobs/bull-connection';
 import { startBuildQueue } from './jobs/build-queue';
 import { startCounterRepair } from './jobs/counter-repair';
 import { createWorkerMetrics } from './metrics';
+import { PROBE_MS } from './readiness';
 
 export async function startWorker(config: Config = loadConfig()) {
   configureLogger(config);
@@ -24,8 +25,10 @@ export async function startWorker(config: Config = loadConfig()) {
   const keys = createRedisKeys(config.redisKeyPrefix);
   const videos = videoModel(mongo.connection);
   await videos.init(); // R19 indexes
+  const health = storeHealth({ redis, keys, mongo: mongo.connection }, PROBE_MS);
   const metrics = createWorkerMetrics({
     defaultMetrics: true,
+    health,
     currentMeta: async () => {
       const current = await redis.get(keys.current);
       return current ? readMeta(redis, keys, current) : null;
@@ -69,7 +72,7 @@ export async function startWorker(config: Config = loadConfig()) {
     driveRamp: (signal) => driveRamp({ redis, keys, logger, metrics, environment, trail, signal }),
   });
 
-  const app = createWorkerApp({ config, queue: jobs.queue, metrics, redis, keys, videos });
+  const app = createWorkerApp({ config, queue: jobs.queue, metrics, redis, keys, videos, health });
   const server = createHttpServer(app, { headersTimeoutMs: config.httpHeadersTimeoutMs, requestTimeoutMs: config.httpRequestTimeoutMs, maxConnections: config.httpMaxConnections }).listen(config.workerPort);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   logger.info('worker listening', { port: config.workerPort });

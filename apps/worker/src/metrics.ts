@@ -1,7 +1,7 @@
 /** Build-side metrics of SPEC R18. */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { expandBlocks, fullBlockRatio, RAMP_NOTICE_KINDS } from '@feed/domain';
-import { COUNTER_KINDS, type QueueMeta } from '@feed/storage';
+import { COUNTER_KINDS, SCRAPE_WAIT_MS, STORES, withDeadline, type QueueMeta, type StoreHealth } from '@feed/storage';
 import { declareLabels } from '@feed/telemetry';
 import { REPAIR_REASONS } from './controller/repair-reasons';
 import type { BuildStatus } from './daily-build/daily-build';
@@ -29,7 +29,12 @@ export interface WorkerMetricsOptions {
   rampStatus?: () => Promise<string | null>;
   /** The held version's day, if the release gate holds one (R23). When given, `feed_version_held` is read from it at every scrape. */
   heldVersion?: () => Promise<string | null>;
+  /** The stores' probes, for `feed_dependency_up` (the same as `/readyz`'s). */
+  health?: StoreHealth;
 }
+
+/** A scrape-time read of Redis, bounded so a frozen Redis never holds the scrape (R17); undefined when it failed or timed out. */
+const readForScrape = <T>(read: (() => Promise<T>) | undefined) => (read ? withDeadline(read(), SCRAPE_WAIT_MS, 'scrape read').catch(() => undefined) : Promise.resolve(undefined));
 
 export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
   const registry = new Registry();
@@ -38,18 +43,17 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
   const gauge = (name: string, help: string, collect?: (this: Gauge) => Promise<void>) => new Gauge({ name, help, registers: [registry], collect });
   const { currentMeta } = options;
   // One read of current's meta per scrape, shared: prom-client collects every gauge at once, so
-  // each build gauge waits for it (a gauge that did not read the last scrape's). A Redis error keeps the last values.
-  let reading: Promise<boolean> | undefined;
-  /** Reads current's meta into the build gauges; false when there is none or it could not be read. */
+  // each build gauge waits for it (a gauge that did not read the last scrape's). A Redis error or
+  // a read past SCRAPE_WAIT_MS keeps the last values, marked stale by feed_build_meta_up 0.
+  let reading: Promise<QueueMeta | null> | undefined;
+  /** Reads current's meta into the build gauges; false when there is none or it could not be read in time. */
   const readMeta =
     currentMeta &&
-    (() =>
-      (reading ??= currentMeta()
-        .then((meta) => {
-          if (meta) recordBuildMeta(metrics, meta);
-          return Boolean(meta);
-        }, () => false)
-        .finally(() => (reading = undefined))));
+    (async () => {
+      const meta = await readForScrape(() => (reading ??= currentMeta().finally(() => (reading = undefined))));
+      if (meta) recordBuildMeta(metrics, meta);
+      return Boolean(meta);
+    });
   if (readMeta) {
     gauge('feed_build_meta_up', "Whether the current version's meta could be read from Redis at this scrape", async function () {
       this.set((await readMeta()) ? 1 : 0);
@@ -89,8 +93,8 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
       'feed_ramp_halted',
       'Whether the rollout ramp is halted by a failing guard (1) until on-call acts (R23): see the inspector and the audit trail',
       async function () {
-        // A Redis error keeps the last value (the driver's).
-        const status = rampStatus ? await rampStatus().catch(() => undefined) : undefined;
+        // A Redis error or timeout keeps the last value (the driver's).
+        const status = await readForScrape(rampStatus);
         if (status !== undefined) this.set(status === 'halted' ? 1 : 0);
       },
     ),
@@ -100,11 +104,24 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
       'Whether the release gate holds a version as a shadow (1) until on-call promotes it or a later day switches (R23): see the inspector',
       async function () {
         // Read from the held record, so it lasts exactly as long as the hold, on every replica; a Redis error keeps the last value.
-        const held = heldVersion ? await heldVersion().catch(() => undefined) : undefined;
+        const held = await readForScrape(heldVersion);
         if (held !== undefined) this.set(held ? 1 : 0);
       },
     ),
     rampSteps: counter('feed_ramp_steps_total', "The rollout ramp's automatic steps and on-call's pauses and resumes, as recorded in the audit trail (R23)", { kind: RAMP_STEP_KINDS }),
+    dependencyUp: declareLabels(
+      new Gauge({
+        name: 'feed_dependency_up',
+        help: 'Whether a store answered the probe of this scrape within 500 ms (1) or not (0)',
+        labelNames: ['dependency'],
+        registers: [registry],
+        async collect() {
+          const up = await options.health?.upForScrape();
+          if (up) for (const dependency of STORES) this.set({ dependency }, up[dependency]);
+        },
+      }),
+      { dependency: STORES },
+    ),
     counterRepairs: counter('feed_counter_repairs_total', 'Interaction records the repair job counted into a video counter, by counter (R3)', { counter: REPAIRED_COUNTERS }),
   };
   return metrics;

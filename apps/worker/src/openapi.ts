@@ -46,7 +46,7 @@ export const workerOpenApiDocument = {
     },
     schemas: {
       Error: ERROR_BODY_SCHEMA,
-      Readiness: readinessSchema(['ready', 'unavailable'], 'unavailable while either store does not answer within 1 s'),
+      Readiness: readinessSchema(['ready', 'unavailable'], 'unavailable once either store has failed every probe for 3 s (a store slow for a moment is `down` in the body, still ready)'),
       Pointers: {
         type: 'object',
         additionalProperties: false,
@@ -165,7 +165,7 @@ export const workerOpenApiDocument = {
   paths: methodsOnEveryPath({
     ...operationsPaths({
       liveness: 'The process answers (independent of both stores).',
-      readiness: 'Ready while both stores answer: without either a worker can neither build nor show its dashboard.',
+      readiness: 'Ready while both stores answer (a store fails readiness once it failed every probe for 3 s): without either a worker can neither build nor show its dashboard.',
       notReady: 'A store does not answer',
       metrics: "The worker's metrics in the Prometheus text format.",
       document: "The OpenAPI 3.1 document of the worker's HTTP surface.",

@@ -1,23 +1,20 @@
 /**
- * The worker's `/readyz`: 200 while both stores answer, 503 naming the one that does not. A
- * worker builds from MongoDB into Redis, so without either it can neither build nor show its
- * dashboard; the orchestrator takes it out of rotation until both are back (`/healthz` stays
- * independent of both, so it is not restarted for a store's outage).
+ * The worker's `/readyz`: 200 while both stores answer, 503 naming the one that has been failing
+ * for a few seconds (a store slow for a moment shows `down` in the body, still 200: see
+ * StoreHealth). A worker builds from MongoDB into Redis, so without either it can neither build
+ * nor show its dashboard; `/healthz` stays independent of both, so it is not restarted for a
+ * store's outage.
  */
 import type { RequestHandler } from 'express';
-import { probeStore, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import type { StoreHealth } from '@feed/storage';
 
-/** Longest a probe waits on one store: a slow primary election is not "down". */
-const PROBE_MS = 1_000;
+/** Longest a probe waits on each store: within the orchestrator's 1 s probe timeout (a slower store fails the probe, not yet readiness). */
+export const PROBE_MS = { redis: 500, mongo: 500 };
 
-export function readiness(deps: { redis: Redis; keys: RedisKeys; videos: VideoModel }): RequestHandler {
+export function readiness(health: StoreHealth): RequestHandler {
   return async (_req, res) => {
-    const [redis, mongo] = await Promise.all([
-      // A keyed read rather than PING: it routes on Redis Cluster too.
-      probeStore('redis', () => deps.redis.get(deps.keys.current), PROBE_MS),
-      probeStore('mongo', () => deps.videos.db.db!.command({ ping: 1 }), PROBE_MS),
-    ]);
-    const ready = redis === 'ok' && mongo === 'ok';
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'unavailable', redis, mongo });
+    const { failing, ...stores } = await health.probe();
+    const ready = failing.length === 0;
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'unavailable', ...stores });
   };
 }

@@ -3,6 +3,7 @@
  * on Jest's fake timers; Redis, its TTLs and the Lua scripts are real.
  */
 import { createLogger } from '@feed/logger';
+import { Lease } from '@feed/storage';
 import { acquireBuildLock } from '../src/daily-build/build-lock';
 import { useTestServices } from '../../../test/support/services';
 import { waitUntil } from '../../../tools/support/processes';
@@ -19,7 +20,7 @@ afterEach(() => jest.useRealTimers());
 describe('build lock heartbeat', () => {
   it('when a third of the TTL passes, then the heartbeat renews the lock to the full TTL', async () => {
     const key = s.keys.buildLock('20260801');
-    const lock = (await acquireBuildLock(s.redis, key, TTL_MS))!;
+    const lock = (await acquireBuildLock(new Lease(s.redis, key, TTL_MS)))!;
     try {
       // As if most of the TTL had run out while the build worked.
       await s.redis.set(key, lock.token, { PX: 1_000 });
@@ -33,7 +34,7 @@ describe('build lock heartbeat', () => {
 
   it('when the lock was released, then the heartbeat no longer renews it', async () => {
     const key = s.keys.buildLock('20260802');
-    const lock = (await acquireBuildLock(s.redis, key, TTL_MS))!;
+    const lock = (await acquireBuildLock(new Lease(s.redis, key, TTL_MS)))!;
     expect(await lock.release()).toBe(true);
     // Our own token back with a short expiry: a heartbeat still running would renew it (extend-lock
     // accepts our token), so only a stopped heartbeat leaves the short expiry.
@@ -48,7 +49,7 @@ describe('build lock heartbeat', () => {
     const key = s.keys.buildLock('20260803');
     const logger = createLogger({ silent: true });
     const warn = jest.spyOn(logger, 'warn');
-    const lock = (await acquireBuildLock(s.redis, key, TTL_MS, logger))!;
+    const lock = (await acquireBuildLock(new Lease(s.redis, key, TTL_MS), logger))!;
     await s.redis.set(key, 'other-worker', { PX: 1_000 });
     jest.advanceTimersByTime(TTL_MS / 3);
     // The renewal (compare-token-and-extend in Lua) was answered, and refused: only then is the TTL read.

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { judgeRelease, releaseFigures } from '@feed/domain';
-import { readHeldVersion, readMeta, videoModel, VersionStore, type QueueMeta } from '@feed/storage';
+import { Lease, readHeldVersion, readMeta, videoModel, VersionStore, type QueueMeta } from '@feed/storage';
 import { holdVersion } from '../src/daily-build/daily-build';
 import { acquireBuildLock } from '../src/daily-build/build-lock';
 import { useTestServices } from '../../../test/support/services';
@@ -55,7 +55,7 @@ describe('two holds at once (R23)', () => {
           await s.redis.set(s.keys.shadow, '20260601');
         }
         const hold = async (version: string) => {
-          const lock = (await acquireBuildLock(s.redis, s.keys.buildLock(version), 60_000))!;
+          const lock = (await acquireBuildLock(new Lease(s.redis, s.keys.buildLock(version), 60_000)))!;
           try {
             const built = meta(version, 1, `build-${version}-${lock.token}`);
             await versions.stage(built, lock, 600, async ({ queue, scores }) => {

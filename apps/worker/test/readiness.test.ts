@@ -1,18 +1,20 @@
 /**
  * The worker's `/readyz` (its readiness probe in infra/k8s/worker.yaml): 200 while Redis and
- * MongoDB answer, 503 naming the store that does not, while `/healthz` stays 200.
+ * MongoDB answer, 503 naming the store that has failed every probe for a while (a short
+ * `failingAfterMs` here), while `/healthz` stays 200.
  */
 import express from 'express';
 import mongoose from 'mongoose';
 import { Queue } from 'bullmq';
 import request from '../../../test/support/contract';
-import { connectRedis, videoModel } from '@feed/storage';
+import { connectRedis, storeHealth, videoModel, type Redis, type VideoModel } from '@feed/storage';
 import { createWorkerApp } from '../src/app';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { createWorkerMetrics } from '../src/metrics';
-import { readiness } from '../src/readiness';
+import { PROBE_MS, readiness } from '../src/readiness';
 import { workerOpenApiDocument } from '../src/openapi';
 import { useTestServices } from '../../../test/support/services';
+import { waitUntil } from '../../../tools/support/processes';
 
 const s = useTestServices('readyz');
 
@@ -30,12 +32,24 @@ async function closedMongo() {
 }
 
 /** The probe alone, beside the worker's document (which the contract check reads). */
-const probe = (deps: Parameters<typeof readiness>[0]) =>
-  request(
-    express()
-      .get('/readyz', readiness(deps))
-      .get('/openapi.json', (_req, res) => void res.json(workerOpenApiDocument)),
-  ).get('/readyz');
+const FAILING_AFTER_MS = 300;
+const prober = (deps: { redis: Redis; videos: VideoModel }) => {
+  const app = express()
+    .get('/readyz', readiness(storeHealth({ redis: deps.redis, keys: s.keys, mongo: deps.videos.db }, PROBE_MS, FAILING_AFTER_MS)))
+    .get('/openapi.json', (_req, res) => void res.json(workerOpenApiDocument));
+  return () => request(app).get('/readyz');
+};
+
+/** The first answer (the store down a moment: still ready), then 503 once it failed for FAILING_AFTER_MS. */
+async function readinessOver(deps: { redis: Redis; videos: VideoModel }) {
+  const probe = prober(deps);
+  const started = performance.now();
+  const first = await probe();
+  for (;;) {
+    const answer = await probe();
+    if (answer.status === 503 || performance.now() - started > 5_000) return { first: [first.status, first.body] as const, then: answer, afterMs: performance.now() - started };
+  }
+}
 
 describe('worker /readyz', () => {
   it('when the worker app is asked with both stores up, then /readyz is 200 and /healthz too', async () => {
@@ -46,15 +60,22 @@ describe('worker /readyz', () => {
       await connection.quit();
     });
     const app = createWorkerApp({ config: s.config, queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos: videoModel(s.mongo) });
-    await request(app).get('/readyz').expect(200, { status: 'ready', redis: 'ok', mongo: 'ok' });
+    // A probe waits 500 ms at most: on a loaded machine one may miss it (still ready, that store `down`), the next answers.
+    let body: unknown;
+    await waitUntil('both stores ok', async () => ((body = (await request(app).get('/readyz').expect(200)).body), JSON.stringify(body) === JSON.stringify({ status: 'ready', redis: 'ok', mongo: 'ok' })), 10_000);
     await request(app).get('/healthz').expect(200);
   });
 
-  it('when Redis cannot be reached, then /readyz is 503 naming Redis', async () => {
-    await probe({ redis: await closedRedis(), keys: s.keys, videos: videoModel(s.mongo) }).expect(503, { status: 'unavailable', redis: 'down', mongo: 'ok' });
+  it('when Redis cannot be reached, then /readyz says it down at once, still ready, and is 503 naming Redis once it failed for failingAfterMs', async () => {
+    const { first, then, afterMs } = await readinessOver({ redis: await closedRedis(), videos: videoModel(s.mongo) });
+    expect(first).toEqual([200, { status: 'ready', redis: 'down', mongo: 'ok' }]);
+    expect([then.status, then.body]).toEqual([503, { status: 'unavailable', redis: 'down', mongo: 'ok' }]);
+    expect(afterMs).toBeGreaterThanOrEqual(FAILING_AFTER_MS * 0.9);
   });
 
-  it('when MongoDB cannot be reached, then /readyz is 503 naming MongoDB', async () => {
-    await probe({ redis: s.redis, keys: s.keys, videos: await closedMongo() }).expect(503, { status: 'unavailable', redis: 'ok', mongo: 'down' });
+  it('when MongoDB cannot be reached, then /readyz says it down at once and is 503 naming MongoDB once it failed for failingAfterMs', async () => {
+    const { first, then } = await readinessOver({ redis: s.redis, videos: await closedMongo() });
+    expect(first).toEqual([200, { status: 'ready', redis: 'ok', mongo: 'down' }]);
+    expect([then.status, then.body]).toEqual([503, { status: 'unavailable', redis: 'ok', mongo: 'down' }]);
   });
 });

@@ -7,11 +7,14 @@
  * only, never a secret; reading them is behind the admin credentials.
  */
 import type { Connection } from 'mongoose';
+import { MongoBudget } from './deadline';
 
 export const AUDIT_COLLECTION = 'audit_trail';
 /** Entries kept (a capped collection drops the oldest beyond this count or AUDIT_TRAIL_BYTES). */
 export const AUDIT_TRAIL_MAX = 10_000;
 export const AUDIT_TRAIL_BYTES = 16 * 1024 * 1024;
+/** A read's MongoDB budget when its caller gives none (the inspector, the CLI): an admin page never hangs on a frozen MongoDB. */
+export const AUDIT_READ_MS = 2_000;
 /** MongoDB's "NamespaceExists": another process created the collection first. */
 const NAMESPACE_EXISTS = 48;
 
@@ -54,8 +57,8 @@ export interface AuditTrail {
    */
   ready(): Promise<void>;
   record(entry: AuditEntry): Promise<void>;
-  /** The newest `count` entries, newest first. */
-  read(count?: number): Promise<AuditRecord[]>;
+  /** The newest `count` entries, newest first, within `budget` (its time left closes the cursor too). */
+  read(count?: number, budget?: MongoBudget): Promise<AuditRecord[]>;
 }
 
 const parseJson = (text: string | undefined): unknown => {
@@ -103,9 +106,9 @@ export function auditTrail(connection: Connection, scope: string): AuditTrail {
         after: JSON.stringify(entry.after ?? null),
       });
     },
-    async read(count = 50) {
+    async read(count = 50, budget = new MongoBudget(AUDIT_READ_MS)) {
       // No ensure(): a read (a GET, or a HEAD, of the audit) creates nothing; a missing collection reads as empty.
-      const entries = await collection().find({ scope }).sort({ at: -1, _id: -1 }).limit(count).toArray();
+      const entries = await budget.run((signal) => collection().find({ scope }, { signal }).sort({ at: -1, _id: -1 }).limit(count).toArray(), 'audit trail read');
       return entries.map((entry) => ({
         id: entry._id.toHexString(),
         at: entry.at.toISOString(),

@@ -32,13 +32,6 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): 
   ]).finally(() => clearTimeout(timer));
 }
 
-/** A readiness probe of one store (both deployables' `/readyz`): `ok` when `call` settles within `ms`, else `down`. */
-export const probeStore = (what: string, call: () => Promise<unknown>, ms: number) =>
-  withDeadline(Promise.resolve().then(call), ms, `${what} readiness probe`).then(
-    () => 'ok' as const,
-    () => 'down' as const,
-  );
-
 /**
  * One request's budget for Redis: every call races the time that is left, so a stalled Redis
  * costs a request at most `ms` in all, however many calls and fallbacks it makes.

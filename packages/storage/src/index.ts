@@ -19,3 +19,6 @@ export * from './held-version';
 export * from './ramp-store';
 export * from './ramp-schema';
 export * from './version-store';
+export * from './lease';
+export * from './redis-clock';
+export * from './store-health';

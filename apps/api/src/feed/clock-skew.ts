@@ -8,7 +8,7 @@
  */
 import type { Gauge } from 'prom-client';
 import { logger } from '@feed/logger';
-import { runScript, withDeadline, type Redis, type RedisKeys } from '@feed/storage';
+import { withDeadline } from '@feed/storage';
 
 /** How often an instance measures, at most: skew moves slowly, a step (a resumed VM) shows within this. */
 export const SKEW_MEASURE_EVERY_MS = 15_000;
@@ -21,8 +21,8 @@ export class ClockSkewProbe {
   private measuring?: Promise<number | null>;
 
   constructor(
-    private readonly redis: Redis,
-    private readonly keys: RedisKeys,
+    /** Redis's clock in ms (storage's `redisClockMs`). */
+    private readonly redisClockMs: () => Promise<number>,
     private readonly gauge: Gauge,
   ) {}
 
@@ -31,9 +31,9 @@ export class ClockSkewProbe {
     const sentAt = Date.now();
     const started = performance.now();
     try {
-      const [seconds, micros] = await withDeadline(runScript<[string, string]>(this.redis, 'redis-time', [this.keys.current], []), MEASURE_DEADLINE_MS, 'redis time');
+      const redisMs = await withDeadline(this.redisClockMs(), MEASURE_DEADLINE_MS, 'redis time');
       const roundTrip = performance.now() - started;
-      const skew = (Number(seconds) * 1000 + Number(micros) / 1000 - (sentAt + roundTrip / 2)) / 1000;
+      const skew = (redisMs - (sentAt + roundTrip / 2)) / 1000;
       this.gauge.set(skew);
       if (Math.abs(skew) > SKEW_WARN_SECONDS) logger.warn('host clock differs from redis', { skewSeconds: Number(skew.toFixed(3)), roundTripMs: Math.round(roundTrip) });
       return skew;

@@ -16,7 +16,7 @@
  */
 import { BLOCK_SIZE, fnv1a32, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { claimPositions, Deadline, DeadlineSpentError, readOffset, RedisCallError, unclaimPositions, VersionStore, withDeadline, type Claim, type MongoBudget, type Redis, type RedisKeys, type RingVersion, type Variant } from '@feed/storage';
+import { claimPositions, Deadline, DeadlineSpentError, readOffset, redisClockMs, RedisCallError, unclaimPositions, VersionStore, withDeadline, type Claim, type MongoBudget, type Redis, type RedisKeys, type RingVersion, type Variant } from '@feed/storage';
 import { AppError, unavailable } from '@feed/http';
 import { annotateRequestSpan, inSpan } from '@feed/telemetry';
 import type { Identity } from '../http/identity';
@@ -99,7 +99,7 @@ export class FeedService {
     private readonly metrics: ApiMetrics,
     private readonly options: FeedOptions,
   ) {
-    this.clockSkew = new ClockSkewProbe(redis, keys, metrics.clockSkew);
+    this.clockSkew = new ClockSkewProbe(() => redisClockMs(redis, keys), metrics.clockSkew);
     this.versions = new VersionStore(redis, keys);
     const showRollout = ({ rollout }: FeedReadState) => {
       metrics.rolloutEnabled.set(rollout.enabled ? 1 : 0);

@@ -22,6 +22,7 @@ import {
 } from '@feed/storage';
 import { AppError, notFound } from '@feed/http';
 import { DEVICE_ID, guestIdentity, USER_ID, userIdentity } from '../http/identity';
+import { budgetOf } from '../http/request-budget';
 import { validateBody, validateQuery } from '../http/validate';
 import { explainNextPage, type ExplainDeps } from '../feed/explain';
 import type { FeedService } from '../feed/feed-service';
@@ -111,7 +112,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   router.delete('/api/admin/rollout', async (_req, res) => change(res, 'clear'));
   router.get('/api/admin/audit', async (req, res) => {
     const { count } = validateQuery(auditQuery, req);
-    res.json({ entries: await audit.read(count) });
+    res.json({ entries: await audit.read(count, budgetOf(res).mongo) });
   });
   return router;
 }

@@ -1,40 +1,19 @@
 /**
  * The desired-state controller (SPEC R21): the worker keeps the state, not only the schedule.
- *
- * Every CHECK_EVERY_MS each replica tries to hold a Redis lease; the holder compares Redis with
- * what should be there and repairs the difference without a human:
- *   - the daily build's job scheduler and the counter repair's exist (upserted again if not);
- *   - a complete version (VersionStore.completeness) is current: today's once today's cron time
- *     has passed, else yesterday's or today's;
- *   - the legacy random set exists.
- * A missing or incomplete version is repaired by one build job with a deterministic id per
- * version (`repair-V`): replicas never pile up builds, and a failed repair is re-queued on the
- * next check. A current version whose queue (or the legacy set) vanished is rebuilt in place
- * (forced). A `current` later than today (on-call switched ahead) is legitimate: the version
- * repaired is then the current one, never a today that could only be built as a shadow.
- * Repairs converge or stop: a repair build that completed without fixing the state counts as an
- * attempt per reason, version and state (the current version it saw), at most
- * MAX_REPAIR_ATTEMPTS a business day; past that the controller stops queueing it, says why (log,
- * `feed_repair_stopped{reason}` = 1, the alert FeedRepairStopped, the inspector's error line)
- * and resumes when the state changes (another current version, the state repaired by hand) or
- * on-call deletes the day's attempts (`recommend:short:repair-attempts:<day>`). A repair build
- * that failed before it read the catalog (MongoDB down) is not an attempt: it is queued again at
- * the next check; one that failed after the read is (it would fail the same way for ever).
- * Each repair is logged, counted in `feed_repairs_total{reason}` and kept as the last
- * repair for the inspector. A day whose version the release gate held (R23) is handled: on-call
- * promotes it or the next day's build replaces it; the controller does not rebuild it (it would be
- * held again, or switch a catalogue nobody checked). The lease lives in Redis, not in BullMQ: after Redis lost its data
- * the controller itself still runs (a BullMQ scheduler would be gone with the data). A check
- * has a deadline shorter than the lease, and once abandoned it acts no more (its signal is
- * aborted), so it never overlaps the next holder's checks. The holder also drives the rollout
- * ramp (R23, ramp-driver.ts) after each check: exactly one replica drives it.
+ * Every CHECK_EVERY_MS the replica holding the controller's `Lease` checks that both job
+ * schedulers exist, that a complete version is current (today's once today's cron time has
+ * passed) and that the legacy set exists, and repairs what is missing: schedulers upserted, one
+ * build job per version (`repair-V`), so replicas never pile up builds. Repairs converge or stop:
+ * past MAX_REPAIR_ATTEMPTS a day for one state the controller says why and waits for a change or
+ * a human. A check has a deadline inside the lease and, abandoned, acts no more. The holder then
+ * drives the rollout ramp (R23). Which build repairs what, and why the lease lives outside
+ * BullMQ: docs/design.md, "Self-healing".
  */
-import { randomUUID } from 'node:crypto';
 import type { Job, Queue } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import { versionFor } from '@feed/domain';
 import type { Logger } from '@feed/logger';
-import { readHeldVersion, runScript, VersionStore, withDeadline, type Redis, type RedisKeys } from '@feed/storage';
+import { Lease, readHeldVersion, VersionStore, withDeadline, type Redis, type RedisKeys } from '@feed/storage';
 import type { WorkerMetrics } from '../metrics';
 import { SCHEDULER_ID, type BuildJobData } from '../jobs/build-queue';
 import { COUNTER_REPAIR_SCHEDULER_ID } from '../jobs/counter-repair';
@@ -200,10 +179,7 @@ export async function checkDesiredState(deps: ControllerDeps): Promise<Repair[]>
 export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, timing: { leaseMs?: number; checkDeadlineMs?: number } = {}) {
   const leaseMs = timing.leaseMs ?? LEASE_MS;
   const checkDeadlineMs = timing.checkDeadlineMs ?? CHECK_DEADLINE_MS;
-  const token = randomUUID();
-  const holdsLease = async () =>
-    (await deps.redis.set(deps.keys.controllerLease, token, { NX: true, PX: leaseMs })) === 'OK' ||
-    (await runScript<number>(deps.redis, 'extend-lock', [deps.keys.controllerLease], [token, String(leaseMs)])) === 1;
+  const lease = new Lease(deps.redis, deps.keys.controllerLease, leaseMs);
   let running: Promise<void> | undefined;
   // BullMQ's ioredis queues commands while Redis is gone: a check that hangs is abandoned so the
   // next one can run, and it never holds up a shutdown. Abandoned within our lease, it is aborted
@@ -214,7 +190,7 @@ export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, 
       try {
         await withDeadline(
           (async () => {
-            if (!(await holdsLease())) return;
+            if (!(await lease.hold())) return;
             // The ramp is driven even when the check failed (BullMQ or MongoDB trouble): it needs Redis only.
             const checked = await checkDesiredState({ ...deps, signal: abandoned.signal }).then(() => undefined, (err: unknown) => err ?? new Error('check failed'));
             await deps.driveRamp?.(abandoned.signal);
@@ -240,7 +216,7 @@ export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, 
     async stop() {
       clearInterval(timer);
       // The next replica takes over at its next check, not after the lease's expiry.
-      await runScript(deps.redis, 'release-lock', [deps.keys.controllerLease], [token]).catch(() => undefined);
+      await lease.release().catch(() => undefined);
     },
   };
 }

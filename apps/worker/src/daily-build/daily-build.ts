@@ -4,8 +4,7 @@
  *
  * The pipeline, one named step each:
  *   plan -> lock -> read -> assemble -> write -> verify -> gate -> switch | shadow -> legacy -> scores
- * (`plan` runs before the lock and is not timed; every other step is a BuildPhase.)
- * The gate (R23) compares a version about to become current with current's figures and holds it
+ * (`plan` runs before the lock, untimed; every other step is a BuildPhase.) The gate (R23) compares a version about to become current with current's figures and holds it
  * as a shadow when its queue or candidate read shrank too much, or it has a duplicate: see
  * release-gate.ts in @feed/domain, and promote-held.ts for on-call's promotion.
  * Writes go to staging keys in the version's slot and are RENAMEd into place after
@@ -21,6 +20,7 @@ import type { CandidateColumns } from './candidate-columns';
 import {
   clearHeldVersion,
   countUsersWithOffset,
+  Lease,
   makeCurrent,
   PublishRefusedError,
   VersionStore,
@@ -33,7 +33,7 @@ import {
   type SwitchOutcome,
   type VideoModel,
 } from '@feed/storage';
-import { acquireBuildLock, waitForRelease, type BuildLock } from './build-lock';
+import { acquireBuildLock, type BuildLock } from './build-lock';
 import { readCandidates, type DocumentIssues } from './read-candidates';
 import { writeBackScores } from './score-write-back';
 import { writeIds, writeScores } from './write-ids';
@@ -360,14 +360,15 @@ async function planAndLock(deps: BuildDeps, version: string, options: BuildOptio
     const run = new BuildRun(logger, version, options);
     // The version's lock, or a shadow's own, so a shadow never blocks the live build or a repair (R21).
     const key = shadow ? keys.shadowBuildLock(version) : keys.buildLock(version);
-    const lock = await run.phase('lock', 0, () => acquireBuildLock(redis, key, deps.lockTtlMs, logger));
+    const held = new Lease(redis, key, deps.lockTtlMs);
+    const lock = await run.phase('lock', 0, () => acquireBuildLock(held, logger));
     if (lock) return { shadow, reason, run, lock };
     const waitLeft = (deps.lockWaitMs ?? 0) - (performance.now() - started);
     if (waitLeft > 0) {
       logger.info('daily build waits for the build lock to be released', { version, shadow });
-      if (await waitForRelease(redis, key, waitLeft, options.signal)) continue;
+      if (await held.waitUntilFree(waitLeft, options.signal)) continue;
     }
-    const lockExpiresInMs = Math.max(0, await redis.pTTL(key));
+    const lockExpiresInMs = await held.remainingMs();
     logger.warn('daily build skipped: another worker holds the lock', { version, lockExpiresInMs });
     return { version, status: 'locked', lockExpiresInMs, due: version === todayVersion(deps), timings: run.timings };
   }

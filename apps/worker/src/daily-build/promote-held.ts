@@ -6,13 +6,12 @@
  * being the held build and whole. Then, under the version's build lock, a promote publishes the
  * held shadow's keys as the version's live keys (the publish script checks lock, held build and
  * lengths again, atomically with the rename) and switches `current` by compare-and-set when the
- * day is not older than current; a held day older than current stays published, not current (so
- * does one whose switch lost to a newer day meanwhile: published is not undone). A dismiss, only
- * for a held day older than current, publishes nothing. Either clears the held record (and with
+ * day is not older than current (an older day stays published, not current). A dismiss, only for
+ * a held day older than current, publishes nothing. Either clears the held record (and with
  * it `feed_version_held`) and writes the audit entry (D6).
  */
 import type { Logger } from '@feed/logger';
-import { clearHeldVersion, makeCurrent, readHeldVersion, VersionStore, type AuditEntry, type AuditTrail, type HeldVersion, type QueueMeta, type Redis, type RedisKeys } from '@feed/storage';
+import { clearHeldVersion, Lease, makeCurrent, readHeldVersion, VersionStore, type AuditEntry, type AuditTrail, type HeldVersion, type QueueMeta, type Redis, type RedisKeys } from '@feed/storage';
 import { acquireBuildLock, type BuildLock } from './build-lock';
 import { BuildVerificationError, publish } from './daily-build';
 
@@ -102,7 +101,7 @@ export async function promoteHeldVersion(deps: PromoteDeps, version: string, who
   const held = await readHeldVersion(redis, keys);
   if (!held || held.version !== version) throw new PromoteRefusedError(404, held ? `${version} is not held; the held version is ${held.version}` : `${version} is not held: no version is held`);
   await deps.audit.ready();
-  const lock = await acquireBuildLock(redis, keys.buildLock(version), deps.lockTtlMs, logger);
+  const lock = await acquireBuildLock(new Lease(redis, keys.buildLock(version), deps.lockTtlMs), logger);
   if (!lock) throw new PromoteRefusedError(409, `a build of ${version} holds its build lock; promote again when it finished`);
   const before = await redis.get(keys.current);
   let outcome: Outcome;

@@ -1,0 +1,13 @@
+/**
+ * Redis's clock (TIME), read by the API to measure its own clock's skew (SPEC R11: measured and
+ * exported, never relied on). Through a script keyed on `current`, so it routes on a cluster.
+ */
+import { runScript } from './lua-scripts';
+import type { Redis } from './redis-client';
+import type { RedisKeys } from './redis-keys';
+
+/** Redis's clock in ms since the epoch. */
+export async function redisClockMs(redis: Redis, keys: RedisKeys): Promise<number> {
+  const [seconds, micros] = await runScript<[string, string]>(redis, 'redis-time', [keys.current], []);
+  return Number(seconds) * 1000 + Number(micros) / 1000;
+}
