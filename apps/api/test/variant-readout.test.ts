@@ -86,7 +86,7 @@ describe('V2 vs legacy readout (D7)', () => {
     const after = await engagement();
     const delta = (key: string) => after[key] - before[key];
     // The user's one share, and the guest's one per video for the guest's own variant.
-    const guestVariant = await api.feed.variantOf(guestIdentity('readout-guest-1'));
+    const { variant: guestVariant } = await api.feed.variantOf(guestIdentity('readout-guest-1'));
     const shares = { ring: 1, legacy: 0 };
     shares[guestVariant] += 2;
     expect(Object.fromEntries(Object.keys(after).map((key) => [key, delta(key)]))).toEqual({

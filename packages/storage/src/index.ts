@@ -19,3 +19,4 @@ export * from './held-version';
 export * from './ramp-store';
 export * from './ramp-schema';
 export * from './version-store';
+export * from './guest-devices';

@@ -119,15 +119,17 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
 
   router.post('/api/app/vid/view', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req);
-    await inRedis(history.recordView(identity.key, vid), 'view-history');
-    await feed.readout.record(identity, 'view', vid);
+    const sight = await inRedis(history.recordView(identity.key, vid), 'view-history');
+    await feed.readout.record(identity, 'view', vid, { sight });
     res.json({ ok: true });
   });
 
   router.post('/api/app/recommend/vid/not-interested', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req);
     await inRedis(history.markNotInterested(identity.key, vid), 'not-interested');
-    await feed.readout.record(identity, 'not-interested', vid);
+    // A guest's first sight tells the ramp's judge whether it is new to the step (R23); unknown, it is counted as trusted.
+    const firstSeen = identity.deviceId === undefined ? undefined : await history.guestFirstSeen(identity.key).catch(() => undefined);
+    await feed.readout.record(identity, 'not-interested', vid, { firstSeen });
     logger.info('video marked not interested', { requestId: requestIdOf(res), vid });
     res.json({ ok: true });
   });

@@ -72,7 +72,8 @@ export async function driveRamp(deps: RampDriverDeps): Promise<RampState | null>
   const state = stored.state;
   const now = deps.now?.() ?? new Date();
   const rollout = await observeRollout(redis, keys, deps.environment);
-  const readout = rampNeedsReadout(state, now) ? await readStepReadout(redis, keys, now, rampReadoutHours(state, now)) : undefined;
+  const step = state.steps[state.current];
+  const readout = rampNeedsReadout(state, now) ? await readStepReadout(redis, keys, now, rampReadoutHours(state, now), { startedAt: new Date(step.startedAt ?? now), percent: step.percent }) : undefined;
   const { state: next, write } = advanceRamp(state, { now, rollout, readout });
   if (next !== state) {
     signal?.throwIfAborted();
