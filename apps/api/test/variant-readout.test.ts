@@ -4,7 +4,7 @@
  * of the user at the time of the action, in Prometheus and in Redis's hourly tally.
  */
 import request from '../../../test/support/contract';
-import { readVariantStats, type VariantTally } from '@feed/storage';
+import { readStepReadout, readVariantStats, type VariantTally } from '@feed/storage';
 import type { Api } from '../src/app';
 import { guestIdentity } from '../src/http/identity';
 import { useTestServices } from '../../../test/support/services';
@@ -128,5 +128,22 @@ describe('V2 vs legacy readout (D7)', () => {
     expect((await readVariantStats(s.redis, s.keys, new Date())).legacy.view).toBe(before.legacy.view);
     await api.feed.readout.flush();
     expect((await readVariantStats(s.redis, s.keys, new Date())).legacy.view).toBe(before.legacy.view + 1);
+  });
+
+  it('when a guest views videos, registers watches of them first or after, and repeats, then each video is one view of its variant, tagged with the device\'s first-seen hour', async () => {
+    const device = { 'X-Device-Id': 'readout-guest-views' };
+    await request(api.app).get('/api/app/recommend/vid/list').set(device).expect(200);
+    const { variant } = await api.feed.variantOf(guestIdentity('readout-guest-views'));
+    const before = await readVariantStats(s.redis, s.keys, new Date());
+    await request(api.app).get('/api/app/vid/user/count').query({ vid: ids[10] }).set(device).expect(200);
+    await request(api.app).post('/api/app/vid/view').set(device).send({ vid: ids[10] }).expect(200);
+    await request(api.app).post('/api/app/vid/view').set(device).send({ vid: ids[11] }).expect(200);
+    await request(api.app).get('/api/app/vid/user/count').query({ vid: ids[11] }).set(device).expect(200);
+    await request(api.app).post('/api/app/vid/view').set(device).send({ vid: ids[11] }).expect(200);
+    await api.feed.readout.flush();
+    expect((await readVariantStats(s.redis, s.keys, new Date()))[variant].view - before[variant].view).toBe(2);
+    // New to any step that began before it: reported beside the trusted counts.
+    const step = await readStepReadout(s.redis, s.keys, new Date(), 2, { startedAt: new Date(Date.now() - 3_600_000), percent: 30 });
+    expect(step.fresh?.[variant].views).toBe(2);
   });
 });
