@@ -3,8 +3,8 @@
  * "not interested" marks as stored (4-byte fingerprints), against the alternatives, measured
  * with MEMORY USAGE; the offsets per user at 100k and 1M users (R22; or at U), measured as
  * used_memory of a Redis of the bench's own; and the API's queue copy per million videos.
- * `pnpm bench guests [--devices D] [--buckets B]`: what a guest device with one view costs
- * (issue 52), in the former per-device keys and in the guest buckets, as used_memory.
+ * `pnpm bench guests [--devices D] [--views V] [--buckets B]`: what a guest device with V views
+ * (default 1) costs (issue 52), in the former per-device keys and in the guest buckets, as used_memory.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -132,9 +132,9 @@ async function privateRedis(use: (redis: Redis, keys: RedisKeys) => Promise<void
 export async function runGuestMemoryBench(): Promise<void> {
   const devices = Number(argValue('devices', '50000'));
   const buckets = Number(argValue('buckets', '4096'));
+  const vids = Array.from({ length: Number(argValue('views', '1')) }, hexId);
   const options = { viewHistorySize: 200, viewHistoryTtlDays: 7, notInterestedMax: 500, guestBuckets: buckets };
   const device = (i: number) => `g:${randomBytes(8).toString('hex')}${i}`;
-  const vid = hexId();
   await privateRedis(async (redis, keys) => {
     const history = new UserHistory(redis, keys, options);
     /** used_memory added by one view from each of `devices` devices, `view` doing what a view costs. */
@@ -146,18 +146,22 @@ export async function runGuestMemoryBench(): Promise<void> {
     };
     // Before issue 52: the device's own views key and readout hash of the day.
     const keysPerDevice = await perDevice(async (key) => {
-      await runScript(redis, 'record-fingerprint', [keys.views(key)], [fingerprint(vid), '200', String(7 * 86_400_000)]);
-      await admitReadoutAction(redis, keys, key, new Date(), 'ring', 'view', vid);
+      for (const vid of vids) {
+        await runScript(redis, 'record-fingerprint', [keys.views(key)], [fingerprint(vid), '200', String(7 * 86_400_000)]);
+        await admitReadoutAction(redis, keys, key, new Date(), 'ring', 'view', vid);
+      }
     });
     // Now: the device's first request records it (the new-device limit), its view updates the record (the readout's admission too).
     const seen: string[] = [];
+    const filterOf = new Map<string, Awaited<ReturnType<UserHistory['load']>>>();
     const bucketed = await perDevice(async (key) => {
       await history.registerGuest(key);
-      await history.recordView(key, vid);
+      for (const vid of vids) await history.recordView(key, vid);
       if (seen.length < 1000) seen.push(key);
     });
-    for (const key of seen) if (!(await history.load(key)).viewed(vid)) throw new Error(`the view of ${key} is not filtered from its next page`);
-    console.log(`guest devices, one view each, ${devices} devices: own keys ${keysPerDevice.toFixed(1)} B/device, ${buckets} buckets ${bucketed.toFixed(1)} B/device (views filtered: ${seen.length} sampled)`);
+    for (const key of seen) filterOf.set(key, await history.load(key));
+    for (const key of seen) if (!vids.every((vid) => filterOf.get(key)!.viewed(vid))) throw new Error(`a view of ${key} is not filtered from its next page`);
+    console.log(`guest devices, ${vids.length} views each, ${devices} devices: own keys ${keysPerDevice.toFixed(1)} B/device, ${buckets} buckets ${bucketed.toFixed(1)} B/device (views filtered: ${seen.length} sampled)`);
     console.log(`guest_b_per_device_before=${keysPerDevice.toFixed(1)} guest_b_per_device=${bucketed.toFixed(1)}`);
   });
 }
