@@ -211,7 +211,7 @@ export const openApiDocument = {
           lastGoodPercent: { type: 'integer', minimum: 0, maximum: 100, description: 'where a halt puts the percent back' },
           judgeAt: { type: ['string', 'null'], format: 'date-time' },
           haltReasons: { type: 'array', items: { type: 'string' } },
-          pause: { type: ['object', 'null'], description: 'cause (manual-percent, kill-switch, manual-pause), at, by, detail' },
+          pause: { type: ['object', 'null'], description: 'cause (manual-percent, kill-switch, manual-pause, sample-ratio: the arms\' units off the split, resumed only by on-call), at, by, detail' },
           guards: { type: 'object', description: 'confidence, minViews, minRequests, margins per operational guard, engagement guards' },
           steps: {
             type: 'array',
@@ -223,7 +223,11 @@ export const openApiDocument = {
                 outcome: { type: 'string', enum: ['pending', 'running', 'waiting', 'passed', 'failed', 'reached'] },
                 startedAt: { type: ['string', 'null'], format: 'date-time' },
                 judgements: { type: 'integer', minimum: 0 },
-                verdict: { type: ['object', 'null'], description: 'outcome (pass, fail, wait), reasons, and per guard: sample sizes, rates, confidence intervals, the difference and its interval' },
+                verdict: {
+                  type: ['object', 'null'],
+                  description:
+                    'outcome (pass, fail, mismatch, wait), reasons, and per guard: sample sizes, rates, confidence intervals, the difference and its interval, over trusted units (signed-in users, devices first seen before the step); sampleRatio (units per arm, the ring share asked, chi-square, p, mismatch); fresh (new devices\' views and not-interested, not judged)',
+                },
               },
             },
           },
