@@ -4,7 +4,8 @@
  * Redis) and past it is answered 429 with Retry-After, before anything is recorded; admitted, the
  * device is recorded (first seen now), so its later requests are never limited, nor are signed-in
  * users'. The address is Express's `req.ip`: the socket's peer unless TRUST_PROXY names the
- * proxies whose X-Forwarded-For is believed. Redis unreachable, the request goes on (R17).
+ * proxies whose X-Forwarded-For is believed. Redis unreachable or past the request's Redis
+ * budget, the request goes on (R17).
  */
 import type { RequestHandler } from 'express';
 import { AppError } from '@feed/http';
@@ -12,6 +13,7 @@ import { logger } from '@feed/logger';
 import type { NewDeviceLimiter } from '@feed/storage';
 import type { UserHistory } from '../users/user-history';
 import { DEVICE_ID, guestIdentity } from './identity';
+import { budgetOf } from './request-budget';
 
 export function newDeviceLimit(history: UserHistory, takePoint: NewDeviceLimiter, onLimited: () => void): RequestHandler {
   return async (req, res, next) => {
@@ -19,11 +21,12 @@ export function newDeviceLimit(history: UserHistory, takePoint: NewDeviceLimiter
     // Users, and requests identify() refuses, are not its business.
     if (req.header('authorization') !== undefined || deviceId === undefined || !DEVICE_ID.test(deviceId)) return next();
     const { key } = guestIdentity(deviceId);
+    const { redis: deadline } = budgetOf(res);
     let waitMs: number | null;
     try {
-      if (await history.knownGuest(key)) return next();
-      waitMs = await takePoint(req.ip ?? 'unknown');
-      if (waitMs === null) await history.registerGuest(key);
+      if (await deadline.run(() => history.knownGuest(key), 'device record')) return next();
+      waitMs = await deadline.run(() => takePoint(req.ip ?? 'unknown'), 'new-device limit');
+      if (waitMs === null) await deadline.run(() => history.registerGuest(key), 'device record');
     } catch (err) {
       logger.warn('new device not checked: Redis unavailable', { err: err instanceof Error ? err.message : String(err) });
       return next();

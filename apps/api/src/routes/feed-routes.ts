@@ -130,7 +130,7 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
     const { identity, vid } = await callerAndVideo(req);
     await inRedis(history.markNotInterested(identity.key, vid), 'not-interested');
     // A guest's first sight tells the ramp's judge whether it is new to the step (R23); unknown, it is counted as trusted.
-    const firstSeen = identity.deviceId === undefined ? undefined : await history.guestFirstSeen(identity.key).catch(() => undefined);
+    const firstSeen = identity.deviceId === undefined ? undefined : await withDeadline(history.guestFirstSeen(identity.key), redisDeadlineMs, 'device record').catch(() => undefined);
     await feed.readout.record(identity, 'not-interested', vid, { firstSeen });
     logger.info('video marked not interested', { requestId: requestIdOf(res), vid });
     res.json({ ok: true });
