@@ -6,6 +6,7 @@
  * rolls back the ramp: the sample-ratio check pauses it. A regression among the users halts it,
  * with the crowd or alone.
  */
+import http from 'node:http';
 import { createLogger } from '@feed/logger';
 import type { RampState } from '@feed/domain';
 import { auditTrail, observeRollout, startStoredRamp } from '@feed/storage';
@@ -21,6 +22,8 @@ const split = useSplitRollout(s, '20260724');
 const ENVIRONMENT = { enabled: true, percent: 30 };
 const USERS = Array.from({ length: 150 }, (_, u) => `crowd-user-${u}`);
 const VIEWS_EACH = 5;
+/** One listening server per test: supertest would listen anew for every request of thousands. */
+let server: http.Server;
 
 /** Runs `jobs` at most `width` at once. */
 async function inParallel(jobs: Array<() => Promise<unknown>>, width = 10): Promise<void> {
@@ -38,25 +41,27 @@ async function startRamp(): Promise<void> {
 
 /** The users: 3 pages, 5 views each; "not interested" 3 % of each arm's views, the ring's `ringTimes` that. */
 async function genuineTraffic(api: Api, ringTimes: number): Promise<void> {
+  const app = server;
   const arms = await Promise.all(USERS.map(async (user) => (await api.feed.variantOf(userIdentity(user))).variant));
-  await inParallel(USERS.flatMap((user) => [0, 1, 2].map(() => () => request(api.app).get('/api/app/recommend/vid/list').set(bearer(user)).expect(200))));
-  await inParallel(USERS.flatMap((user, u) => Array.from({ length: VIEWS_EACH }, (_, v) => () => request(api.app).post('/api/app/vid/view').set(bearer(user)).send({ vid: split.ids[(u + v) % 30] }).expect(200))));
+  await inParallel(USERS.flatMap((user) => [0, 1, 2].map(() => () => request(app).get('/api/app/recommend/vid/list').set(bearer(user)).expect(200))));
+  await inParallel(USERS.flatMap((user, u) => Array.from({ length: VIEWS_EACH }, (_, v) => () => request(app).post('/api/app/vid/view').set(bearer(user)).send({ vid: split.ids[(u + v) % 30] }).expect(200))));
   for (const arm of ['ring', 'legacy'] as const) {
     const members = USERS.filter((_, u) => arms[u] === arm);
     const marks = Math.round(members.length * VIEWS_EACH * 0.03 * (arm === 'ring' ? ringTimes : 1));
-    await inParallel(members.slice(0, marks).map((user) => () => request(api.app).post('/api/app/recommend/vid/not-interested').set(bearer(user)).send({ vid: split.ids[USERS.indexOf(user) % 30] }).expect(200)));
+    await inParallel(members.slice(0, marks).map((user) => () => request(app).post('/api/app/recommend/vid/not-interested').set(bearer(user)).send({ vid: split.ids[USERS.indexOf(user) % 30] }).expect(200)));
   }
 }
 
 /** `count` fresh device ids the ring serves at 50 %, each from an address of its own: a page, a view, a "not interested". */
 async function crowd(api: Api, count: number): Promise<void> {
+  const app = server;
   const devices: string[] = [];
   for (let i = 0; devices.length < count; i++) if ((await api.feed.variantOf(guestIdentity(`crowd-device-${i}`))).variant === 'ring') devices.push(`crowd-device-${i}`);
   await inParallel(devices.map((device, d) => async () => {
     const headers = { 'X-Device-Id': device, 'X-Forwarded-For': `10.${d >> 16}.${(d >> 8) & 255}.${d & 255}` };
-    expect((await request(api.app).get('/api/app/recommend/vid/list').set(headers).expect(200)).body.queueVersion).toBe('20260724');
-    await request(api.app).post('/api/app/vid/view').set(headers).send({ vid: split.ids[d % 30] }).expect(200);
-    await request(api.app).post('/api/app/recommend/vid/not-interested').set(headers).send({ vid: split.ids[d % 30] }).expect(200);
+    expect((await request(app).get('/api/app/recommend/vid/list').set(headers).expect(200)).body.queueVersion).toBe('20260724');
+    await request(app).post('/api/app/vid/view').set(headers).send({ vid: split.ids[d % 30] }).expect(200);
+    await request(app).post('/api/app/recommend/vid/not-interested').set(headers).send({ vid: split.ids[d % 30] }).expect(200);
   }));
 }
 
@@ -72,6 +77,9 @@ describe('a crowd of made-up devices against a ramp (R23, issue 52)', () => {
   beforeEach(async () => {
     await startRamp();
     api = testApi(s, { shortRecommendV2Percent: 30, trustProxy: 'loopback' });
+    server = http.createServer(api.app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    s.disposeAfter(() => new Promise((resolve) => server.close(resolve)));
   });
 
   it('when only the 150 users read and engage alike, then the step passes and the ramp is done', async () => {
