@@ -113,7 +113,7 @@ export class FeedService {
     });
     // Until Redis is first read, the environment's values are in force.
     showRollout(this.readState.lastKnown());
-    this.readout = new VariantReadout(redis, keys, metrics, (identity) => this.variantOf(identity));
+    this.readout = new VariantReadout(redis, keys, metrics, (identity) => this.variantOf(identity), (identity) => history.guestFirstSeen(identity.key));
     this.reader = new RingReader(redis, keys, options.queueCopies);
   }
 

@@ -31,8 +31,6 @@ const FRESH_FOR_MS = 48 * 3_600_000;
 
 /** The variant serving a client and the rollout percent in force (the split asked for). */
 export type Arm = { variant: Variant; percent: number };
-/** What the caller knows of a guest device: its view's admission (the device record's answer) or when it was first seen (null: no record). */
-export type GuestFacts = { sight?: GuestSight; firstSeen?: Date | null };
 
 export class VariantReadout {
   private pending = new Map<string, number>();
@@ -44,6 +42,8 @@ export class VariantReadout {
     private readonly metrics: ApiMetrics,
     /** The variant that serves this user now (the feed's rollout in force). */
     private readonly variantOf: (identity: Identity) => Promise<Arm>,
+    /** When a guest device was first seen (its record), for the actions whose caller does not say. */
+    private readonly firstSeenOf?: (identity: Identity) => Promise<Date | null>,
   ) {
     this.timer = setInterval(() => void this.flush(), FLUSH_EVERY_MS).unref();
   }
@@ -53,20 +53,21 @@ export class VariantReadout {
    * `vid` (undefined: the caller knows it is a first success) or passes the client's hourly cap.
    * Without Redis the action goes uncounted rather than failing the request.
    */
-  async record(identity: Identity, event: Exclude<VariantEvent, 'page'>, vid?: string, guest: GuestFacts = {}): Promise<void> {
+  async record(identity: Identity, event: Exclude<VariantEvent, 'page'>, vid?: string, sight?: GuestSight): Promise<void> {
     let arm: Arm;
     let admitted: number;
+    let firstSeen: Date | null | undefined = sight?.firstSeen;
     const now = new Date();
     try {
       // The variant too: it reads the rollout, which a loaded Redis may answer past its deadline.
       arm = await this.variantOf(identity);
-      admitted = guest.sight ? guest.sight.admitted : await admitReadoutAction(this.redis, this.keys, identity.key, now, arm.variant, event, vid);
+      admitted = sight ? sight.admitted : await admitReadoutAction(this.redis, this.keys, identity.key, now, arm.variant, event, vid);
+      if (admitted > 0 && !sight && identity.deviceId !== undefined) firstSeen = await this.firstSeenOf?.(identity);
     } catch (err) {
       logger.warn('action not counted by the readout: Redis unavailable', { event, err: err instanceof Error ? err.message : String(err) });
       return;
     }
     if (admitted <= 0) return;
-    const firstSeen = guest.sight?.firstSeen ?? guest.firstSeen;
     this.count(arm.variant, event);
     if (firstSeen && now.getTime() - firstSeen.getTime() < FRESH_FOR_MS) this.add(freshField(arm.variant, event, statsHour(firstSeen)));
     if (admitted === 1 && event === 'view') {

@@ -115,23 +115,21 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
     await existingVideo(vid);
     const [count, sight] = await inRedis(Promise.all([watches.register(identity.key, vid), history.recordView(identity.key, vid)]), 'watch-count');
     // A guest's record admits a video's view once, whichever call records it first (the view call's readout would find it seen).
-    if (sight) await feed.readout.record(identity, 'view', vid, { sight });
+    if (sight) await feed.readout.record(identity, 'view', vid, sight);
     res.json(count);
   });
 
   router.post('/api/app/vid/view', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req);
     const sight = await inRedis(history.recordView(identity.key, vid), 'view-history');
-    await feed.readout.record(identity, 'view', vid, { sight });
+    await feed.readout.record(identity, 'view', vid, sight);
     res.json({ ok: true });
   });
 
   router.post('/api/app/recommend/vid/not-interested', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req);
     await inRedis(history.markNotInterested(identity.key, vid), 'not-interested');
-    // A guest's first sight tells the ramp's judge whether it is new to the step (R23); unknown, it is counted as trusted.
-    const firstSeen = identity.deviceId === undefined ? undefined : await withDeadline(history.guestFirstSeen(identity.key), redisDeadlineMs, 'device record').catch(() => undefined);
-    await feed.readout.record(identity, 'not-interested', vid, { firstSeen });
+    await feed.readout.record(identity, 'not-interested', vid);
     logger.info('video marked not interested', { requestId: requestIdOf(res), vid });
     res.json({ ok: true });
   });
