@@ -3,11 +3,11 @@ import { runApiBench } from './bench/api-bench';
 import { runBuildBench } from './bench/build-bench';
 import { runCountersBench } from './bench/counters-bench';
 import { runFallbackBench } from './bench/fallback-bench';
-import { runMemoryBench } from './bench/memory-bench';
+import { runGuestMemoryBench, runMemoryBench } from './bench/memory-bench';
 import { runRampJudgeBench } from './bench/ramp-judge-bench';
 import { runSoakBench } from './bench/soak-bench';
 
-const benches: Record<string, () => Promise<void>> = { build: runBuildBench, api: runApiBench, memory: runMemoryBench, counters: runCountersBench, soak: runSoakBench, 'ramp-judge': runRampJudgeBench, fallback: runFallbackBench };
+const benches: Record<string, () => Promise<void>> = { build: runBuildBench, api: runApiBench, memory: runMemoryBench, guests: runGuestMemoryBench, counters: runCountersBench, soak: runSoakBench, 'ramp-judge': runRampJudgeBench, fallback: runFallbackBench };
 
 const name = process.argv[2];
 if (!name || !benches[name]) {

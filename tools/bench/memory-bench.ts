@@ -3,14 +3,16 @@
  * "not interested" marks as stored (4-byte fingerprints), against the alternatives, measured
  * with MEMORY USAGE; the offsets per user at 100k and 1M users (R22; or at U), measured as
  * used_memory of a Redis of the bench's own; and the API's queue copy per million videos.
+ * `pnpm bench guests [--devices D] [--views V] [--buckets B]`: what a guest device with V views
+ * (default 1) costs (issue 52), in the former per-device keys and in the guest buckets, as used_memory.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { offsetBucketsFor } from '@feed/domain';
-import { claimPositions, connectRedis, createRedisKeys, fingerprint, readRingVersion, type Redis, type RingVersion } from '@feed/storage';
-import { QueueCopies } from '@feed/api';
+import { admitReadoutAction, claimPositions, connectRedis, createRedisKeys, fingerprint, readRingVersion, runScript, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
+import { QueueCopies, UserHistory } from '@feed/api';
 import { freePort, startRedis } from '../support/processes';
 import { argValue, benchRedis } from './support';
 
@@ -110,4 +112,56 @@ async function offsetsAndQueueCopies(userCounts: number[]): Promise<void> {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A Redis server of the bench's own (CHILD_PORT_RANGE confines its port), for `use`. */
+async function privateRedis(use: (redis: Redis, keys: RedisKeys) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'feed-memory-bench-'));
+  const port = await freePort();
+  const server = await startRedis(port, dir);
+  const redis = await connectRedis({ redisUrl: `redis://127.0.0.1:${port}` });
+  try {
+    await use(redis, createRedisKeys('bench:'));
+  } finally {
+    await redis.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function runGuestMemoryBench(): Promise<void> {
+  const devices = Number(argValue('devices', '50000'));
+  const buckets = Number(argValue('buckets', '4096'));
+  const vids = Array.from({ length: Number(argValue('views', '1')) }, hexId);
+  const options = { viewHistorySize: 200, viewHistoryTtlDays: 7, notInterestedMax: 500, guestBuckets: buckets };
+  const device = (i: number) => `g:${randomBytes(8).toString('hex')}${i}`;
+  await privateRedis(async (redis, keys) => {
+    const history = new UserHistory(redis, keys, options);
+    /** used_memory added by one view from each of `devices` devices, `view` doing what a view costs. */
+    const perDevice = async (view: (key: string) => Promise<unknown>) => {
+      await flushAll(redis);
+      const before = await usedMemory(redis);
+      for (let d = 0; d < devices; d += 500) await Promise.all(Array.from({ length: Math.min(500, devices - d) }, (_, i) => view(device(d + i))));
+      return ((await usedMemory(redis)) - before) / devices;
+    };
+    // Before issue 52: the device's own views key and readout hash of the day.
+    const keysPerDevice = await perDevice(async (key) => {
+      for (const vid of vids) {
+        await runScript(redis, 'record-fingerprint', [keys.views(key)], [fingerprint(vid), '200', String(7 * 86_400_000)]);
+        await admitReadoutAction(redis, keys, key, new Date(), 'ring', 'view', vid);
+      }
+    });
+    // Now: the device's first request records it (the new-device limit), its view updates the record (the readout's admission too).
+    const seen: string[] = [];
+    const filterOf = new Map<string, Awaited<ReturnType<UserHistory['load']>>>();
+    const bucketed = await perDevice(async (key) => {
+      await history.registerGuest(key);
+      for (const vid of vids) await history.recordView(key, vid);
+      if (seen.length < 1000) seen.push(key);
+    });
+    for (const key of seen) filterOf.set(key, await history.load(key));
+    for (const key of seen) if (!vids.every((vid) => filterOf.get(key)!.viewed(vid))) throw new Error(`a view of ${key} is not filtered from its next page`);
+    console.log(`guest devices, ${vids.length} views each, ${devices} devices: own keys ${keysPerDevice.toFixed(1)} B/device, ${buckets} buckets ${bucketed.toFixed(1)} B/device (views filtered: ${seen.length} sampled)`);
+    console.log(`guest_b_per_device_before=${keysPerDevice.toFixed(1)} guest_b_per_device=${bucketed.toFixed(1)}`);
+  });
 }

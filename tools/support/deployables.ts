@@ -34,6 +34,8 @@ export async function startTestDeployable(args: string[], scope: DeployableScope
   const redisUrl = scope.redisUrl ?? process.env.TEST_REDIS_URL;
   const child = startProcess(args, {
     NODE_ENV: 'test',
+    // Tests probe pages with a fresh guest id each (all from 127.0.0.1): the new-device limit is not their subject.
+    NEW_DEVICES_PER_ADDRESS: '1000000',
     ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl }),
     ...(scope.prefix === undefined ? {} : { REDIS_KEY_PREFIX: scope.prefix }),
     MONGO_URL: scope.mongoUrl,

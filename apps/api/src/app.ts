@@ -5,7 +5,7 @@ import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { annotateRequestSpan } from '@feed/telemetry';
-import { auditTrail, createRedisKeys, interactionModels, storeHealth, videoModel, type CounterHooks, type Redis } from '@feed/storage';
+import { auditTrail, createRedisKeys, interactionModels, newDeviceLimiter, storeHealth, videoModel, type CounterHooks, type Redis } from '@feed/storage';
 import { answerOptions, errorHandler, methodNotAllowed, notFoundRoute, requestId, requestIdOf, routeStrictly, unsupportedMediaType } from '@feed/http';
 import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
 import { FeedService } from './feed/feed-service';
@@ -19,9 +19,10 @@ import { interactionRoutes } from './routes/interaction-routes';
 import { InteractionService } from './interactions/interaction-service';
 import { healthRoutes, MONGO_PROBE_MS } from './routes/health-routes';
 import { requestBudget } from './http/request-budget';
+import { newDeviceLimit } from './http/new-device-limit';
 import { UserHistory } from './users/user-history';
 import { WatchCounter } from './users/watch-counter';
-import { bodyOperations } from './openapi';
+import { bodyOperations, guestOperations } from './openapi';
 
 /** The headers the H5 client sends (a preflight must allow each). */
 const CORS_REQUEST_HEADERS = ['Authorization', 'X-Device-Id', 'Idempotency-Key', 'Content-Type'];
@@ -92,6 +93,8 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   // Every feed response is new (the offset moved): an ETag would only cost a SHA-1 per response.
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // Whose X-Forwarded-For names the client (the new-device limit's address); none unless configured.
+  app.set('trust proxy', config.trustProxy);
   app.use(requestId((id) => annotateRequestSpan({ 'http.request_id': id })));
   app.use(requestBudget({ redisMs: config.redisDeadlineMs, mongoMs: config.mongoDeadlineMs }));
   // Latency per route; the access log line only when LOG_LEVEL enables 'http' (winston would
@@ -119,6 +122,8 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     if (hasBody && !req.is('application/json')) return next(unsupportedMediaType(`request body must be application/json, not ${req.header('content-type') ?? 'untyped'}`));
     json(req, res, next);
   });
+  const limitNewDevices = newDeviceLimit(history, newDeviceLimiter(redis, keys, config.newDevicesPerAddress, config.newDevicesWindowS), () => metrics.newDevicesLimited.inc());
+  app.use((req, res, next) => (guestOperations.has(`${req.method} ${req.path}`) ? limitNewDevices(req, res, next) : next()));
   // The feed routes first: they take nearly all the traffic.
   app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret, redisDeadlineMs: config.redisDeadlineMs, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
   let draining = false;

@@ -80,6 +80,7 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
       'Ring claims whose answer came after the request had served another page: given back exactly (result=given-back) or with positions left consumed unserved (result=lost: the offset was gone, or an older hole fell out of the 16 a cursor keeps)',
       { result: CLAIM_RESULTS },
     ),
+    newDevicesLimited: new Counter({ name: 'feed_new_devices_limited_total', help: 'Requests of a new guest device id answered 429: its client address started NEW_DEVICES_PER_ADDRESS devices in the window (R23)', registers: [registry] }),
     lateClaims: new Counter({ name: 'feed_late_claims_total', help: 'Ring claims Redis ran but answered after the request had given up on them (a stall, a busy API): given back, not counted as Redis failures', registers: [registry] }),
     clockSkew: new Gauge({ name: 'feed_clock_skew_seconds', help: "Redis's clock (TIME) minus this host's, measured over a round trip; nothing on the read path depends on it (R11)", registers: [registry] }),
     variantPages: counter('feed_variant_pages_total', 'Feed pages served, by the variant of the user (ring or legacy, from the rollout bucket; D7)', { variant: VARIANTS }),

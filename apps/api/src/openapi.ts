@@ -52,6 +52,13 @@ const unavailable = { 503: error('A store it needs is unreachable') };
 const pageUnavailable = {
   503: error('No page can be served: MongoDB did not answer the video look-ups within MONGO_DEADLINE_MS (a frozen or unreachable MongoDB; documents the instance holds are still served), or every strategy failed. No ring position is consumed: retry.'),
 };
+/** A guest naming a device id with no record yet, past its address's budget (http/new-device-limit.ts, R23). */
+const newDeviceRefusal = {
+  429: {
+    ...error('A guest device id the service has no record of, after NEW_DEVICES_PER_ADDRESS new ones from this client address within NEW_DEVICES_WINDOW_S (too_many_new_devices); known devices and signed-in users never get it'),
+    headers: { 'Retry-After': { description: 'Seconds until the address may start another device', schema: { type: 'integer', minimum: 1 } } },
+  },
+};
 const userSecurity = [{ bearer: [] }];
 const userOrGuest = [{ bearer: [] }, { deviceId: [] }];
 const adminSecurity = [{ adminBasic: [] }];
@@ -62,7 +69,11 @@ type Operation = OperationFields<'feed' | 'views' | 'interactions' | 'admin' | '
  * Every route but the probes, the metrics and this document reads a store (the error handler:
  * 503). No 500 is documented: the error handler's answer to a bug is a drift the contract check reports.
  */
-const operation = ({ tag, responses, ...fields }: Operation) => ({ tags: [tag], ...fields, responses: { ...(tag === 'operations' ? {} : unavailable), ...responses, ...(fields.requestBody ? bodyRefusals : {}) } });
+const operation = ({ tag, responses, ...fields }: Operation) => ({
+  tags: [tag],
+  ...fields,
+  responses: { ...(tag === 'operations' ? {} : unavailable), ...responses, ...(fields.requestBody ? bodyRefusals : {}), ...(fields.security === userOrGuest ? newDeviceRefusal : {}) },
+});
 
 const feedPage = (operationId: string, summary: string, description: string) =>
   operation({
@@ -200,7 +211,7 @@ export const openApiDocument = {
           lastGoodPercent: { type: 'integer', minimum: 0, maximum: 100, description: 'where a halt puts the percent back' },
           judgeAt: { type: ['string', 'null'], format: 'date-time' },
           haltReasons: { type: 'array', items: { type: 'string' } },
-          pause: { type: ['object', 'null'], description: 'cause (manual-percent, kill-switch, manual-pause), at, by, detail' },
+          pause: { type: ['object', 'null'], description: 'cause (manual-percent, kill-switch, manual-pause, sample-ratio: the arms\' units off the split, resumed only by on-call), at, by, detail' },
           guards: { type: 'object', description: 'confidence, minViews, minRequests, margins per operational guard, engagement guards' },
           steps: {
             type: 'array',
@@ -212,7 +223,11 @@ export const openApiDocument = {
                 outcome: { type: 'string', enum: ['pending', 'running', 'waiting', 'passed', 'failed', 'reached'] },
                 startedAt: { type: ['string', 'null'], format: 'date-time' },
                 judgements: { type: 'integer', minimum: 0 },
-                verdict: { type: ['object', 'null'], description: 'outcome (pass, fail, wait), reasons, and per guard: sample sizes, rates, confidence intervals, the difference and its interval' },
+                verdict: {
+                  type: ['object', 'null'],
+                  description:
+                    'outcome (pass, fail, mismatch, wait), reasons, and per guard: sample sizes, rates, confidence intervals, the difference and its interval, over trusted units (signed-in users, devices first seen before the step); sampleRatio (units per arm, the ring share asked, chi-square, p, mismatch); fresh (new devices\' views and not-interested, not judged)',
+                },
               },
             },
           },
@@ -380,6 +395,15 @@ export const openApiDocument = {
 };
 
 /** `METHOD /path` of each operation that takes a body: app.ts reads a body there and nowhere else. */
+/** `METHOD path` of the operations a guest may call: the new-device limit's (app.ts). */
+export const guestOperations = new Set(
+  Object.entries(openApiDocument.paths as Record<string, Record<string, { security?: object[] }>>).flatMap(([path, operations]) =>
+    Object.entries(operations)
+      .filter(([method, operation]) => method !== 'head' && operation.security === userOrGuest)
+      .map(([method]) => `${method.toUpperCase()} ${path}`),
+  ),
+);
+
 export const bodyOperations = new Set(
   Object.entries(openApiDocument.paths as Record<string, Record<string, { requestBody?: object }>>).flatMap(([path, operations]) =>
     Object.entries(operations)

@@ -19,7 +19,7 @@ const variantOf = async (identity: Identity): Promise<Variant> => (identity === 
 const vid = (i: number) => i.toString(16).padStart(24, '0');
 
 function readoutUnderTest(variant = variantOf) {
-  const readout = new VariantReadout(s.redis, s.keys, createApiMetrics(), variant);
+  const readout = new VariantReadout(s.redis, s.keys, createApiMetrics(), async (identity) => ({ variant: await variant(identity), percent: 50 }));
   s.disposeAfter(() => readout.close());
   return readout;
 }

@@ -4,7 +4,7 @@
  * of the user at the time of the action, in Prometheus and in Redis's hourly tally.
  */
 import request from '../../../test/support/contract';
-import { readVariantStats, type VariantTally } from '@feed/storage';
+import { readStepReadout, readVariantStats, type VariantTally } from '@feed/storage';
 import type { Api } from '../src/app';
 import { guestIdentity } from '../src/http/identity';
 import { useTestServices } from '../../../test/support/services';
@@ -86,7 +86,7 @@ describe('V2 vs legacy readout (D7)', () => {
     const after = await engagement();
     const delta = (key: string) => after[key] - before[key];
     // The user's one share, and the guest's one per video for the guest's own variant.
-    const guestVariant = await api.feed.variantOf(guestIdentity('readout-guest-1'));
+    const { variant: guestVariant } = await api.feed.variantOf(guestIdentity('readout-guest-1'));
     const shares = { ring: 1, legacy: 0 };
     shares[guestVariant] += 2;
     expect(Object.fromEntries(Object.keys(after).map((key) => [key, delta(key)]))).toEqual({
@@ -128,5 +128,26 @@ describe('V2 vs legacy readout (D7)', () => {
     expect((await readVariantStats(s.redis, s.keys, new Date())).legacy.view).toBe(before.legacy.view);
     await api.feed.readout.flush();
     expect((await readVariantStats(s.redis, s.keys, new Date())).legacy.view).toBe(before.legacy.view + 1);
+  });
+
+  it('when a guest views videos, registers watches of them first or after, and repeats, then each video is one view of its variant, and its views, marks and shares are tagged as a new device\'s', async () => {
+    const device = { 'X-Device-Id': 'readout-guest-views' };
+    await request(api.app).get('/api/app/recommend/vid/list').set(device).expect(200);
+    const { variant } = await api.feed.variantOf(guestIdentity('readout-guest-views'));
+    const before = await readVariantStats(s.redis, s.keys, new Date());
+    await request(api.app).get('/api/app/vid/user/count').query({ vid: ids[10] }).set(device).expect(200);
+    await request(api.app).post('/api/app/vid/view').set(device).send({ vid: ids[10] }).expect(200);
+    await request(api.app).post('/api/app/vid/view').set(device).send({ vid: ids[11] }).expect(200);
+    await request(api.app).get('/api/app/vid/user/count').query({ vid: ids[11] }).set(device).expect(200);
+    await request(api.app).post('/api/app/vid/view').set(device).send({ vid: ids[11] }).expect(200);
+    await request(api.app).post('/api/app/recommend/vid/not-interested').set(device).send({ vid: ids[12] }).expect(200);
+    await request(api.app).post('/api/app/share/output').set(device).send({ videoID: ids[12] }).expect(200);
+    await api.feed.readout.flush();
+    const after = await readVariantStats(s.redis, s.keys, new Date());
+    expect([after[variant].view - before[variant].view, after[variant].share - before[variant].share]).toEqual([2, 1]);
+    // New to any step that began before it: left out of the judged counts, reported beside them.
+    const step = await readStepReadout(s.redis, s.keys, new Date(), 2, { startedAt: new Date(Date.now() - 3_600_000), percent: 30 });
+    expect(step.fresh?.[variant]).toEqual({ views: 2, notInterested: 1 });
+    expect([step[variant].views, step[variant].notInterested, step[variant].shares]).toEqual([after[variant].view - 2, after[variant]['not-interested'] - 1, after[variant].share - 1]);
   });
 });

@@ -10,3 +10,4 @@ export { bullConnectionFactory } from './jobs/bull-connection';
 export { CandidateColumns } from './daily-build/candidate-columns';
 export { createWorkerMetrics, type WorkerMetrics } from './metrics';
 export { buildSchedule, heldReport, listVersions, reportVersion, summarizeVersions, versionPointers } from './inspect/inspect-versions';
+export { driveRamp } from './controller/ramp-driver';

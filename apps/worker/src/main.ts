@@ -33,7 +33,7 @@ export async function startWorker(config: Config = loadConfig()) {
       const current = await redis.get(keys.current);
       return current ? readMeta(redis, keys, current) : null;
     },
-    rampStatus: async () => (await readRamp(redis, keys)).state?.status ?? null,
+    rampStatus: async () => (await readRamp(redis, keys)).state ?? null,
     heldVersion: async () => (await readHeldVersion(redis, keys))?.version ?? null,
   });
   const jobs = await startBuildQueue({

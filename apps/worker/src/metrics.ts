@@ -25,8 +25,8 @@ export interface WorkerMetricsOptions {
    * scrape, so each replica (and a restarted one, or after a CLI build) reports the same truth.
    */
   currentMeta?: () => Promise<QueueMeta | null>;
-  /** The stored ramp's status (R23). When given, `feed_ramp_halted` is read from it at every scrape, on every replica. */
-  rampStatus?: () => Promise<string | null>;
+  /** The stored ramp's status and pause (R23). When given, `feed_ramp_halted` and `feed_ramp_sample_ratio_mismatch` are read from it at every scrape, on every replica. */
+  rampStatus?: () => Promise<{ status: string; pause: { cause: string } | null } | null>;
   /** The held version's day, if the release gate holds one (R23). When given, `feed_version_held` is read from it at every scrape. */
   heldVersion?: () => Promise<string | null>;
   /** The stores' probes, for `feed_dependency_up` (the same as `/readyz`'s). */
@@ -94,8 +94,16 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
       'Whether the rollout ramp is halted by a failing guard (1) until on-call acts (R23): see the inspector and the audit trail',
       async function () {
         // A Redis error or timeout keeps the last value (the driver's).
-        const status = await readForScrape(rampStatus);
-        if (status !== undefined) this.set(status === 'halted' ? 1 : 0);
+        const ramp = await readForScrape(rampStatus);
+        if (ramp !== undefined) this.set(ramp?.status === 'halted' ? 1 : 0);
+      },
+    ),
+    rampSampleRatio: gauge(
+      'feed_ramp_sample_ratio_mismatch',
+      "Whether the rollout ramp is paused at its step on a sample-ratio mismatch (1), the arms' units off the split asked for, until on-call resumes it (R23)",
+      async function () {
+        const ramp = await readForScrape(rampStatus);
+        if (ramp !== undefined) this.set(ramp?.pause?.cause === 'sample-ratio' ? 1 : 0);
       },
     ),
     rampUnreadable: gauge('feed_ramp_unreadable', 'Whether the stored rollout ramp is a record this version cannot read (1): it is not driven, the controller goes on; see the inspector (R23)'),

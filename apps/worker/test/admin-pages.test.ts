@@ -137,6 +137,38 @@ describe('queue inspector', () => {
     expect(likes.differenceInterval[1]).toBeLessThan(0);
   });
 
+  /** A ramp whose 50 % step met 400 new ring devices beside 150 users: paused on the sample ratio (issue 52). */
+  async function storeMismatchedRamp(): Promise<void> {
+    const t0 = Date.parse('2026-07-24T00:00:00Z');
+    const started = startRamp({ id: 'ramp-srm', steps: [50, 100], dwellMs: 60_000, guards: { minViews: 300, minRequests: 200 }, by: 'oncall', now: new Date(t0) });
+    const readout = emptyReadout();
+    for (const arm of [readout.ring, readout.legacy]) Object.assign(arm, { requests: 225, views: 375, notInterested: 11 });
+    const crowd = { ...readout, units: { ring: 475, legacy: 75 }, fresh: { ring: { views: 400, notInterested: 400 }, legacy: { views: 0, notInterested: 0 } } };
+    const { state } = advanceRamp(started.state, { now: new Date(t0 + 61_000), rollout: { enabled: true, percent: 50, source: { enabled: 'override', percent: 'override' } }, readout: crowd });
+    expect(await commit(s.redis, s.keys, { rampRevision: '0', state })).toBe(true);
+  }
+
+  it('when a ramp paused on a sample-ratio mismatch is stored, then the summary has the units per arm and the new devices beside the verdict', async () => {
+    await storeMismatchedRamp();
+    const res = await request(base).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'inspect-pass').expect(200);
+    expect(res.body.ramp).toMatchObject({ status: 'paused', pause: { cause: 'sample-ratio' } });
+    expect(res.body.ramp.steps[0].verdict).toMatchObject({ outcome: 'mismatch', sampleRatio: { ringShare: 0.5, units: { ring: 475, legacy: 75 }, mismatch: true }, fresh: { ring: { views: 400, notInterested: 400 } } });
+  });
+
+  browserIt('when a ramp paused on a sample-ratio mismatch is stored, then the page shows the units, the mismatch and the new devices', async () => {
+    await storeMismatchedRamp();
+    const context = await browser!.newContext({ httpCredentials: { username: 'oncall', password: 'inspect-pass' } });
+    const page = await context.newPage();
+    try {
+      await page.goto(`${base}${INSPECTOR_PATH}/`);
+      await page.waitForSelector('body[data-ready="true"]', { timeout: 15_000 });
+      expect(await page.textContent('#ramp-status')).toMatch(/paused: sample-ratio: 475 ring and 75 legacy/);
+      expect(await page.textContent('.ramp-units')).toMatch(/^50%: units ring 475, legacy 75 where 50% ring was asked: p .* mismatch .* new devices, not judged: ring 400 views, 400 not interested/);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('when the stored ramp is a record this version cannot read (a dwell of 100000000d), then the summary shows why instead of failing', async () => {
     const state = await storeHaltedRamp();
     await s.redis.hSet(s.keys.ramp, { state: JSON.stringify({ ...state, dwellMs: 100_000_000 * 86_400_000 }) });

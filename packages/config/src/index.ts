@@ -155,6 +155,26 @@ function settingsFor(env: NodeJS.ProcessEnv) {
     viewHistorySize: setting('VIEW_HISTORY_SIZE', Joi.number().integer().min(10).max(5000).default(200).description('Recent views kept per user (skipped by the feed)')),
     viewHistoryTtlDays: setting('VIEW_HISTORY_TTL_DAYS', Joi.number().min(0.0001).max(90).default(7).description('Days the recent-views list lives after the last view')),
     notInterestedMax: setting('NOT_INTERESTED_MAX', Joi.number().integer().min(10).max(10000).default(500).description('"Not interested" marks kept per user; the oldest are dropped first')),
+    // Guest devices (issue 52): what a made-up device id costs, and how fast one address may make them.
+    guestBuckets: setting(
+      'GUEST_BUCKETS',
+      Joi.number()
+        .integer()
+        .min(16)
+        .max(1 << 20)
+        .custom((v: number, helpers) => ((v & (v - 1)) === 0 ? v : helpers.error('any.invalid')), 'a power of two')
+        .default(4096)
+        .description("Hashes the guest devices' recent views are spread over (a power of two; R22's bucketing): about 64 devices a day per bucket keeps each one compact, 4096 fits 260,000"),
+    ),
+    newDevicesPerAddress: setting('NEW_DEVICES_PER_ADDRESS', Joi.number().integer().min(1).max(1_000_000).default(100).description('New guest device ids one client address may start per NEW_DEVICES_WINDOW_S; past it 429 with Retry-After (known devices and users never)')),
+    newDevicesWindowS: setting('NEW_DEVICES_WINDOW_S', Joi.number().integer().min(1).max(86_400).default(3600).description('The window of NEW_DEVICES_PER_ADDRESS, in seconds')),
+    trustProxy: {
+      env: 'TRUST_PROXY',
+      schema: Joi.string().allow('').pattern(/^(\d{1,2}|[0-9a-fA-F.:/]+(,[0-9a-fA-F.:/]+)*|loopback|linklocal|uniquelocal)$/, 'hop count or comma list of proxy addresses')
+        .default('')
+        .description("Express's trust proxy: the proxies whose X-Forwarded-For names the client address (a hop count, or a comma list of addresses, subnets, loopback, uniquelocal); empty = trust none, the socket's peer is the client"),
+      toValue: (raw: string): number | string | false => (raw === '' ? false : /^\d+$/.test(raw) ? Number(raw) : raw),
+    },
     buildLockTtlMs: setting('BUILD_LOCK_TTL_MS', Joi.number().integer().min(1000).default(30_000).description("Lease of the build lock, renewed every third of it while the build lives: a killed worker's lock lapses within it")),
     buildRetryDelayMs: setting(
       'BUILD_RETRY_DELAY_MS',

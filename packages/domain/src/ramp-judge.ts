@@ -13,8 +13,12 @@
  * No verdict before both variants have `minViews` views and `minRequests` requests: an
  * underpowered step waits, it never passes. A readout whose counts are no rate (negative,
  * fractional, NaN, likes above views) also waits, naming the count.
+ * The guards read trusted units only (signed-in users, devices first seen before the step); new
+ * devices are reported beside them (`fresh`). Before any verdict but a failure, a sample-ratio
+ * check compares each arm's units with the split asked for: a mismatch (p < 0.001) is no verdict
+ * on the ring but a broken sample (docs/design.md, "Made-up devices").
  */
-import { twoProportionTest, isValidSample, type Interval, type ProportionEstimate, type ProportionSample } from './two-proportion';
+import { twoProportionTest, twoSidedPValue, isValidSample, type Interval, type ProportionEstimate, type ProportionSample } from './two-proportion';
 
 /** One variant's counts over a step. */
 export interface VariantCounts {
@@ -42,12 +46,46 @@ export interface VariantCounts {
  */
 export const READOUT_CLIENT_HOURLY_CAP = 200;
 
-/** A step's readout: the ring (V2) beside legacy over the same hours. */
+/** A count per arm. */
+export type PerArm = { ring: number; legacy: number };
+
+/** A step's readout: the ring (V2) beside legacy over the same hours, trusted units only. */
 export interface StepReadout {
   ring: VariantCounts;
   legacy: VariantCounts;
   /** Per variant, the clients whose views were counted, summed per hour (client-hours): the sample behind `views`. */
-  viewers?: { ring: number; legacy: number };
+  viewers?: PerArm;
+  /** Per variant, client-hours of every unit (new devices too) served at the step's percent: the sample-ratio check's counts. */
+  units?: PerArm;
+  /** New devices' views and "not interested" (first seen since the step began): reported, not judged. */
+  fresh?: { ring: Pick<VariantCounts, 'views' | 'notInterested'>; legacy: Pick<VariantCounts, 'views' | 'notInterested'> };
+}
+
+/** The sample-ratio check's threshold: units this unlikely under the split asked for are a broken sample. */
+export const SAMPLE_RATIO_P = 0.001;
+
+/** The sample-ratio check: the units seen per arm against the ring's share asked for. */
+export interface SampleRatio {
+  ringShare: number;
+  units: PerArm;
+  /** Pearson's chi-square (1 degree of freedom) and its p-value; null below 5 expected units per arm. */
+  chiSquare: number | null;
+  pValue: number | null;
+  mismatch: boolean;
+}
+
+/**
+ * Pearson's chi-square of `units` against a split of `ringShare` to the ring: with one degree of
+ * freedom it is z², so its p-value is the normal's two-sided one. No check below 5 expected units
+ * in either arm (the approximation's usual floor), nor for a share of 0 or 1.
+ */
+export function sampleRatioCheck(units: PerArm, ringShare: number): SampleRatio {
+  const n = units.ring + units.legacy;
+  const expected = [n * ringShare, n * (1 - ringShare)];
+  if (!(expected[0] >= 5 && expected[1] >= 5)) return { ringShare, units, chiSquare: null, pValue: null, mismatch: false };
+  const chiSquare = (units.ring - expected[0]) ** 2 / expected[0] + (units.legacy - expected[1]) ** 2 / expected[1];
+  const pValue = twoSidedPValue(Math.sqrt(chiSquare));
+  return { ringShare, units, chiSquare, pValue, mismatch: pValue < SAMPLE_RATIO_P };
 }
 
 export type OperationalGuardName = 'server-errors' | 'degradations' | 'empty-pages';
@@ -142,12 +180,15 @@ export interface GuardResult {
   reason?: string;
 }
 
-export type StepOutcome = 'pass' | 'fail' | 'wait';
+export type StepOutcome = 'pass' | 'fail' | 'mismatch' | 'wait';
 
 export interface StepJudgement {
   outcome: StepOutcome;
-  /** Fail: the failed guards' reasons; wait: why no verdict yet; pass: empty. */
+  /** Fail: the failed guards' reasons; mismatch: the units against the split; wait: why no verdict yet; pass: empty. */
   reasons: string[];
+  /** Null when the readout has no units or no split was given. */
+  sampleRatio?: SampleRatio | null;
+  fresh?: StepReadout['fresh'];
   /** The stated (family) confidence and the one each engagement test ran at. */
   confidence: number;
   perTestConfidence: number;
@@ -219,10 +260,11 @@ function judgeEngagement(guard: EngagementGuardName, readout: StepReadout, guard
 
 /**
  * The verdict on one step: `fail` when any guard with its full sample fails (a failure is not
- * undone by another guard still waiting), else `wait` while any guard is underpowered or
+ * undone by another guard still waiting), else `mismatch` when the units of `readout.units` do
+ * not fit `ringShare` (the step's percent / 100), else `wait` while any guard is underpowered or
  * unreadable, else `pass`.
  */
-export function judgeStep(readout: StepReadout, guards: StepGuards = DEFAULT_STEP_GUARDS): StepJudgement {
+export function judgeStep(readout: StepReadout, guards: StepGuards = DEFAULT_STEP_GUARDS, ringShare?: number): StepJudgement {
   const tests = Math.max(1, guards.engagement.length);
   const perTestConfidence = 1 - (1 - guards.confidence) / tests;
   const results = [
@@ -232,8 +274,13 @@ export function judgeStep(readout: StepReadout, guards: StepGuards = DEFAULT_STE
   const because = (outcomes: GuardOutcome[]) => results.filter((r) => outcomes.includes(r.outcome)).map((r) => `${r.guard}: ${r.reason ?? r.outcome}`);
   const failed = because(['fail']);
   const pending = because(['underpowered', 'unreadable']);
-  const outcome: StepOutcome = failed.length > 0 ? 'fail' : pending.length > 0 ? 'wait' : 'pass';
-  return { outcome, reasons: outcome === 'fail' ? failed : outcome === 'wait' ? pending : [], confidence: guards.confidence, perTestConfidence, guards: results };
+  const ratio = readout.units && ringShare !== undefined ? sampleRatioCheck(readout.units, ringShare) : null;
+  const mismatch = ratio?.mismatch
+    ? [`sample-ratio: ${ratio.units.ring} ring and ${ratio.units.legacy} legacy client-hours where the split asks ${rounded(ratio.ringShare)} ring (p = ${(ratio.pValue ?? 0).toPrecision(3)} < ${SAMPLE_RATIO_P})`]
+    : [];
+  const outcome: StepOutcome = failed.length > 0 ? 'fail' : mismatch.length > 0 ? 'mismatch' : pending.length > 0 ? 'wait' : 'pass';
+  const reasons = { fail: failed, mismatch, wait: pending, pass: [] }[outcome];
+  return { outcome, reasons, confidence: guards.confidence, perTestConfidence, guards: results, sampleRatio: ratio, ...(readout.fresh ? { fresh: readout.fresh } : {}) };
 }
 
 /** Zero counts for both variants, a start for callers that add hours up. */

@@ -10,7 +10,7 @@
  * failed: back to the last step that passed, 0 before any), `done` (the last step in force; a
  * step of 100 % is not judged: legacy has no users left to compare with), `paused` (a manual
  * percent, a cleared override, an explicit pause, or the kill switch: a ramp never writes over a
- * human; on-call resumes it or starts anew).
+ * human; or a sample-ratio mismatch, alerted, at the step's percent; on-call resumes it or starts anew).
  *
  * A state and its write are stored together in one atomic step over the revisions read
  * (storage's rollout-commit.lua): a step's dwell starts with its write, and a tick or command
@@ -33,7 +33,7 @@ export const RAMP_STATUSES = ['running', 'waiting', 'halted', 'done', 'paused'] 
 export type RampStatus = (typeof RAMP_STATUSES)[number];
 export const RAMP_STEP_OUTCOMES = ['pending', 'running', 'waiting', 'passed', 'failed', 'reached'] as const;
 export type RampStepOutcome = (typeof RAMP_STEP_OUTCOMES)[number];
-export const PAUSE_CAUSES = ['manual-percent', 'kill-switch', 'manual-pause'] as const;
+export const PAUSE_CAUSES = ['manual-percent', 'kill-switch', 'manual-pause', 'sample-ratio'] as const;
 export type PauseCause = (typeof PAUSE_CAUSES)[number];
 export const RAMP_NOTICE_KINDS = ['started', 'step-started', 'step-passed', 'waiting', 'halted', 'done', 'paused', 'resumed'] as const;
 export type RampNoticeKind = (typeof RAMP_NOTICE_KINDS)[number];
@@ -166,21 +166,26 @@ export function rampReadoutHours(state: RampState, now: Date): number {
   return Math.max(1, Math.floor(now.getTime() / hour) - Math.floor(Date.parse(startedAt) / hour) + 1);
 }
 
-function pauseIn(state: RampState, now: Date, cause: PauseCause, by: string | null, detail: string): void {
+function pauseIn(state: RampState, now: Date, cause: PauseCause, by: string | null, detail: string, alert = false): void {
   state.status = 'paused';
   state.judgeAt = null;
   state.pause = { cause, at: now.toISOString(), by, detail };
   const step = state.steps[state.current];
   if (step.outcome === 'running' || step.outcome === 'waiting') step.outcome = 'pending';
-  addNotice(state, now, 'paused', `ramp paused at ${step.percent} %: ${detail}`);
+  addNotice(state, now, 'paused', `ramp paused at ${step.percent} %: ${detail}`, alert);
 }
 
 /** Judges the step in force; the write it decides (the next step's percent, or a halt's way back), or null. */
 function judge(state: RampState, now: Date, readout: StepReadout): RolloutWrite | null {
   const step = state.steps[state.current];
-  const judgement = judgeStep(readout, state.guards);
+  const judgement = judgeStep(readout, state.guards, step.percent / 100);
   step.verdict = { ...judgement, judgedAt: now.toISOString() };
   step.judgements += 1;
+  // A broken sample is no evidence either way: neither advanced nor rolled back, on-call decides.
+  if (judgement.outcome === 'mismatch') {
+    pauseIn(state, now, 'sample-ratio', null, judgement.reasons.join('; '), true);
+    return null;
+  }
   if (judgement.outcome === 'wait') {
     if (state.status !== 'waiting') addNotice(state, now, 'waiting', `ramp step ${step.percent} % waits for samples: ${judgement.reasons.join('; ')}`);
     state.status = 'waiting';

@@ -19,6 +19,7 @@ export * from './held-version';
 export * from './ramp-store';
 export * from './ramp-schema';
 export * from './version-store';
+export * from './guest-devices';
 export * from './lease';
 export * from './redis-clock';
 export * from './store-health';

@@ -14,7 +14,7 @@ import type { Redis } from './redis-client';
  */
 export const LUA_DIR = [path.join(__dirname, 'lua'), path.resolve(__dirname, '../../../lua')].find((dir) => existsSync(dir))!;
 
-export type ScriptName = 'ring-claim' | 'ring-unclaim' | 'redis-time' | 'release-lock' | 'extend-lock' | 'record-fingerprint' | 'remove-fingerprint' | 'publish-version' | 'switch-current' | 'rollout-commit' | 'held-record' | 'readout-admit';
+export type ScriptName = 'ring-claim' | 'ring-unclaim' | 'redis-time' | 'release-lock' | 'extend-lock' | 'record-fingerprint' | 'remove-fingerprint' | 'publish-version' | 'switch-current' | 'rollout-commit' | 'held-record' | 'readout-admit' | 'guest-record';
 
 interface LoadedScript {
   source: string;

@@ -38,6 +38,8 @@ export interface Redis extends RedisCommands {
   scanKeys(pattern: string, count?: number): AsyncIterable<string[]>;
   /** MGET returning raw bytes (binary values such as the fingerprint lists). */
   mGetBuffers(keys: string[]): Promise<Array<Buffer | null>>;
+  /** HGET returning raw bytes (a guest device's record). */
+  hGetBuffer(key: string, field: Buffer): Promise<Buffer | null>;
 }
 
 export interface RedisOptions {
@@ -54,6 +56,7 @@ function standaloneAdapter(client: StandaloneClient): Redis {
   return Object.assign(client, {
     scanKeys: (pattern: string, count = 1000) => client.scanIterator({ MATCH: pattern, COUNT: count }),
     mGetBuffers: (keys: string[]) => binary.mGet(keys),
+    hGetBuffer: async (key: string, field: Buffer) => (await binary.hGet(key, field)) ?? null,
   });
 }
 
@@ -66,7 +69,7 @@ function clusterAdapter(cluster: ClusterClient): Redis {
     }
   }
   followFailovers(cluster);
-  return Object.assign(cluster, { scanKeys, mGetBuffers: (keys: string[]) => binary.mGet(keys) });
+  return Object.assign(cluster, { scanKeys, mGetBuffers: (keys: string[]) => binary.mGet(keys), hGetBuffer: async (key: string, field: Buffer) => (await binary.hGet(key, field)) ?? null });
 }
 
 /** The primary's address as the first Sentinel that answers names it. */

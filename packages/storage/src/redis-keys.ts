@@ -59,7 +59,15 @@ export function createRedisKeys(prefix = '') {
     buildLock: (version: string) => `${p}build-lock:{${version}}`,
     /** STRING owner token with expiry: a shadow build's lock of its own (R21: a shadow never blocks the live build). */
     shadowBuildLock: (version: string) => `${p}build-lock:{${version}}:shadow`,
-    /** STRING of 4-byte fingerprints of the user's recent views, oldest first (V1). */
+    /**
+     * HASH 8-byte device digest -> the guest device's record (lua/guest-record.lua): first seen, its
+     * recent views (V1) and the readout's hourly count; bucket `bucket` of the guests, each with a
+     * hash tag of its own as offsets have (R22), so a device costs a field, not keys (issue 52).
+     */
+    guests: (bucket: number) => `${p}guests:{${bucket}}`,
+    /** rate-limiter-flexible's key prefix: new guest device ids per client address (R23, issue 52). */
+    newDevices: `${p}new-devices`,
+    /** STRING of 4-byte fingerprints of a signed-in user's recent views, oldest first (V1); a guest's are in `guests`. */
     views: (user: string) => `${p}views:{${user}}`,
     /** STRING of 4-byte fingerprints of the user's "not interested" marks, oldest first (V3). */
     notInterested: (user: string) => `${p}not-interested:{${user}}`,

@@ -46,6 +46,11 @@ export async function addVariantStats(redis: Redis, keys: RedisKeys, at: Date, c
 }
 
 export const variantField = (variant: Variant, event: VariantEvent | VariantHealthEvent | typeof VIEWERS) => `${variant}:${event}`;
+/** Per variant and hour, the clients' first counted view of the hour under a rollout of `percent`: the sample-ratio check's units (R23). */
+export const unitsField = (variant: Variant, percent: number) => `${variant}:units:${percent}`;
+/** An action of a guest device first seen in the hour `firstSeen` (YYYYMMDDHH), beside its count in `variantField`: the judge leaves out devices new to a step. */
+export const freshField = (variant: Variant, event: VariantEvent, firstSeen: string) => `${variant}:${event}:new@${firstSeen}`;
+const FRESH_FIELD = /^(ring|legacy):([a-z-]+):new@(\d{10})$/;
 
 const DAY_MS = 24 * HOUR_MS;
 /** A client's readout hash lives three days: the two before today are read for first successes (lua/readout-admit.lua). */
@@ -80,17 +85,32 @@ const STEP_FIELDS: Record<keyof VariantCounts, VariantEvent | VariantHealthEvent
   notInterested: 'not-interested',
 };
 
-/** A ramp step's readout (R23 over D7): both variants' counts summed over the `hours` hours up to `now`. */
-export async function readStepReadout(redis: Redis, keys: RedisKeys, now: Date, hours: number): Promise<StepReadout> {
+const COUNT_OF = Object.fromEntries(Object.entries(STEP_FIELDS).map(([count, event]) => [event, count])) as Record<string, keyof VariantCounts>;
+
+/**
+ * A ramp step's readout (R23 over D7): both variants' counts summed over the `hours` hours up to
+ * `now`, less the actions of guest devices first seen in the step's start hour or later (`fresh`,
+ * reported beside), with the units served at the step's `percent`.
+ */
+export async function readStepReadout(redis: Redis, keys: RedisKeys, now: Date, hours: number, step?: { startedAt: Date; percent: number }): Promise<StepReadout> {
   const readout = emptyReadout();
-  const viewers = { ring: 0, legacy: 0 };
+  const [viewers, units] = [{ ring: 0, legacy: 0 }, { ring: 0, legacy: 0 }];
+  const fresh = { ring: { views: 0, notInterested: 0 }, legacy: { views: 0, notInterested: 0 } };
   for (const hash of await hourHashes(redis, keys, now, hours)) {
     for (const variant of VARIANTS) {
       for (const [count, event] of Object.entries(STEP_FIELDS) as Array<[keyof VariantCounts, string]>) readout[variant][count] += Number(hash[`${variant}:${event}`] ?? 0);
       viewers[variant] += Number(hash[variantField(variant, VIEWERS)] ?? 0);
+      if (step) units[variant] += Number(hash[unitsField(variant, step.percent)] ?? 0);
+    }
+    for (const [field, n] of step ? Object.entries(hash) : []) {
+      const [, variant, event, firstSeen] = FRESH_FIELD.exec(field) ?? [];
+      const count = COUNT_OF[event];
+      if (!count || firstSeen < statsHour(step!.startedAt)) continue;
+      readout[variant as Variant][count] -= Number(n);
+      if (count === 'views' || count === 'notInterested') fresh[variant as Variant][count] += Number(n);
     }
   }
-  return { ...readout, viewers };
+  return { ...readout, viewers, ...(step ? { units, fresh } : {}) };
 }
 
 /** The sums over the `hours` hours up to `now` (the current, partial hour included). */

@@ -26,7 +26,7 @@ import { RingReader, scanRing } from './ring-scan';
 import type { QueueCopies } from './queue-copies';
 import { ClockSkewProbe } from './clock-skew';
 import { FeedReadStateCache, type FeedReadState } from './feed-read-state';
-import { VariantReadout } from './variant-readout';
+import { VariantReadout, type Arm } from './variant-readout';
 import type { VideoCatalog, VideoInfo } from './video-catalog';
 import type { UserFilter, UserHistory } from '../users/user-history';
 
@@ -113,14 +113,15 @@ export class FeedService {
     });
     // Until Redis is first read, the environment's values are in force.
     showRollout(this.readState.lastKnown());
-    this.readout = new VariantReadout(redis, keys, metrics, (identity) => this.variantOf(identity));
+    this.readout = new VariantReadout(redis, keys, metrics, (identity) => this.variantOf(identity), (identity) => history.guestFirstSeen(identity.key));
     this.reader = new RingReader(redis, keys, options.queueCopies);
   }
 
-  /** The variant that serves this user under the rollout in force (D7): read as a page request reads it. */
-  async variantOf(identity: Identity): Promise<Variant> {
+  /** The variant that serves this user under the rollout in force (D7), and its percent (the split asked for): read as a page request reads it. */
+  async variantOf(identity: Identity): Promise<Arm> {
     const readState = await this.currentReadState(new Deadline(this.options.redisDeadlineMs));
-    return this.chainFor(identity, readState)[0] === 'ring' ? 'ring' : 'legacy';
+    const { enabled, percent } = readState.rollout;
+    return { variant: this.chainFor(identity, readState)[0] === 'ring' ? 'ring' : 'legacy', percent: enabled ? percent : 0 };
   }
 
   /** The strategies tried for this user, in order. */

@@ -11,17 +11,26 @@
  * interested" and guests' shares count once per client (user or guest device), video and variant
  * by the client's readout hash in Redis, and every kind of action at most
  * READOUT_CLIENT_HOURLY_CAP times per client and hour (lua/readout-admit.lua): no client moves a
- * verdict by repeating a request.
+ * verdict by repeating a request. A guest's views are admitted by its device record instead (the
+ * same answers; storage's guest-devices.ts), and a guest first seen in the last 48 h has each
+ * action counted beside under its first-seen hour, so the ramp's judge can leave out devices new
+ * to a step (R23); each client's first counted view of an hour is a unit under the percent in
+ * force, the sample-ratio check's counts.
  *
  * Beside engagement, each feed request's health is tallied per variant (`countHealth`): answered,
  * 5xx, degraded, empty; the worker's ramp judges a step on them (R23).
  */
 import { logger } from '@feed/logger';
-import { addVariantStats, admitReadoutAction, variantField, VIEWERS, type Redis, type RedisKeys, type Variant, type VariantEvent, type VariantHealthEvent } from '@feed/storage';
+import { addVariantStats, admitReadoutAction, freshField, statsHour, unitsField, variantField, VIEWERS, type GuestSight, type Redis, type RedisKeys, type Variant, type VariantEvent, type VariantHealthEvent } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics } from '../metrics';
 
 const FLUSH_EVERY_MS = 5_000;
+/** A guest first seen this recently is tagged: the hourly hashes (and so any step's readout) reach back 48 h. */
+const FRESH_FOR_MS = 48 * 3_600_000;
+
+/** The variant serving a client and the rollout percent in force (the split asked for). */
+export type Arm = { variant: Variant; percent: number };
 
 export class VariantReadout {
   private pending = new Map<string, number>();
@@ -32,7 +41,9 @@ export class VariantReadout {
     private readonly keys: RedisKeys,
     private readonly metrics: ApiMetrics,
     /** The variant that serves this user now (the feed's rollout in force). */
-    private readonly variantOf: (identity: Identity) => Promise<Variant>,
+    private readonly variantOf: (identity: Identity) => Promise<Arm>,
+    /** When a guest device was first seen (its record), for the actions whose caller does not say. */
+    private readonly firstSeenOf?: (identity: Identity) => Promise<Date | null>,
   ) {
     this.timer = setInterval(() => void this.flush(), FLUSH_EVERY_MS).unref();
   }
@@ -42,20 +53,27 @@ export class VariantReadout {
    * `vid` (undefined: the caller knows it is a first success) or passes the client's hourly cap.
    * Without Redis the action goes uncounted rather than failing the request.
    */
-  async record(identity: Identity, event: Exclude<VariantEvent, 'page'>, vid?: string): Promise<void> {
-    let variant: Variant;
+  async record(identity: Identity, event: Exclude<VariantEvent, 'page'>, vid?: string, sight?: GuestSight): Promise<void> {
+    let arm: Arm;
     let admitted: number;
+    let firstSeen: Date | null | undefined = sight?.firstSeen;
+    const now = new Date();
     try {
       // The variant too: it reads the rollout, which a loaded Redis may answer past its deadline.
-      variant = await this.variantOf(identity);
-      admitted = await admitReadoutAction(this.redis, this.keys, identity.key, new Date(), variant, event, vid);
+      arm = await this.variantOf(identity);
+      admitted = sight ? sight.admitted : await admitReadoutAction(this.redis, this.keys, identity.key, now, arm.variant, event, vid);
+      if (admitted > 0 && !sight && identity.deviceId !== undefined) firstSeen = await this.firstSeenOf?.(identity);
     } catch (err) {
       logger.warn('action not counted by the readout: Redis unavailable', { event, err: err instanceof Error ? err.message : String(err) });
       return;
     }
     if (admitted <= 0) return;
-    this.count(variant, event);
-    if (admitted === 1 && event === 'view') this.countHealth(variant, VIEWERS);
+    this.count(arm.variant, event);
+    if (firstSeen && now.getTime() - firstSeen.getTime() < FRESH_FOR_MS) this.add(freshField(arm.variant, event, statsHour(firstSeen)));
+    if (admitted === 1 && event === 'view') {
+      this.countHealth(arm.variant, VIEWERS);
+      this.add(unitsField(arm.variant, arm.percent));
+    }
   }
 
   /** A valid share: a user's when the service made its share record (`first`), a guest's once per video. */
@@ -66,7 +84,10 @@ export class VariantReadout {
   count(variant: Variant, event: VariantEvent): void {
     if (event === 'page') this.metrics.variantPages.inc({ variant });
     else this.metrics.variantEngagement.inc({ variant, action: event });
-    const field = variantField(variant, event);
+    this.add(variantField(variant, event));
+  }
+
+  private add(field: string): void {
     this.pending.set(field, (this.pending.get(field) ?? 0) + 1);
   }
 
@@ -75,8 +96,7 @@ export class VariantReadout {
    * same batches; Prometheus has the service-wide figures already (feed_pages_total and others).
    */
   countHealth(variant: Variant, event: VariantHealthEvent | typeof VIEWERS): void {
-    const field = variantField(variant, event);
-    this.pending.set(field, (this.pending.get(field) ?? 0) + 1);
+    this.add(variantField(variant, event));
   }
 
   /** Adds the counts so far to Redis's tally; kept for the next flush when Redis does not take them. */

@@ -113,14 +113,16 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
       return;
     }
     await existingVideo(vid);
-    const [count] = await inRedis(Promise.all([watches.register(identity.key, vid), history.recordView(identity.key, vid)]), 'watch-count');
+    const [count, sight] = await inRedis(Promise.all([watches.register(identity.key, vid), history.recordView(identity.key, vid)]), 'watch-count');
+    // A guest's record admits a video's view once, whichever call records it first (the view call's readout would find it seen).
+    if (sight) await feed.readout.record(identity, 'view', vid, sight);
     res.json(count);
   });
 
   router.post('/api/app/vid/view', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req);
-    await inRedis(history.recordView(identity.key, vid), 'view-history');
-    await feed.readout.record(identity, 'view', vid);
+    const sight = await inRedis(history.recordView(identity.key, vid), 'view-history');
+    await feed.readout.record(identity, 'view', vid, sight);
     res.json({ ok: true });
   });
 

@@ -1,9 +1,13 @@
 /**
  * Per-user "recent views" and "not interested" (SPEC V1–V4), stored as bounded blobs of 4-byte
  * fingerprints. Both keys of a user share the user's hash tag; the feed reads them with one
- * pipelined round trip, in parallel with the ring read (which is in the version's slot).
+ * pipelined round trip, in parallel with the ring read (which is in the version's slot). A guest
+ * device's views are a field of a bucket instead (storage's guest-devices.ts, issue 52), with the
+ * hour it was first seen: a made-up device id costs tens of bytes.
  */
-import { decodeFingerprints, fingerprint, fingerprintNumber, runScript, type Redis, type RedisKeys } from '@feed/storage';
+import { READOUT_CLIENT_HOURLY_CAP } from '@feed/domain';
+import { decodeFingerprints, fingerprint, fingerprintNumber, guestSlot, isKnownGuest, readGuest, recordGuestView, registerGuest, runScript, type GuestSight, type Redis, type RedisKeys } from '@feed/storage';
+import { isGuestKey } from '../http/identity';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** "Not interested" is long-term: kept a year after the user's last mark. */
@@ -13,6 +17,7 @@ export interface UserHistoryOptions {
   viewHistorySize: number;
   viewHistoryTtlDays: number;
   notInterestedMax: number;
+  guestBuckets: number;
 }
 
 export interface UserFilter {
@@ -32,8 +37,38 @@ export class UserHistory {
     return runScript<number>(this.redis, 'record-fingerprint', [key], [fingerprint(videoId), String(max), String(ttlMs)]);
   }
 
-  recordView(userKey: string, videoId: string): Promise<number> {
-    return this.append(this.keys.views(userKey), videoId, this.options.viewHistorySize, Math.round(this.options.viewHistoryTtlDays * DAY_MS));
+  private get viewsTtlMs() {
+    return Math.round(this.options.viewHistoryTtlDays * DAY_MS);
+  }
+
+  private guest(userKey: string) {
+    return { slot: guestSlot(this.keys, this.options.guestBuckets, userKey), options: { ttlMs: this.viewsTtlMs, maxViews: this.options.viewHistorySize, hourlyCap: READOUT_CLIENT_HOURLY_CAP } };
+  }
+
+  /** A guest's view answers whether the readout counts it and when the device was first seen (the readout's admission for guests). */
+  async recordView(userKey: string, videoId: string): Promise<GuestSight | undefined> {
+    if (!isGuestKey(userKey)) {
+      await this.append(this.keys.views(userKey), videoId, this.options.viewHistorySize, this.viewsTtlMs);
+      return undefined;
+    }
+    const { slot, options } = this.guest(userKey);
+    return recordGuestView(this.redis, slot, fingerprint(videoId), options);
+  }
+
+  /** Whether a guest device has a record (it was seen before); see storage's isKnownGuest. */
+  knownGuest(userKey: string): Promise<boolean> {
+    return isKnownGuest(this.redis, this.guest(userKey).slot);
+  }
+
+  /** Records a new guest device's first request: first seen now. */
+  async registerGuest(userKey: string): Promise<void> {
+    const { slot, options } = this.guest(userKey);
+    await registerGuest(this.redis, slot, options);
+  }
+
+  /** When a guest device was first seen; null when it has no record. */
+  async guestFirstSeen(userKey: string): Promise<Date | null> {
+    return (await readGuest(this.redis, this.guest(userKey).slot, this.viewsTtlMs))?.firstSeen ?? null;
   }
 
   markNotInterested(userKey: string, videoId: string): Promise<number> {
@@ -45,9 +80,13 @@ export class UserHistory {
   }
 
   async load(userKey: string): Promise<UserFilter> {
-    // One MGET: both keys carry the user's hash tag, so this works on Redis Cluster too.
-    const [views, marks] = await this.redis.mGetBuffers([this.keys.views(userKey), this.keys.notInterested(userKey)]);
-    const viewed = decodeFingerprints(views);
+    // One MGET: both keys carry the user's hash tag, so this works on Redis Cluster too; a guest's views are in its bucket.
+    // A guest's views key is read too: it holds the views recorded before the buckets, until it expires.
+    const [[views, marks], guest] = await Promise.all([
+      this.redis.mGetBuffers([this.keys.views(userKey), this.keys.notInterested(userKey)]),
+      isGuestKey(userKey) ? readGuest(this.redis, this.guest(userKey).slot, this.viewsTtlMs) : null,
+    ]);
+    const viewed = decodeFingerprints(guest ? Buffer.concat([views ?? Buffer.alloc(0), guest.views]) : views);
     const notInterested = decodeFingerprints(marks);
     return {
       viewed: (id) => viewed.size > 0 && viewed.has(fingerprintNumber(id)),

@@ -8,9 +8,9 @@
  * and its rollout write in one step over the revisions read (storage's `commit`): a human's
  * command that came first wins and the tick changes nothing, its notices included. Then record
  * the committed notices in the audit trail (each automatic step: start, step started/passed,
- * waiting, halted with reasons, done), raise the halt's alert, and acknowledge them; a crash
- * between recording and acknowledging records a notice twice rather than never. A stored record
- * this code cannot read is reported (log, `feed_ramp_unreadable`, the inspector) and left alone.
+ * waiting, halted with reasons, paused on a sample-ratio mismatch, done), raise the halt's or the
+ * mismatch's alert, and acknowledge them; a crash between recording and acknowledging records a
+ * notice twice rather than never. A stored record this code cannot read is reported (log, `feed_ramp_unreadable`, the inspector) and left alone.
  */
 import { ackNotices, advanceRamp, rampNeedsReadout, rampReadoutHours, type RampNotice, type RampState } from '@feed/domain';
 import type { Logger } from '@feed/logger';
@@ -45,7 +45,7 @@ async function recordNotices(deps: RampDriverDeps, state: RampState): Promise<Ra
       break;
     }
     metrics.rampSteps.inc({ kind: notice.kind });
-    if (notice.alert) logger.error('ramp halted', { ramp: state.id, percent: notice.percent, reasons: state.haltReasons, message: notice.message });
+    if (notice.alert) logger.error(notice.kind === 'halted' ? 'ramp halted' : 'ramp paused on a sample-ratio mismatch', { ramp: state.id, percent: notice.percent, reasons: state.haltReasons, message: notice.message });
     else logger.info('ramp step', { ramp: state.id, kind: notice.kind, percent: notice.percent, message: notice.message });
     recorded += 1;
   }
@@ -66,12 +66,14 @@ export async function driveRamp(deps: RampDriverDeps): Promise<RampState | null>
   if (!stored.state) {
     if (stored.error) logger.error('stored ramp unreadable: not driven', { error: stored.error });
     metrics.rampHalted.set(0);
+    metrics.rampSampleRatio.set(0);
     return null;
   }
   const state = stored.state;
   const now = deps.now?.() ?? new Date();
   const rollout = await observeRollout(redis, keys, deps.environment);
-  const readout = rampNeedsReadout(state, now) ? await readStepReadout(redis, keys, now, rampReadoutHours(state, now)) : undefined;
+  const step = state.steps[state.current];
+  const readout = rampNeedsReadout(state, now) ? await readStepReadout(redis, keys, now, rampReadoutHours(state, now), { startedAt: new Date(step.startedAt ?? now), percent: step.percent }) : undefined;
   const { state: next, write } = advanceRamp(state, { now, rollout, readout });
   if (next !== state) {
     signal?.throwIfAborted();
@@ -90,5 +92,6 @@ export async function driveRamp(deps: RampDriverDeps): Promise<RampState | null>
   }
   const settled = await recordNotices(deps, next);
   metrics.rampHalted.set(settled.status === 'halted' ? 1 : 0);
+  metrics.rampSampleRatio.set(settled.pause?.cause === 'sample-ratio' ? 1 : 0);
   return settled;
 }

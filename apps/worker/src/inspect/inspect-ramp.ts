@@ -1,6 +1,8 @@
 /**
  * The inspector's view of the rollout ramp (R23): its steps, the current one, and each step's
- * latest verdict with, per guard, the sample sizes, rates and confidence intervals it was judged on.
+ * latest verdict with, per guard, the sample sizes, rates and confidence intervals it was judged on
+ * (trusted units: signed-in users and devices first seen before the step), the sample-ratio check's
+ * units per arm, and the new devices' counts reported beside.
  */
 import type { GuardResult } from '@feed/domain';
 import { readRamp, type Redis, type RedisKeys } from '@feed/storage';
@@ -41,7 +43,9 @@ export async function rampView(redis: Redis, keys: RedisKeys) {
       outcome: step.outcome,
       startedAt: step.startedAt,
       judgements: step.judgements,
-      verdict: step.verdict ? { outcome: step.verdict.outcome, judgedAt: step.verdict.judgedAt, reasons: step.verdict.reasons, guards: step.verdict.guards.map(guardView) } : null,
+      verdict: step.verdict
+        ? { outcome: step.verdict.outcome, judgedAt: step.verdict.judgedAt, reasons: step.verdict.reasons, guards: step.verdict.guards.map(guardView), sampleRatio: step.verdict.sampleRatio ?? null, fresh: step.verdict.fresh ?? null }
+        : null,
     })),
   };
 }

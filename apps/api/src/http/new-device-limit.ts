@@ -1,0 +1,40 @@
+/**
+ * New guest device ids per client address (SPEC R23, issue 52): a request naming a device the
+ * service has no record of takes a point of its address's budget (rate-limiter-flexible in
+ * Redis) and past it is answered 429 with Retry-After, before anything is recorded; admitted, the
+ * device is recorded (first seen now), so its later requests are never limited, nor are signed-in
+ * users'. The address is Express's `req.ip`: the socket's peer unless TRUST_PROXY names the
+ * proxies whose X-Forwarded-For is believed. Redis unreachable or past the request's Redis
+ * budget, the request goes on (R17).
+ */
+import type { RequestHandler } from 'express';
+import { AppError } from '@feed/http';
+import { logger } from '@feed/logger';
+import type { NewDeviceLimiter } from '@feed/storage';
+import type { UserHistory } from '../users/user-history';
+import { DEVICE_ID, guestIdentity } from './identity';
+import { budgetOf } from './request-budget';
+
+export function newDeviceLimit(history: UserHistory, takePoint: NewDeviceLimiter, onLimited: () => void): RequestHandler {
+  return async (req, res, next) => {
+    const deviceId = req.header('x-device-id');
+    // Users, and requests identify() refuses, are not its business.
+    if (req.header('authorization') !== undefined || deviceId === undefined || !DEVICE_ID.test(deviceId)) return next();
+    const { key } = guestIdentity(deviceId);
+    const { redis: deadline } = budgetOf(res);
+    let waitMs: number | null;
+    try {
+      if (await deadline.run(() => history.knownGuest(key), 'device record')) return next();
+      waitMs = await deadline.run(() => takePoint(req.ip ?? 'unknown'), 'new-device limit');
+      if (waitMs === null) await deadline.run(() => history.registerGuest(key), 'device record');
+    } catch (err) {
+      logger.warn('new device not checked: Redis unavailable', { err: err instanceof Error ? err.message : String(err) });
+      return next();
+    }
+    if (waitMs === null) return next();
+    onLimited();
+    const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+    res.set('Retry-After', String(seconds));
+    throw new AppError(429, 'too_many_new_devices', `too many new device ids from this address: retry in ${seconds} s`);
+  };
+}
