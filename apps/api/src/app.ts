@@ -26,6 +26,9 @@ import { bodyOperations } from './openapi';
 /** The headers the H5 client sends (a preflight must allow each). */
 const CORS_REQUEST_HEADERS = ['Authorization', 'X-Device-Id', 'Idempotency-Key', 'Content-Type'];
 
+/** The client API's CORS: H5 pages on the allowed origins may call it (the bench's limit route has the same). */
+export const clientCors = (origin: Config['corsAllowedOrigins']) => cors({ origin, methods: ['GET', 'POST', 'DELETE'], allowedHeaders: CORS_REQUEST_HEADERS, exposedHeaders: ['X-Request-Id'], maxAge: 600 });
+
 export interface ApiDeps {
   config: Config;
   redis: Redis;
@@ -110,7 +113,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   });
   // H5 pages on the allowed origins may call the client API; admin and probes never cross-origin.
   app.use(answerOptions(app, '/api/app'));
-  app.use('/api/app', cors({ origin: config.corsAllowedOrigins, methods: ['GET', 'POST', 'DELETE'], allowedHeaders: CORS_REQUEST_HEADERS, exposedHeaders: ['X-Request-Id'], maxAge: 600 }));
+  app.use('/api/app', clientCors(config.corsAllowedOrigins));
   // A body is read only where the document takes one, and only as JSON (415 otherwise); elsewhere it is ignored.
   const json = express.json({ limit: '16kb' });
   app.use((req, res, next) => {
