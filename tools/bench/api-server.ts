@@ -7,7 +7,7 @@ import express from 'express';
 import mongoose from 'mongoose';
 import { loadConfig } from '@feed/config';
 import { errorHandler, requestId } from '@feed/http';
-import { connectRedis } from '@feed/storage';
+import { connectRedis, RequestBudget } from '@feed/storage';
 import { clientCors, createApp } from '@feed/api';
 
 async function main(): Promise<void> {
@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   });
   // The same route answering a feed-sized body (one real page, captured once): separates the cost
   // of writing ~7 KB per response from the cost of the ring read itself.
-  const page = await ring.feed.nextPage({ key: 'u:bench-page-template', userId: 'bench-page-template' }, 20);
+  const page = await ring.feed.nextPage({ key: 'u:bench-page-template', userId: 'bench-page-template' }, 20, new RequestBudget({ redisMs: 5000, mongoMs: 5000 }));
   outer.get('/hello-page', (_req, res) => {
     res.json(page);
   });

@@ -5,10 +5,14 @@ import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { annotateRequestSpan } from '@feed/telemetry';
-import { auditTrail, createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
+import { auditTrail, createRedisKeys, Deadline, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
 import { answerOptions, errorHandler, methodNotAllowed, notFoundRoute, requestId, requestIdOf, routeStrictly, unsupportedMediaType } from '@feed/http';
 import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
 import { FeedService } from './feed/feed-service';
+import { FeedReadStateCache } from './feed/feed-read-state';
+import { ClockSkewProbe } from './feed/clock-skew';
+import { RingReader } from './feed/ring-scan';
+import { VariantReadout } from './feed/variant-readout';
 import { VideoCatalog } from './feed/video-catalog';
 import { QueueCopies } from './feed/queue-copies';
 import { sizeTokenCache, tokenCacheBytes } from './http/identity';
@@ -41,6 +45,9 @@ export interface ApiDeps {
 export interface Api {
   app: Express;
   feed: FeedService;
+  readout: VariantReadout;
+  reader: RingReader;
+  readState: FeedReadStateCache;
   metrics: ApiMetrics;
   /** From now on /readyz says 503 `draining` (SIGTERM, SPEC D4). */
   drain(): void;
@@ -50,28 +57,13 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const keys = createRedisKeys(config.redisKeyPrefix);
   const videos = videoModel(mongo);
   const shares = memoryShares(config.apiMemoryBudgetMb);
-  const catalog = new VideoCatalog(
-    videos,
-    config.videoCacheMs,
-    config.videoCacheMax,
-    (hits, misses) => {
-      if (hits > 0) metrics.videoCache.inc({ result: 'hit' }, hits);
-      if (misses > 0) metrics.videoCache.inc({ result: 'miss' }, misses);
-    },
-    shares.videoCacheBytes,
-    (issue) => metrics.skipped.inc({ reason: issue }),
-    config.mongoDeadlineMs,
-  );
-  const queueCopies = new QueueCopies(
-    redis,
-    keys,
-    config.queueCopiesMax,
-    () => {
-      metrics.queueCopyLoads.inc();
-      metrics.queueCopyBytes.set(queueCopies.bytes());
-    },
-    shares.queueCopyBytes,
-  );
+  const catalog = new VideoCatalog({ model: videos, ttlMs: config.videoCacheMs, maxEntries: config.videoCacheMax, maxBytes: shares.videoCacheBytes, mongoDeadlineMs: config.mongoDeadlineMs, metrics });
+  const onLoaded = () => {
+    metrics.queueCopyLoads.inc();
+    metrics.queueCopyBytes.set(queueCopies.bytes());
+  };
+  const queueCopies = new QueueCopies({ redis, keys, maxCopies: config.queueCopiesMax, maxBytes: shares.queueCopyBytes, onLoaded });
+  const copies = config.queueCopiesMax > 0 ? queueCopies : undefined;
   sizeTokenCache(shares.tokenCacheBytes);
   metrics.memoryBudget.set(shares.budgetBytes);
   metrics.cacheBudgetBytes.set({ cache: 'video' }, shares.videoCacheBytes);
@@ -81,13 +73,23 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const interactions = new InteractionService(videos, interactionModels(mongo), counterHooks);
   const history = new UserHistory(redis, keys, config);
   const watches = new WatchCounter(redis, keys, config.totalWatch, config.businessTimeZone);
-  const feed = new FeedService(redis, keys, catalog, history, metrics, {
-    enabled: config.shortRecommendV2Enabled,
-    percent: config.shortRecommendV2Percent,
-    currentCacheMs: config.currentCacheMs,
-    redisDeadlineMs: config.redisDeadlineMs,
-    queueCopies: config.queueCopiesMax > 0 ? queueCopies : undefined,
+  const clockSkew = new ClockSkewProbe(redis, keys, metrics.clockSkew);
+  const readState = new FeedReadStateCache({
+    redis,
+    keys,
+    ttlMs: config.currentCacheMs,
+    defaults: { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent },
+    metrics,
+    onRefresh: ({ rings }) => {
+      clockSkew.maybeMeasure();
+      // Each version or build seen is copied ahead of its first reads, at a jittered moment (R22).
+      for (const ring of rings.values()) if (ring) copies?.preload(ring);
+    },
   });
+  // An interaction's variant is read within a Redis deadline of its own (it is counted after the answer's writes).
+  const readout = new VariantReadout(redis, keys, metrics, (identity) => readState.variantOf(identity, new Deadline(config.redisDeadlineMs)));
+  const reader = new RingReader(redis, keys, copies);
+  const feed = new FeedService({ redis, keys, catalog, history, metrics, readState, reader, readout });
 
   const app = express();
   routeStrictly(app);
@@ -123,7 +125,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     json(req, res, next);
   });
   // The feed routes first: they take nearly all the traffic.
-  app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret, redisDeadlineMs: config.redisDeadlineMs, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
+  app.use(feedRoutes({ feed, catalog, history, watches, readout, jwtSecret: config.authJwtSecret, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
   let draining = false;
   // Warm once the copy of the version current at start is held (or there is none, copies are off,
   // the copy was refused, or Redis is down: degraded is ready, and stays so when Redis returns):
@@ -131,19 +133,19 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   let warm = config.queueCopiesMax === 0;
   const warmUp = async (redisUp: boolean) => {
     if (warm || !redisUp) return (warm = true);
-    const { current, rings } = await feed.readState.get();
+    const { current, rings } = await readState.get();
     const ring = current ? rings.get(current) : null;
     if (ring) void queueCopies.ensure(ring).then(() => (warm = true));
     return (warm = !ring || queueCopies.ready(ring));
   };
   app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs, draining: () => draining, warm: warmUp }));
-  app.use(interactionRoutes(interactions, config.authJwtSecret, feed.readout, config.mongoDeadlineMs, (kind) => metrics.talliesDeferred.inc({ kind })));
-  app.use(adminRoutes({ config, redis, keys, catalog, history, feed, audit: auditTrail(mongo, config.redisKeyPrefix) }));
+  app.use(interactionRoutes(interactions, config.authJwtSecret, readout, config.mongoDeadlineMs, (kind) => metrics.talliesDeferred.inc({ kind })));
+  app.use(adminRoutes({ config, redis, keys, catalog, history, reader, readState, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   app.use(errorHandler());
   requestLabels = declareHttpRoutes(metrics.httpDuration, routesOf(app));
-  return { app, feed, metrics, drain: () => void (draining = true) };
+  return { app, feed, readout, reader, readState, metrics, drain: () => void (draining = true) };
 }
 
 type RouterLayer = Express['router']['stack'][number];
