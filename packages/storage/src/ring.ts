@@ -85,8 +85,8 @@ export interface Claim {
 }
 
 /**
- * The user's cursor as stored: positions claimed and not given back, absolute (its ring position
- * is `% length`); given-back positions still to serve follow it as holes (ring-claim.lua).
+ * The user's cursor as stored (lua/includes/ring-cursor.lua), read in one place: positions claimed
+ * and not given back, absolute (its ring position is `% length`); the holes after it are Lua's.
  */
 export function parseCursor(stored: string | null): number | null {
   if (stored === null) return null;
