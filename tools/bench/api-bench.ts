@@ -2,7 +2,8 @@
  * `pnpm bench api [--seconds S] [--connections C] [--users U] [--pairs N] [--cluster-users N] [--no-cluster]`:
  * req/s and p50/p99 of an Express hello-world route, the legacy random feed, then N rounds of the
  * ring feed, its limit route and hello-world sending the same page, served by one process with the
- * same data and Redis, with many distinct users; each round's ratios and their medians; then the
+ * same data and Redis, with many distinct users; each round's ratios (of req/s, and of the API
+ * process's CPU per request: limit/ring) and their medians; then the
  * ring on a 3-master Redis Cluster (R22). Last line:
  * `cluster: hottest_master=<pct> switch_hottest_master=<pct> offsets_b_per_user=<b> ring/limit=<x> ring/hello-page=<y>`
  * (the medians of the one-Redis run).
@@ -24,9 +25,18 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 
 const SECRET = randomBytes(24).toString('hex');
 
+/** The API process's CPU time so far, in microseconds (its /cpu route). */
+const cpuOf = async (url: string) => ((usage: NodeJS.CpuUsage) => usage.user + usage.system)((await (await fetch(`${new URL(url).origin}/cpu`)).json()) as NodeJS.CpuUsage);
+
+/**
+ * req/s and latency of `url`, and the API process's CPU microseconds per request: on a loaded
+ * machine the rate follows what other processes leave free, the CPU a request costs much less.
+ */
 async function load(name: string, url: string, tokens: string[], seconds: number, connections: number) {
+  const cpuBefore = await cpuOf(url);
   const result = await loadWithTokens(url, tokens, seconds, connections);
-  return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors };
+  const cpuUs = (await cpuOf(url)) - cpuBefore;
+  return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors, cpuUs: cpuUs / result.requests.total };
 }
 
 export async function runApiBench(): Promise<void> {
@@ -57,8 +67,8 @@ export async function runApiBench(): Promise<void> {
       return;
     }
     console.log(`${seconds} s a route, ${connections} connections, ${users} distinct users, 20 videos per page`);
-    console.log('route        req/s   p50 ms  p99 ms  non-2xx');
-    const show = (r: Awaited<ReturnType<typeof load>>) => console.log(`${r.name.padEnd(10)} ${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${r.non2xx}`);
+    console.log('route        req/s   p50 ms  p99 ms  non-2xx  API CPU us/req');
+    const show = (r: Awaited<ReturnType<typeof load>>) => console.log(`${r.name.padEnd(10)} ${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(6)}  ${String(r.p99).padStart(6)}  ${String(r.non2xx).padStart(7)}  ${r.cpuUs.toFixed(0).padStart(14)}`);
     const once = async (name: keyof typeof ROUTES) => {
       const r = await load(name, url(ROUTES[name]), tokens, seconds, connections);
       show(r);
@@ -69,13 +79,15 @@ export async function runApiBench(): Promise<void> {
     // alike, so each round's ratios hold better than rates measured minutes apart.
     const toLimit: number[] = [];
     const toPage: number[] = [];
+    const cpuToLimit: number[] = [];
     for (let round = 1; round <= Number(argValue('pairs', '5')); round++) {
       const [ring, limit, page] = [await once('ring'), await once('limit'), await once('hello-page')];
       toLimit.push(ring.rps / limit.rps);
       toPage.push(ring.rps / page.rps);
-      console.log(`round ${round}: ring/limit=${toLimit.at(-1)!.toFixed(2)} ring/hello-page=${toPage.at(-1)!.toFixed(2)} ring/legacy=${(ring.rps / legacy.rps).toFixed(2)} ring/hello=${(ring.rps / hello.rps).toFixed(2)}`);
+      cpuToLimit.push(limit.cpuUs / ring.cpuUs);
+      console.log(`round ${round}: ring/limit=${toLimit.at(-1)!.toFixed(2)} ring/hello-page=${toPage.at(-1)!.toFixed(2)} ring/legacy=${(ring.rps / legacy.rps).toFixed(2)} ring/hello=${(ring.rps / hello.rps).toFixed(2)} cpu limit/ring=${cpuToLimit.at(-1)!.toFixed(2)}`);
     }
-    const ratios = `ring/limit=${median(toLimit).toFixed(2)} ring/hello-page=${median(toPage).toFixed(2)}`;
+    const ratios = `ring/limit=${median(toLimit).toFixed(2)} ring/hello-page=${median(toPage).toFixed(2)} cpu limit/ring=${median(cpuToLimit).toFixed(2)}`;
     console.log(`median of ${toLimit.length} rounds: ${ratios} (limit: request id, CORS, error handler, one EVALSHA of 20 ids, the same body; hello-page: the same body alone)`);
     await server.stop();
     server = undefined;

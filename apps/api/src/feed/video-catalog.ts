@@ -123,6 +123,10 @@ export class VideoCatalog {
   private recent?: { limit: number; expiresAt: number; docs: Promise<Array<{ vid: string; authorId: string }>> };
   private adPool?: { ids: string[]; expiresAt: number };
   private issuesLogged = 0;
+  /** This loop turn's cache misses, not yet sent. */
+  private batch?: { ids: string[]; docs: Promise<Map<string, CatalogVideo>> };
+  /** Ids of a query sent and not answered yet. */
+  private readonly fetching = new Map<string, Promise<Map<string, CatalogVideo>>>();
 
   constructor(private readonly o: CatalogOptions) {
     const { ttlMs, maxEntries = 100_000, maxBytes = 32 * 1024 * 1024 } = o;
@@ -136,8 +140,10 @@ export class VideoCatalog {
   }
 
   /**
-   * Videos by id (missing ids are absent from the map). One MongoDB query for the cache misses,
-   * within `budget` (the request's): cached documents are served while MongoDB is frozen.
+   * Videos by id (missing ids are absent from the map). The cache misses of all requests of one
+   * loop turn are one MongoDB query, which a request waits for within `budget` (its own); an id
+   * already being fetched is waited for, not asked again. Cached documents are served while
+   * MongoDB is frozen.
    */
   async load(ids: readonly string[], budget: MongoBudget): Promise<Map<string, CatalogVideo>> {
     const found = new Map<string, CatalogVideo>();
@@ -151,36 +157,41 @@ export class VideoCatalog {
     const hits = ids.length - misses.length;
     if (this.cache && hits > 0) this.o.metrics?.videoCache.inc({ result: 'hit' }, hits);
     if (this.cache && misses.length > 0) this.o.metrics?.videoCache.inc({ result: 'miss' }, misses.length);
-    if (misses.length > 0) {
-      // An id that is no ObjectId (a legacy set holds what others wrote) names no video.
-      const objectIds = misses.flatMap((id) => parseVideoId(id) ?? []);
-      const docs =
-        objectIds.length === 0
-          ? []
-          : await inSpan('video lookup', { 'feed.videos': misses.length }, () =>
-              budget
-                .run(
-                  (signal) =>
-                    this.model
-                      .find({ _id: { $in: objectIds } }, null, { signal })
-                      .select(PUBLIC_PROJECTION)
-                      .lean<Array<Record<string, unknown>>>(),
-                  'video lookup',
-                )
-                .catch(videoStoreDown),
-            );
-      const byId = new Map<string, CatalogVideo>();
-      for (const doc of docs) {
-        const video = this.read(doc);
-        if (video) byId.set(video._id.toHexString(), video);
-      }
-      for (const id of misses) {
-        const video = byId.get(id) ?? null;
-        this.cache?.set(id, { video });
-        if (video) found.set(id, video);
-      }
+    if (misses.length === 0) return found;
+    const fetched = await budget.run(() => Promise.all(new Set(misses.map((id) => this.fetching.get(id) ?? this.fetch(id)))), 'video lookup').catch(videoStoreDown);
+    for (const id of misses) {
+      const video = fetched.find((byId) => byId.has(id))?.get(id);
+      if (video) found.set(id, video);
     }
     return found;
+  }
+
+  /** Adds `id` to this turn's query (sent once the turn's requests have asked), bounded by its own signal. */
+  private fetch(id: string): Promise<Map<string, CatalogVideo>> {
+    if (!this.batch) {
+      const ids: string[] = [];
+      const docs = new Promise((resolve) => setImmediate(resolve)).then(() => {
+        this.batch = undefined;
+        // An id that is no ObjectId (a legacy set holds what others wrote) names no video.
+        const objectIds = ids.flatMap((vid) => parseVideoId(vid) ?? []);
+        const query = objectIds.length === 0 ? Promise.resolve([]) : this.model.find({ _id: { $in: objectIds } }, null, { signal: AbortSignal.timeout(this.mongoDeadlineMs) }).select(PUBLIC_PROJECTION).lean<Array<Record<string, unknown>>>();
+        return inSpan('video lookup', { 'feed.videos': ids.length }, () => query)
+          .then((docs) => {
+            const byId = new Map<string, CatalogVideo>();
+            for (const doc of docs) {
+              const video = this.read(doc);
+              if (video) byId.set(video._id.toHexString(), video);
+            }
+            for (const vid of ids) this.cache?.set(vid, { video: byId.get(vid) ?? null });
+            return byId;
+          })
+          .finally(() => ids.forEach((vid) => this.fetching.delete(vid)));
+      });
+      this.batch = { ids, docs };
+    }
+    this.batch.ids.push(id);
+    this.fetching.set(id, this.batch.docs);
+    return this.batch.docs;
   }
 
   /** A document through the one reader: counted (and the first ones logged with their `_id`) when odd. */
