@@ -3,6 +3,7 @@
  * connections and data, a hello-world route, the limit route, the legacy random feed and the ring feed.
  */
 import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
 import express from 'express';
 import mongoose from 'mongoose';
 import { loadConfig } from '@feed/config';
@@ -42,15 +43,18 @@ async function main(): Promise<void> {
   const script = 'return ARGV';
   const sha = createHash('sha1').update(script).digest('hex');
   await redis.eval(script, { arguments: ids });
-  limit.get('/limit', async (_req, res) => {
+  limit.get('/', async (_req, res) => {
     await redis.evalSha(sha, { arguments: ids });
     res.type('application/json').send(body);
   });
   limit.use(errorHandler());
-  outer.use(limit);
+  // Mounted at its path: its request id and CORS must not run for the other routes' requests.
+  outer.use('/limit', limit);
   outer.use('/legacy', legacy.app);
-  outer.use(ring.app);
-  const server = outer.listen(Number(process.env.BENCH_PORT ?? 0), '127.0.0.1', () => {
+  // The ring app answers its paths at the top, as in production: not mounted in `outer`, whose
+  // routes it would otherwise pass first, and whose mount swaps req's and res's prototypes.
+  const server = createServer((req, res) => void (req.url!.startsWith('/api/') ? ring.app : outer)(req, res));
+  server.listen(Number(process.env.BENCH_PORT ?? 0), '127.0.0.1', () => {
     process.stdout.write(`listening ${(server.address() as { port: number }).port}\n`);
   });
   process.once('SIGTERM', () => process.exit(0));

@@ -52,6 +52,8 @@ export interface FeedDeps {
   readout: VariantReadout;
 }
 
+const RING_CHAIN = ['ring', 'previous-version', 'legacy-set', 'mongo-fallback'] as const;
+const LEGACY_CHAIN = ['legacy-set', 'mongo-fallback'] as const;
 /** Most recent approved videos the MongoDB fallback samples from. */
 const MONGO_FALLBACK_POOL = 200;
 const NO_FILTER: UserFilter = { viewed: () => false, notInterested: () => false };
@@ -85,8 +87,8 @@ export class FeedService {
   }
 
   /** The strategies tried for this user, in order. */
-  chainFor(identity: Identity, readState: FeedReadState): StrategyName[] {
-    return servesRing(readState, identity) ? ['ring', 'previous-version', 'legacy-set', 'mongo-fallback'] : ['legacy-set', 'mongo-fallback'];
+  chainFor(identity: Identity, readState: FeedReadState): readonly StrategyName[] {
+    return servesRing(readState, identity) ? RING_CHAIN : LEGACY_CHAIN;
   }
 
   /** What `nextPage` would answer now (HEAD, SPEC C): the same chain and status, nothing claimed or counted. */
@@ -122,13 +124,13 @@ export class FeedService {
     }
   }
 
-  private async pageRequest(request: Omit<PageRequest, 'readState'>): Promise<{ request: PageRequest; chain: StrategyName[] }> {
+  private async pageRequest(request: Omit<PageRequest, 'readState'>): Promise<{ request: PageRequest; chain: readonly StrategyName[] }> {
     const readState = await this.d.readState.read(request.budget.redis, request.requestId);
     return { request: { ...request, readState }, chain: this.chainFor(request.identity, readState) };
   }
 
   /** The page of the first strategy of `chain` that works, with the reasons of those that did not. */
-  private async firstWorking(chain: StrategyName[], request: PageRequest): Promise<{ page: FeedPage; name: StrategyName; index: number; failures: string[] }> {
+  private async firstWorking(chain: readonly StrategyName[], request: PageRequest): Promise<{ page: FeedPage; name: StrategyName; index: number; failures: string[] }> {
     const failures: string[] = [];
     for (const [index, name] of chain.entries()) {
       try {
