@@ -1,9 +1,7 @@
 --[[
-  The ring cursor as a user's offset field stores it (SPEC R11), written once for ring-claim and
-  ring-unclaim (ring.ts's parseCursor reads its first number): "total" or
-  "total,start:end,start:end". `total` counts positions claimed and not given back, absolute
-  (the ring position is total % length); each start:end (absolute, end exclusive) is a hole of
-  positions given back out of order, served first by the user's next claims.
+  The ring cursor as a user's offset field stores it (SPEC R11; ring.ts's parseCursor reads its
+  first number): "total[,start:end...]", positions claimed and not given back (absolute: the ring
+  position is total % length), then the holes given back out of order (absolute, end exclusive).
 ]]
 local function decodeCursor(state)
   local comma = string.find(state, ',', 1, true)

@@ -124,12 +124,6 @@ export async function readOffset(redis: Redis, keys: RedisKeys, ring: RingVersio
   return (parseCursor(await redis.hGet(key, field)) ?? 0) % ring.length;
 }
 
-/** Sets the user's offset (a test's starting point). */
-export async function writeOffset(redis: Redis, keys: RedisKeys, ring: Pick<RingVersion, 'version' | 'offsetBuckets'>, userKey: string, offset: number): Promise<void> {
-  const { key, field } = offsetSlot(keys, ring, userKey);
-  await redis.hSet(key, field, String(offset));
-}
-
 /** The ids at ring positions [start, start + count) of `version`'s queue, wrapping at `length`. */
 export function readQueueRange(redis: Redis, keys: RedisKeys, version: string, length: number, start: number, count: number): Promise<string[]> {
   return readListRange(redis, keys.queue(version), length, start, count);

@@ -21,11 +21,8 @@ export interface FeedReadState {
   rollout: RolloutInForce;
 }
 
-/** FNV-1a of the identity key: a user's rollout bucket never changes. */
-export const rolloutBucket = (key: string): number => fnv1a32(key) % 100;
-
-/** Whether the ring serves this user under the rollout in force (R16, D7's `ring` variant). */
-export const servesRing = ({ rollout }: FeedReadState, identity: Identity): boolean => rollout.enabled && rolloutBucket(identity.key) < rollout.percent;
+/** Whether the ring serves this user under the rollout in force (R16, D7's `ring` variant): FNV-1a of the identity key is its fixed bucket. */
+export const servesRing = ({ rollout }: FeedReadState, identity: Identity): boolean => rollout.enabled && fnv1a32(identity.key) % 100 < rollout.percent;
 
 export interface ReadStateOptions {
   redis: Redis;

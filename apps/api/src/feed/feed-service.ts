@@ -86,11 +86,6 @@ export class FeedService {
     this.versions = new VersionStore(d.redis, d.keys);
   }
 
-  /** The strategies tried for this user, in order. */
-  chainFor(identity: Identity, readState: FeedReadState): readonly StrategyName[] {
-    return servesRing(readState, identity) ? RING_CHAIN : LEGACY_CHAIN;
-  }
-
   /** What `nextPage` would answer now (HEAD, SPEC C): the same chain and status, nothing claimed or counted. */
   async peekPage(identity: Identity, pageSize: number, budget: RequestBudget, requestId?: string): Promise<FeedPage> {
     const { request, chain } = await this.pageRequest({ identity, pageSize, budget, peek: true, requestId });
@@ -126,7 +121,8 @@ export class FeedService {
 
   private async pageRequest(request: Omit<PageRequest, 'readState'>): Promise<{ request: PageRequest; chain: readonly StrategyName[] }> {
     const readState = await this.d.readState.read(request.budget.redis, request.requestId);
-    return { request: { ...request, readState }, chain: this.chainFor(request.identity, readState) };
+    // The strategies tried for this user, in order.
+    return { request: { ...request, readState }, chain: servesRing(readState, request.identity) ? RING_CHAIN : LEGACY_CHAIN };
   }
 
   /** The page of the first strategy of `chain` that works, with the reasons of those that did not. */

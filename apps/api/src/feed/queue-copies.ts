@@ -54,11 +54,10 @@ export class QueueCopies {
   private readonly oversized = new Set<string>();
   private readonly versions: VersionStore;
 
-  private readonly maxCopies: number;
   private readonly maxBytes: number;
 
   constructor(private readonly o: QueueCopiesOptions) {
-    ({ maxCopies: this.maxCopies, maxBytes: this.maxBytes = Infinity } = o);
+    this.maxBytes = o.maxBytes ?? Infinity;
     this.versions = new VersionStore(o.redis, o.keys);
   }
 
@@ -155,7 +154,7 @@ export class QueueCopies {
     if (!sameBuild(after, ring)) throw new Error(`queue ${ring.version} was rebuilt while being copied`);
     this.copies.delete(ring.version);
     this.copies.set(ring.version, { buildId: ring.buildId, length: ring.length, ids });
-    while (this.copies.size > this.maxCopies || this.bytes() > this.maxBytes) this.copies.delete(this.copies.keys().next().value!);
+    while (this.copies.size > this.o.maxCopies || this.bytes() > this.maxBytes) this.copies.delete(this.copies.keys().next().value!);
     this.o.onLoaded?.(ring.version, ids.byteLength);
   }
 }

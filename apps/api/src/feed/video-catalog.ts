@@ -87,11 +87,10 @@ export interface CatalogOptions {
   model: VideoModel;
   /** VIDEO_CACHE_MS (0: no cache). */
   ttlMs: number;
-  /** VIDEO_CACHE_MAX. */
   maxEntries?: number;
   /** The cache's share of API_MEMORY_BUDGET_MB. */
   maxBytes?: number;
-  /** MONGO_DEADLINE_MS: the shared fallback query's own bound (its maxTimeMS). */
+  /** MONGO_DEADLINE_MS (default 1 s): the bound of the queries requests share (the misses of a turn, the fallback's pool). */
   mongoDeadlineMs?: number;
   /** Cache hits and misses (`feed_video_cache_requests_total`), odd documents (`feed_skipped_videos_total{reason}`, R1a). */
   metrics?: Pick<ApiMetrics, 'videoCache' | 'skipped'>;
@@ -117,8 +116,6 @@ export class VideoCatalog {
    * `maxBytes` (its share of API_MEMORY_BUDGET_MB); least recently used out first.
    */
   private readonly cache: LRUCache<string, { video: CatalogVideo | null }> | undefined;
-  private readonly model: VideoModel;
-  private readonly mongoDeadlineMs: number;
   /** The MongoDB fallback's pool of recent videos, shared by concurrent requests while fresh. */
   private recent?: { limit: number; expiresAt: number; docs: Promise<Array<{ vid: string; authorId: string }>> };
   private adPool?: { ids: string[]; expiresAt: number };
@@ -128,9 +125,11 @@ export class VideoCatalog {
   /** Ids of a query sent and not answered yet. */
   private readonly fetching = new Map<string, Promise<Map<string, CatalogVideo>>>();
 
+  private readonly mongoMs: number;
+
   constructor(private readonly o: CatalogOptions) {
     const { ttlMs, maxEntries = 100_000, maxBytes = 32 * 1024 * 1024 } = o;
-    ({ model: this.model, mongoDeadlineMs: this.mongoDeadlineMs = 1000 } = o);
+    this.mongoMs = o.mongoDeadlineMs ?? 1000;
     this.cache = ttlMs > 0 && maxEntries > 0 && maxBytes > 0 ? new LRUCache({ max: maxEntries, ttl: ttlMs, maxSize: maxBytes, sizeCalculation: videoEntryBytes }) : undefined;
   }
 
@@ -174,7 +173,7 @@ export class VideoCatalog {
         this.batch = undefined;
         // An id that is no ObjectId (a legacy set holds what others wrote) names no video.
         const objectIds = ids.flatMap((vid) => parseVideoId(vid) ?? []);
-        const query = objectIds.length === 0 ? Promise.resolve([]) : this.model.find({ _id: { $in: objectIds } }, null, { signal: AbortSignal.timeout(this.mongoDeadlineMs) }).select(PUBLIC_PROJECTION).lean<Array<Record<string, unknown>>>();
+        const query = objectIds.length === 0 ? Promise.resolve([]) : this.o.model.find({ _id: { $in: objectIds } }, null, { signal: AbortSignal.timeout(this.mongoMs) }).select(PUBLIC_PROJECTION).lean<Array<Record<string, unknown>>>();
         return inSpan('video lookup', { 'feed.videos': ids.length }, () => query)
           .then((docs) => {
             const byId = new Map<string, CatalogVideo>();
@@ -226,11 +225,11 @@ export class VideoCatalog {
     const now = Date.now();
     if (!this.recent || this.recent.expiresAt <= now || this.recent.limit !== limit) {
       // Shared by the requests that come while it runs: bounded by its own signal, not one request's.
-      const query = this.model
-        .find(ELIGIBLE_FILTER, null, { signal: AbortSignal.timeout(this.mongoDeadlineMs) })
+      const query = this.o.model
+        .find(ELIGIBLE_FILTER, null, { signal: AbortSignal.timeout(this.mongoMs) })
         .sort({ reviewAt: -1 })
         .limit(limit)
-        .maxTimeMS(this.mongoDeadlineMs)
+        .maxTimeMS(this.mongoMs)
         .select(PUBLIC_PROJECTION)
         .lean<Array<Record<string, unknown>>>()
         .catch(videoStoreDown)
@@ -262,7 +261,7 @@ export class VideoCatalog {
     const now = Date.now();
     if (!this.adPool || this.adPool.expiresAt <= now) {
       const ads = await budget
-        .run((signal) => this.model.find({ ...ELIGIBLE_FILTER, isAd: true }, null, { signal }).sort({ reviewAt: -1 }).limit(AD_POOL_SIZE).select({ _id: 1 }).lean<Array<{ _id: unknown }>>(), 'ad pool')
+        .run((signal) => this.o.model.find({ ...ELIGIBLE_FILTER, isAd: true }, null, { signal }).sort({ reviewAt: -1 }).limit(AD_POOL_SIZE).select({ _id: 1 }).lean<Array<{ _id: unknown }>>(), 'ad pool')
         .catch(videoStoreDown);
       // An odd `_id` is counted when the page reads the document; here it is only left out.
       this.adPool = { ids: ads.flatMap((ad) => objectIdOf(ad._id)?.toHexString() ?? []), expiresAt: now + AD_POOL_TTL_MS };
@@ -270,9 +269,6 @@ export class VideoCatalog {
     return this.servable(shuffleInPlace([...this.adPool.ids], Math.random).slice(0, pageSize), budget);
   }
 
-  async get(id: string, budget: MongoBudget): Promise<CatalogVideo | undefined> {
-    return (await this.load([id], budget)).get(id);
-  }
 }
 
 /** `derive(key)`, computed once per key while the key lives. */

@@ -52,9 +52,7 @@ export function feedRoutes({ feed, catalog, history, watches, readout, jwtSecret
 
   /** 404 unless the id names a video that exists; 400 for a malformed id is the schema's job. */
   const existingVideo = async (vid: string, budget: MongoBudget) => {
-    const video = await catalog.get(vid, budget);
-    if (!video) throw notFound(`video ${vid} does not exist`);
-    return video;
+    if (!(await catalog.load([vid], budget)).has(vid)) throw notFound(`video ${vid} does not exist`);
   };
 
   /** The caller and the existing video named by the body's `vid`. */
