@@ -183,10 +183,10 @@ export class VideoCatalog {
             }
             for (const vid of ids) this.cache?.set(vid, { video: byId.get(vid) ?? null });
             return byId;
-          })
-          .finally(() => ids.forEach((vid) => this.fetching.delete(vid)));
+          });
       });
-      this.batch = { ids, docs };
+      // Answered or failed (even before it was sent), its ids are asked again by the next request.
+      this.batch = { ids, docs: docs.finally(() => ids.forEach((vid) => this.fetching.delete(vid))) };
     }
     this.batch.ids.push(id);
     this.fetching.set(id, this.batch.docs);
