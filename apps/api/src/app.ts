@@ -62,7 +62,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     metrics.queueCopyLoads.inc();
     metrics.queueCopyBytes.set(queueCopies.bytes());
   };
-  const queueCopies = new QueueCopies({ redis, keys, maxCopies: config.queueCopiesMax, maxBytes: shares.queueCopyBytes, onLoaded });
+  const queueCopies = new QueueCopies({ redis, keys, queueCopiesMax: config.queueCopiesMax, maxBytes: shares.queueCopyBytes, onLoaded });
   const copies = config.queueCopiesMax > 0 ? queueCopies : undefined;
   sizeTokenCache(shares.tokenCacheBytes);
   metrics.memoryBudget.set(shares.budgetBytes);
@@ -77,7 +77,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const readState = new FeedReadStateCache({
     redis,
     keys,
-    ttlMs: config.currentCacheMs,
+    currentCacheMs: config.currentCacheMs,
     defaults: { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent },
     metrics,
     onRefresh: ({ rings }) => {

@@ -27,8 +27,7 @@ export const servesRing = ({ rollout }: FeedReadState, identity: Identity): bool
 export interface ReadStateOptions {
   redis: Redis;
   keys: RedisKeys;
-  /** CURRENT_CACHE_MS. */
-  ttlMs: number;
+  currentCacheMs: number;
   /** The environment's rollout, in force when no override is set or Redis cannot be read. */
   defaults: Rollout;
   metrics: ApiMetrics;
@@ -90,7 +89,7 @@ export class FeedReadStateCache {
         const versions = [...new Set([current, previous].filter((v): v is string => Boolean(v)))];
         const rings = new Map(await Promise.all(versions.map(async (v) => [v, await readRingVersion(redis, keys, v)] as const)));
         const value = { current: current ?? null, previous: previous ?? null, rings, rollout: resolveRollout(this.o.defaults, override) };
-        this.cached = { value, expiresAt: Date.now() + this.o.ttlMs };
+        this.cached = { value, expiresAt: Date.now() + this.o.currentCacheMs };
         this.showRollout(value);
         this.o.onRefresh?.(value);
         return value;

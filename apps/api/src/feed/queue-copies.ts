@@ -5,7 +5,7 @@
  * the background in chunks, and used only once verified: every chunk full, and after the last the
  * version complete (VersionStore.completeness) with the length and build id it had before the
  * first (a forced rebuild in place during the load discards it). Until a copy is ready the feed reads
- * the claimed positions from Redis (LRANGE). At most `maxCopies` are kept, together at most
+ * the claimed positions from Redis (LRANGE). At most `queueCopiesMax` are kept, together at most
  * `maxBytes` (their share of API_MEMORY_BUDGET_MB), least recently used dropped first: today's,
  * yesterday's (R17's fallback) and one being replaced. A queue larger than `maxBytes` alone is
  * never copied: its positions stay in Redis.
@@ -36,8 +36,7 @@ const sameBuild = (a: Pick<RingVersion, 'buildId' | 'length'>, b: Pick<RingVersi
 export interface QueueCopiesOptions {
   redis: Redis;
   keys: RedisKeys;
-  /** QUEUE_COPIES_MAX. */
-  maxCopies: number;
+  queueCopiesMax: number;
   /** Their share of API_MEMORY_BUDGET_MB (none: unbounded). */
   maxBytes?: number;
   /** After each copy is loaded and verified (`feed_queue_copy_loads_total`). */
@@ -154,7 +153,7 @@ export class QueueCopies {
     if (!sameBuild(after, ring)) throw new Error(`queue ${ring.version} was rebuilt while being copied`);
     this.copies.delete(ring.version);
     this.copies.set(ring.version, { buildId: ring.buildId, length: ring.length, ids });
-    while (this.copies.size > this.o.maxCopies || this.bytes() > this.maxBytes) this.copies.delete(this.copies.keys().next().value!);
+    while (this.copies.size > this.o.queueCopiesMax || this.bytes() > this.maxBytes) this.copies.delete(this.copies.keys().next().value!);
     this.o.onLoaded?.(ring.version, ids.byteLength);
   }
 }

@@ -6,24 +6,16 @@
  * (ring-unclaim.lua): positions are consumed only when served, and no clock but the API's own
  * timer decides it. What could not be given back is counted as lost.
  */
-import { claimPositions, RedisCallError, unclaimPositions, withDeadline, type Claim, type Deadline, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
+import { claimPositions, RedisCallError, unclaimPositions, withDeadline, type Claim, type Deadline, type RingVersion } from '@feed/storage';
 import { inSpan } from '@feed/telemetry';
-import type { ApiMetrics } from '../metrics';
-import type { Positions, RingReader } from './ring-scan';
+import type { FeedDeps } from './feed-service';
+import type { Positions } from './ring-scan';
 
 /** The published queue is shorter than its meta says: the version is gone. */
 export class QueueGoneError extends Error {}
 
-export interface RingClaimsOptions {
-  redis: Redis;
-  keys: RedisKeys;
-  reader: RingReader;
-  metrics: ApiMetrics;
-  ring: RingVersion;
-  userKey: string;
-  /** The request's Redis deadline: a claim is sent only while it lasts, never just to be given back. */
-  deadline: Deadline;
-}
+/** The feed's stores, reader and metrics; one user's ring; the request's Redis deadline (no claim is sent past it just to be given back). */
+export type RingClaimsOptions = Pick<FeedDeps, 'redis' | 'keys' | 'reader' | 'metrics'> & { ring: RingVersion; userKey: string; deadline: Deadline };
 
 export class RingClaims implements Positions {
   private readonly claims: Claim[] = [];
