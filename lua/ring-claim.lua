@@ -8,31 +8,24 @@
   ARGV[4] the queue's expiry (epoch ms, 0 = none): a bucket created by this claim gets it, so
           offsets live exactly as long as the version (R10)
 
-  The field holds the cursor, an absolute position (`total`: positions claimed and not given
-  back; the ring position is total % length), normally as a plain integer. Positions given back
-  out of order (ring-unclaim.lua) are kept after it as holes: "total,start:end,start:end"
-  (absolute, end exclusive), served before the cursor moves on: every absolute position is
-  served once, so over the circles [k * length, (k + 1) * length) no ring position is served
-  twice and none is skipped, however the give-backs interleave with later claims.
+  The field holds the cursor (includes/ring-cursor.lua): an absolute position and the holes
+  given back out of order (ring-unclaim.lua), served before the cursor moves on: every absolute
+  position is served once, so over the circles [k * length, (k + 1) * length) no ring position
+  is served twice and none is skipped, however the give-backs interleave with later claims.
   No clock is read: whether the caller still waits for the answer is the caller's business (R11).
 
   Reply: {start, count}: the absolute position of the first claimed position (its ring position
   is start % length) and how many were claimed from there (fewer than asked when they come from
   a hole).
 ]]
+--- @include "ring-cursor"
 local length = tonumber(ARGV[3])
 local want = math.min(tonumber(ARGV[2]), length)
 local state = redis.call('HGET', KEYS[1], ARGV[1])
 local total = 0
 local holes = {}
 if state then
-  local comma = string.find(state, ',', 1, true)
-  total = tonumber(comma and string.sub(state, 1, comma - 1) or state) or 0
-  if comma then
-    for s, e in string.gmatch(string.sub(state, comma + 1), '(%d+):(%d+)') do
-      holes[#holes + 1] = { tonumber(s), tonumber(e) }
-    end
-  end
+  total, holes = decodeCursor(state)
   -- A cursor that is no whole, non-negative count (written by hand, corrupted) starts again at 0:
   -- a negative start would be a negative ring position to the caller.
   if total < 0 or total ~= math.floor(total) then
@@ -54,11 +47,7 @@ else
   total = total + want
 end
 
-local encoded = string.format('%d', total)
-for _, hole in ipairs(holes) do
-  encoded = encoded .. string.format(',%d:%d', hole[1], hole[2])
-end
-redis.call('HSET', KEYS[1], ARGV[1], encoded)
+redis.call('HSET', KEYS[1], ARGV[1], encodeCursor(total, holes))
 local expiresAt = tonumber(ARGV[4]) or 0
 if expiresAt > 0 and redis.call('PTTL', KEYS[1]) == -1 then
   redis.call('PEXPIREAT', KEYS[1], expiresAt)

@@ -18,19 +18,13 @@
   gone: the version's offsets expired or were lost); the oldest hole's size when keeping this one
   pushed that hole out of the bound.
 ]]
+--- @include "ring-cursor"
 local MAX_HOLES = 16
 local start = tonumber(ARGV[2])
 local stop = start + tonumber(ARGV[3])
 local state = redis.call('HGET', KEYS[1], ARGV[1])
 if not state then return stop - start end
-local comma = string.find(state, ',', 1, true)
-local total = tonumber(comma and string.sub(state, 1, comma - 1) or state) or 0
-local holes = {}
-if comma then
-  for s, e in string.gmatch(string.sub(state, comma + 1), '(%d+):(%d+)') do
-    holes[#holes + 1] = { tonumber(s), tonumber(e) }
-  end
-end
+local total, holes = decodeCursor(state)
 if stop > total then return stop - start end
 local dropped = 0
 
@@ -71,9 +65,5 @@ else
   end
 end
 
-local encoded = string.format('%d', total)
-for _, hole in ipairs(holes) do
-  encoded = encoded .. string.format(',%d:%d', hole[1], hole[2])
-end
-redis.call('HSET', KEYS[1], ARGV[1], encoded)
+redis.call('HSET', KEYS[1], ARGV[1], encodeCursor(total, holes))
 return dropped

@@ -23,6 +23,7 @@ import {
   pauseStoredRamp,
   rampAskOf,
   rampAskSchema,
+  MongoBudget,
   readRamp,
   readRolloutOverride,
   resumeStoredRamp,
@@ -219,10 +220,11 @@ program
       const version = options.version ?? (await redis.get(keys.current));
       if (!version) throw new Error('no current version: run pnpm cli build first');
       const explanation = await explainNextPage(
-        { redis, keys, catalog: new VideoCatalog(videos, 0), history: new UserHistory(redis, keys, config) },
+        { redis, keys, catalog: new VideoCatalog({ model: videos, ttlMs: 0 }), history: new UserHistory(redis, keys, config) },
         identity,
         version,
         options.pageSize,
+        new MongoBudget(config.mongoDeadlineMs),
       );
       if (!explanation) throw new Error(`version ${version} has no queue in Redis (expired or never built)`);
       print(`user ${explanation.user}  version ${explanation.version}  offset ${explanation.offset}/${explanation.queueLength}  generatedAt ${explanation.generatedAt}`);

@@ -9,7 +9,7 @@
 import http from 'node:http';
 import { createLogger } from '@feed/logger';
 import type { RampState } from '@feed/domain';
-import { auditTrail, observeRollout, startStoredRamp } from '@feed/storage';
+import { auditTrail, Deadline, observeRollout, startStoredRamp } from '@feed/storage';
 import { guestIdentity, userIdentity, type Api } from '@feed/api';
 import { createWorkerMetrics, driveRamp } from '@feed/worker';
 import request from '../support/contract';
@@ -42,7 +42,7 @@ async function startRamp(): Promise<void> {
 /** The users: 3 pages, 5 views each; "not interested" 3 % of each arm's views, the ring's `ringTimes` that. */
 async function genuineTraffic(api: Api, ringTimes: number): Promise<void> {
   const app = server;
-  const arms = await Promise.all(USERS.map(async (user) => (await api.feed.variantOf(userIdentity(user))).variant));
+  const arms = await Promise.all(USERS.map(async (user) => (await api.readState.variantOf(userIdentity(user), new Deadline(1000))).variant));
   await inParallel(USERS.flatMap((user) => [0, 1, 2].map(() => () => request(app).get('/api/app/recommend/vid/list').set(bearer(user)).expect(200))));
   await inParallel(USERS.flatMap((user, u) => Array.from({ length: VIEWS_EACH }, (_, v) => () => request(app).post('/api/app/vid/view').set(bearer(user)).send({ vid: split.ids[(u + v) % 30] }).expect(200))));
   for (const arm of ['ring', 'legacy'] as const) {
@@ -56,7 +56,7 @@ async function genuineTraffic(api: Api, ringTimes: number): Promise<void> {
 async function crowd(api: Api, count: number): Promise<void> {
   const app = server;
   const devices: string[] = [];
-  for (let i = 0; devices.length < count; i++) if ((await api.feed.variantOf(guestIdentity(`crowd-device-${i}`))).variant === 'ring') devices.push(`crowd-device-${i}`);
+  for (let i = 0; devices.length < count; i++) if ((await api.readState.variantOf(guestIdentity(`crowd-device-${i}`), new Deadline(1000))).variant === 'ring') devices.push(`crowd-device-${i}`);
   await inParallel(devices.map((device, d) => async () => {
     const headers = { 'X-Device-Id': device, 'X-Forwarded-For': `10.${d >> 16}.${(d >> 8) & 255}.${d & 255}` };
     expect((await request(app).get('/api/app/recommend/vid/list').set(headers).expect(200)).body.queueVersion).toBe('20260724');
@@ -67,7 +67,7 @@ async function crowd(api: Api, count: number): Promise<void> {
 
 /** The worker's check once the dwell is over: the step judged on what the API tallied. */
 async function judge(api: Api): Promise<{ state: RampState; percent: number }> {
-  await api.feed.readout.flush();
+  await api.readout.flush();
   const state = await driveRamp({ redis: s.redis, keys: s.keys, logger: createLogger({ silent: true }), metrics: createWorkerMetrics(), environment: ENVIRONMENT, trail: auditTrail(s.mongo, s.prefix), now: () => new Date(Date.now() + 61_000) });
   return { state: state!, percent: (await observeRollout(s.redis, s.keys, ENVIRONMENT)).percent };
 }

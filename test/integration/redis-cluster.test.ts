@@ -106,7 +106,7 @@ describe('on a Redis Cluster', () => {
     expect((await build('2026-07-24T01:00:00+08:00')).status).toBe('built');
     const api = createApp({ config, redis, mongo });
     const ring = (await readRingVersion(redis, keys, '20260724'))!;
-    await api.feed.reader.copies!.ensure(ring);
+    await api.reader.copies!.ensure(ring);
     const users = Array.from({ length: 300 }, (_, i) => `spread-${i}`);
     for (let i = 0; i < users.length; i += 30) {
       const pages = await Promise.all(users.slice(i, i + 30).map((u) => request(api.app).get('/api/app/recommend/vid/list?pageSize=3').set(bearer(u)).expect(200)));

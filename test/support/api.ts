@@ -12,7 +12,7 @@ import { waitUntil } from '../../tools/support/processes';
 export function testApi(s: TestServices, config: Partial<Config> = {}, deps: Partial<ApiDeps> = {}): Api {
   const api = createApp({ config: { ...s.config, ...config }, redis: s.redis, mongo: s.mongo, ...deps });
   // Its readout flushes on a timer: stop it (and write what it holds) before the keys are deleted.
-  s.disposeAfter(() => api.feed.readout.close());
+  s.disposeAfter(() => api.readout.close());
   return api;
 }
 

@@ -2,7 +2,7 @@
 import jwt from 'jsonwebtoken';
 import { randomUUID } from 'node:crypto';
 import { MIN_OFFSET_BUCKETS } from '@feed/domain';
-import { makeCurrent, offsetBucketKeys, offsetSlot, parseCursor, readRingVersion, writeOffset, type Redis, type RedisKeys } from '@feed/storage';
+import { makeCurrent, offsetBucketKeys, offsetSlot, parseCursor, readRingVersion, type Redis, type RedisKeys } from '@feed/storage';
 
 export const TEST_JWT_SECRET = 'feed-insecure-local-jwt-secret';
 
@@ -40,5 +40,6 @@ export async function offsetOf(redis: Redis, keys: RedisKeys, version: string, u
 
 /** Sets the user's offset in `version` (a fixture's starting point). */
 export async function setOffset(redis: Redis, keys: RedisKeys, version: string, userKey: string, offset: number): Promise<void> {
-  await writeOffset(redis, keys, await layoutOf(redis, keys, version), userKey, offset);
+  const { key, field } = offsetSlot(keys, await layoutOf(redis, keys, version), userKey);
+  await redis.hSet(key, field, String(offset));
 }

@@ -5,7 +5,7 @@
  * bound. The embedded server runs in its own process (uses MONGO_URL when set).
  */
 import { VideoCatalog } from '@feed/api';
-import { videoModel } from '@feed/storage';
+import { MongoBudget, videoModel } from '@feed/storage';
 import { percentile } from '../support/percentile';
 import { argValue, benchMongo, seedInChild } from './support';
 import mongoose from 'mongoose';
@@ -22,13 +22,13 @@ export async function runFallbackBench(): Promise<void> {
     process.stdout.write(`seeded ${videos} videos in ${((performance.now() - seeding) / 1000).toFixed(1)} s\n`);
     const model = videoModel(conn);
     // No cache: every query is the one a request makes when the pool has expired.
-    const catalog = new VideoCatalog(model, 0, 0, undefined, undefined, undefined, maxTimeMs);
+    const catalog = new VideoCatalog({ model, ttlMs: 0, maxEntries: 0, mongoDeadlineMs: maxTimeMs });
     const latencies: number[] = [];
     let missed = 0;
     for (let i = 0; i < queries; i++) {
       const started = performance.now();
       try {
-        const ids = await catalog.recentServableIds(200);
+        const ids = await catalog.recentServableIds(200, new MongoBudget(maxTimeMs));
         if (ids.length === 0) throw new Error('the fallback found no video');
       } catch (err) {
         missed++;

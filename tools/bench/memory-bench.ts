@@ -98,7 +98,7 @@ async function offsetsAndQueueCopies(userCounts: number[]): Promise<void> {
     await redis.expire(keys.queue('20260724'), 3600);
     global.gc?.();
     const heapBefore = process.memoryUsage();
-    const copies = new QueueCopies(redis, keys, 1);
+    const copies = new QueueCopies({ redis, keys, queueCopiesMax: 1 });
     const ring = (await readRingVersion(redis, keys, '20260724'))!;
     await copies.ensure(ring);
     if (!copies.idsAt(ring, 0, 1)) throw new Error('the queue copy was not loaded');

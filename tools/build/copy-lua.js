@@ -4,8 +4,5 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '../..');
-const target = path.join(root, 'packages/storage/dist/lua');
-fs.mkdirSync(target, { recursive: true });
-for (const file of fs.readdirSync(path.join(root, 'lua')).filter((f) => f.endsWith('.lua'))) {
-  fs.copyFileSync(path.join(root, 'lua', file), path.join(target, file));
-}
+// With lua/includes/, which the loader pulls into the scripts that name them.
+fs.cpSync(path.join(root, 'lua'), path.join(root, 'packages/storage/dist/lua'), { recursive: true, filter: (from) => !path.extname(from) || from.endsWith('.lua') });

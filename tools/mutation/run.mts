@@ -41,9 +41,9 @@ const MODULES: Record<string, MutationModule> = {
     services: true,
   },
   feed: {
-    mutate: ['apps/api/src/feed/feed-service.ts', 'apps/api/src/feed/ring-scan.ts', 'apps/api/src/feed/candidate-verdict.ts'],
+    mutate: ['apps/api/src/feed/feed-service.ts', 'apps/api/src/feed/ring-claims.ts', 'apps/api/src/feed/ring-scan.ts', 'apps/api/src/feed/candidate-verdict.ts'],
     // admin-explain: explain reads the ring through the same scan (ring-scan.ts peekFrom, positions);
-    // give-back: a queue read failing after its claim (feed-service.ts's only test of that path).
+    // give-back: a queue read failing after its claim (ring-claims.ts's only test of that path).
     tests: ['<rootDir>/apps/api/test/feed.test.ts', '<rootDir>/apps/api/test/feed-*.test.ts', '<rootDir>/apps/api/test/admin-explain.test.ts', '<rootDir>/apps/api/test/give-back.test.ts'],
     goal: 70,
     services: true,

@@ -5,10 +5,14 @@ import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { annotateRequestSpan } from '@feed/telemetry';
-import { auditTrail, createRedisKeys, interactionModels, newDeviceLimiter, storeHealth, videoModel, type CounterHooks, type Redis } from '@feed/storage';
+import { auditTrail, createRedisKeys, Deadline, interactionModels, newDeviceLimiter, redisClockMs, storeHealth, videoModel, type CounterHooks, type Redis } from '@feed/storage';
 import { answerOptions, errorHandler, methodNotAllowed, notFoundRoute, requestId, requestIdOf, routeStrictly, unsupportedMediaType } from '@feed/http';
 import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
 import { FeedService } from './feed/feed-service';
+import { FeedReadStateCache } from './feed/feed-read-state';
+import { ClockSkewProbe } from './feed/clock-skew';
+import { RingReader } from './feed/ring-scan';
+import { VariantReadout } from './feed/variant-readout';
 import { VideoCatalog } from './feed/video-catalog';
 import { QueueCopies } from './feed/queue-copies';
 import { sizeTokenCache, tokenCacheBytes } from './http/identity';
@@ -27,6 +31,9 @@ import { bodyOperations, guestOperations } from './openapi';
 /** The headers the H5 client sends (a preflight must allow each). */
 const CORS_REQUEST_HEADERS = ['Authorization', 'X-Device-Id', 'Idempotency-Key', 'Content-Type'];
 
+/** The client API's CORS: H5 pages on the allowed origins may call it (the bench's limit route has the same). */
+export const clientCors = (origin: Config['corsAllowedOrigins']) => cors({ origin, methods: ['GET', 'POST', 'DELETE'], allowedHeaders: CORS_REQUEST_HEADERS, exposedHeaders: ['X-Request-Id'], maxAge: 600 });
+
 export interface ApiDeps {
   config: Config;
   redis: Redis;
@@ -39,6 +46,9 @@ export interface ApiDeps {
 export interface Api {
   app: Express;
   feed: FeedService;
+  readout: VariantReadout;
+  reader: RingReader;
+  readState: FeedReadStateCache;
   metrics: ApiMetrics;
   /** From now on /readyz says 503 `draining` (SIGTERM, SPEC D4). */
   drain(): void;
@@ -48,28 +58,13 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const keys = createRedisKeys(config.redisKeyPrefix);
   const videos = videoModel(mongo);
   const shares = memoryShares(config.apiMemoryBudgetMb);
-  const catalog = new VideoCatalog(
-    videos,
-    config.videoCacheMs,
-    config.videoCacheMax,
-    (hits, misses) => {
-      if (hits > 0) metrics.videoCache.inc({ result: 'hit' }, hits);
-      if (misses > 0) metrics.videoCache.inc({ result: 'miss' }, misses);
-    },
-    shares.videoCacheBytes,
-    (issue) => metrics.skipped.inc({ reason: issue }),
-    config.mongoDeadlineMs,
-  );
-  const queueCopies = new QueueCopies(
-    redis,
-    keys,
-    config.queueCopiesMax,
-    () => {
-      metrics.queueCopyLoads.inc();
-      metrics.queueCopyBytes.set(queueCopies.bytes());
-    },
-    shares.queueCopyBytes,
-  );
+  const catalog = new VideoCatalog({ model: videos, ttlMs: config.videoCacheMs, maxEntries: config.videoCacheMax, maxBytes: shares.videoCacheBytes, mongoDeadlineMs: config.mongoDeadlineMs, metrics });
+  const onLoaded = () => {
+    metrics.queueCopyLoads.inc();
+    metrics.queueCopyBytes.set(queueCopies.bytes());
+  };
+  const queueCopies = new QueueCopies({ redis, keys, queueCopiesMax: config.queueCopiesMax, maxBytes: shares.queueCopyBytes, onLoaded });
+  const copies = config.queueCopiesMax > 0 ? queueCopies : undefined;
   sizeTokenCache(shares.tokenCacheBytes);
   metrics.memoryBudget.set(shares.budgetBytes);
   metrics.cacheBudgetBytes.set({ cache: 'video' }, shares.videoCacheBytes);
@@ -79,13 +74,23 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const interactions = new InteractionService(videos, interactionModels(mongo), counterHooks);
   const history = new UserHistory(redis, keys, config);
   const watches = new WatchCounter(redis, keys, config.totalWatch, config.businessTimeZone);
-  const feed = new FeedService(redis, keys, catalog, history, metrics, {
-    enabled: config.shortRecommendV2Enabled,
-    percent: config.shortRecommendV2Percent,
+  const clockSkew = new ClockSkewProbe(() => redisClockMs(redis, keys), metrics.clockSkew);
+  const readState = new FeedReadStateCache({
+    redis,
+    keys,
     currentCacheMs: config.currentCacheMs,
-    redisDeadlineMs: config.redisDeadlineMs,
-    queueCopies: config.queueCopiesMax > 0 ? queueCopies : undefined,
+    defaults: { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent },
+    metrics,
+    onRefresh: ({ rings }) => {
+      clockSkew.maybeMeasure();
+      // Each version or build seen is copied ahead of its first reads, at a jittered moment (R22).
+      for (const ring of rings.values()) if (ring) copies?.preload(ring);
+    },
   });
+  // An interaction's variant is read within a Redis deadline of its own (it is counted after the answer's writes).
+  const readout = new VariantReadout(redis, keys, metrics, (identity) => readState.variantOf(identity, new Deadline(config.redisDeadlineMs)), (identity) => history.guestFirstSeen(identity.key));
+  const reader = new RingReader(redis, keys, copies);
+  const feed = new FeedService({ redis, keys, catalog, history, metrics, readState, reader, readout });
 
   const app = express();
   routeStrictly(app);
@@ -113,7 +118,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   });
   // H5 pages on the allowed origins may call the client API; admin and probes never cross-origin.
   app.use(answerOptions(app, '/api/app'));
-  app.use('/api/app', cors({ origin: config.corsAllowedOrigins, methods: ['GET', 'POST', 'DELETE'], allowedHeaders: CORS_REQUEST_HEADERS, exposedHeaders: ['X-Request-Id'], maxAge: 600 }));
+  app.use('/api/app', clientCors(config.corsAllowedOrigins));
   // A body is read only where the document takes one, and only as JSON (415 otherwise); elsewhere it is ignored.
   const json = express.json({ limit: '16kb' });
   app.use((req, res, next) => {
@@ -125,7 +130,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const limitNewDevices = newDeviceLimit(history, newDeviceLimiter(redis, keys, config.newDevicesPerAddress, config.newDevicesWindowS), () => metrics.newDevicesLimited.inc());
   app.use((req, res, next) => (guestOperations.has(`${req.method} ${req.path}`) ? limitNewDevices(req, res, next) : next()));
   // The feed routes first: they take nearly all the traffic.
-  app.use(feedRoutes({ feed, catalog, history, watches, jwtSecret: config.authJwtSecret, redisDeadlineMs: config.redisDeadlineMs, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
+  app.use(feedRoutes({ feed, catalog, history, watches, readout, jwtSecret: config.authJwtSecret, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
   let draining = false;
   // Warm once the copy of the version current at start is held (or there is none, copies are off,
   // the copy was refused, or Redis is down: degraded is ready, and stays so when Redis returns):
@@ -133,19 +138,19 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   let warm = config.queueCopiesMax === 0;
   const warmUp = async (redisUp: boolean) => {
     if (warm || !redisUp) return (warm = true);
-    const { current, rings } = await feed.readState.get();
+    const { current, rings } = await readState.get();
     const ring = current ? rings.get(current) : null;
     if (ring) void queueCopies.ensure(ring).then(() => (warm = true));
     return (warm = !ring || queueCopies.ready(ring));
   };
   app.use(healthRoutes({ health: storeHealth({ redis, keys, mongo }, { redis: config.redisDeadlineMs, mongo: MONGO_PROBE_MS }), metrics, draining: () => draining, warm: warmUp }));
-  app.use(interactionRoutes(interactions, config.authJwtSecret, feed.readout, config.mongoDeadlineMs, (kind) => metrics.talliesDeferred.inc({ kind })));
-  app.use(adminRoutes({ config, redis, keys, catalog, history, feed, audit: auditTrail(mongo, config.redisKeyPrefix) }));
+  app.use(interactionRoutes(interactions, config.authJwtSecret, readout, config.mongoDeadlineMs, (kind) => metrics.talliesDeferred.inc({ kind })));
+  app.use(adminRoutes({ config, redis, keys, catalog, history, reader, readState, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   app.use(errorHandler());
   requestLabels = declareHttpRoutes(metrics.httpDuration, routesOf(app));
-  return { app, feed, metrics, drain: () => void (draining = true) };
+  return { app, feed, readout, reader, readState, metrics, drain: () => void (draining = true) };
 }
 
 type RouterLayer = Express['router']['stack'][number];

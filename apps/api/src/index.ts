@@ -2,7 +2,7 @@
  * The API's public entry: what the CLI, the benchmarks and cross-package tests may use.
  * `main.ts` is the runnable entry (`node dist/main.js`).
  */
-export { createApp, type Api, type ApiDeps } from './app';
+export { clientCors, createApp, type Api, type ApiDeps } from './app';
 export { startApi, type RunningApi } from './main';
 export { createApiMetrics, declareHttpRoutes, HTTP_STATUSES, type ApiMetrics } from './metrics';
 export { explainNextPage, type Explanation } from './feed/explain';

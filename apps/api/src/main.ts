@@ -25,7 +25,7 @@ export async function startApi(config: Config = loadConfig()): Promise<RunningAp
   const redis = await connectRedis(config, { failFast: true, background: true });
   // The unique indexes that decide "first success" (R3) must exist before the first request.
   await Promise.all([videoModel(mongo.connection), ...Object.values(interactionModels(mongo.connection))].map((m) => m.init()));
-  const { app, feed, drain } = createApp({ config, redis, mongo: mongo.connection, metrics: createApiMetrics({ defaultMetrics: true }) });
+  const { app, readout, drain } = createApp({ config, redis, mongo: mongo.connection, metrics: createApiMetrics({ defaultMetrics: true }) });
   const server = createHttpServer(app, { headersTimeoutMs: config.httpHeadersTimeoutMs, requestTimeoutMs: config.httpRequestTimeoutMs, maxConnections: config.httpMaxConnections }).listen(config.port);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   logger.info('api listening', { port: config.port });
@@ -37,7 +37,7 @@ export async function startApi(config: Config = loadConfig()): Promise<RunningAp
       // accepting, let in-flight requests finish, and close the stores (SPEC D4).
       drain();
       await drainHttpServer(server, config.shutdownDelayMs);
-      await feed.readout.close();
+      await readout.close();
       await closeRedis(redis);
       await mongo.close();
       if (!(await stopTelemetry())) logger.warn('last spans not exported: the trace collector did not answer in time', { ms: TELEMETRY_SHUTDOWN_MS });

@@ -22,12 +22,6 @@ export const CACHE_RESULTS = ['hit', 'miss'] as const;
 export const HTTP_STATUSES = ['200', '400', '401', '404', '500', '503', '2xx', '3xx', '4xx', '5xx'] as const;
 export const UNMATCHED_ROUTE = 'unmatched';
 
-/** The status label of a response: the code when declared, else its class. */
-export function statusLabel(status: number): string {
-  const code = String(status);
-  return (HTTP_STATUSES as readonly string[]).includes(code) ? code : `${code[0]}xx`;
-}
-
 /** The caches that hold a share of API_MEMORY_BUDGET_MB (`feed_cache_bytes{cache}`). */
 export const MEMORY_CACHES = ['video', 'token', 'queue_copies'] as const;
 export type MemoryCache = (typeof MEMORY_CACHES)[number];
@@ -140,9 +134,17 @@ export function declareHttpRoutes(histogram: Histogram, routes: readonly string[
     }
     observe(labels, value);
   }) as Histogram['observe'];
+  // Built once per method, route and status (a bounded set), not per request.
+  const built = new Map<string, ReturnType<RequestLabels>>();
   return (rawMethod, route, status) => {
-    const method = (HTTP_METHODS as readonly string[]).includes(rawMethod) ? rawMethod : 'OTHER';
-    return { method, route: route !== undefined && pairs.has(`${method} ${route}`) ? route : UNMATCHED_ROUTE, status: statusLabel(status) };
+    const key = `${rawMethod} ${route} ${status}`;
+    let labels = built.get(key);
+    if (!labels) {
+      const [method, code] = [(HTTP_METHODS as readonly string[]).includes(rawMethod) ? rawMethod : 'OTHER', String(status)];
+      const statusLabel = (HTTP_STATUSES as readonly string[]).includes(code) ? code : `${code[0]}xx`;
+      built.set(key, (labels = { method, route: route !== undefined && pairs.has(`${method} ${route}`) ? route : UNMATCHED_ROUTE, status: statusLabel }));
+    }
+    return labels;
   };
 }
 

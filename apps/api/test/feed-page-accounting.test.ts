@@ -36,7 +36,7 @@ async function counted(api: Api, metric: string, labels = ''): Promise<number> {
 
 /** The ring variant's health tally of this hour, as the ramp reads it. */
 async function ringHealth(api: Api) {
-  await api.feed.readout.flush();
+  await api.readout.flush();
   const { requests, degradations, emptyPages, serverErrors } = (await readStepReadout(s.redis, s.keys, new Date(), 1)).ring;
   return { requests, degradations, emptyPages, serverErrors };
 }
@@ -108,7 +108,7 @@ describe('page accounting', () => {
     const api = testApi(s, { shortRecommendV2Enabled: false });
     expect((await page(api, 2)).body.queueVersion).toBe('legacy');
     expect(await counted(api, 'feed_variant_pages_total', 'variant="legacy"')).toBe(1);
-    await api.feed.readout.flush();
+    await api.readout.flush();
     const readout = await readStepReadout(s.redis, s.keys, new Date(), 1);
     expect([readout.legacy.requests, readout.ring.requests]).toEqual([1, 0]);
   });

@@ -32,7 +32,7 @@ async function givenBack(api: ReturnType<typeof testApi>, result: 'given-back' |
 describe('claimed positions a request could not read', () => {
   it('when the queue read fails after the claim, then the positions are given back and counted so', async () => {
     const api = testApi(s);
-    jest.spyOn(api.feed.reader, 'idsAt').mockRejectedValueOnce(new RedisCallError('queue read failed'));
+    jest.spyOn(api.reader, 'idsAt').mockRejectedValueOnce(new RedisCallError('queue read failed'));
     await request(api.app).get('/api/app/vid/module/short/all?pageSize=3').set(bearer('give-back-1'));
     expect(await givenBack(api, 'given-back', 1)).toBe(1);
     expect(await givenBack(api, 'lost', 0)).toBe(0);
@@ -41,7 +41,7 @@ describe('claimed positions a request could not read', () => {
 
   it('when the give-back fails too, then the positions are counted as lost', async () => {
     const api = testApi(s);
-    jest.spyOn(api.feed.reader, 'idsAt').mockRejectedValueOnce(new RedisCallError('queue read failed'));
+    jest.spyOn(api.reader, 'idsAt').mockRejectedValueOnce(new RedisCallError('queue read failed'));
     const unclaim = loadScript('ring-unclaim').sha;
     const evalSha = s.redis.evalSha.bind(s.redis);
     jest.spyOn(s.redis, 'evalSha').mockImplementation(((sha: string, options: never) => (sha === unclaim ? Promise.reject(new Error('unclaim failed')) : evalSha(sha, options))) as typeof s.redis.evalSha);

@@ -53,7 +53,7 @@ describe('HEAD on every GET route of the API (SPEC C)', () => {
     for (const { path } of gets) {
       for (const [caller, headers] of Object.entries(CALLERS)) {
         // What earlier GETs counted is written on a timer: written now, so only the HEAD could change anything.
-        await api.feed.readout.flush();
+        await api.readout.flush();
         const before = { redis: await redisState(s.redis, s.prefix), mongo: await mongoState(s.mongo) };
         const head = await request(app).head(path + query).set(headers);
         const after = { redis: await redisState(s.redis, s.prefix), mongo: await mongoState(s.mongo) };

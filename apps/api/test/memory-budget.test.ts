@@ -7,7 +7,7 @@ import { getHeapStatistics } from 'node:v8';
 import fc from 'fast-check';
 import request from '../../../test/support/contract';
 import { loadConfig } from '@feed/config';
-import { readRingVersion, videoModel } from '@feed/storage';
+import { MongoBudget, readRingVersion, videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { VideoCatalog, videoEntryBytes, type CatalogVideo } from '../src/feed/video-catalog';
 import { QueueCopies } from '../src/feed/queue-copies';
@@ -65,18 +65,20 @@ describe('memory shares', () => {
 
 describe('cache bytes', () => {
   it('when more documents are loaded than the video cache has bytes for, then it holds at most its share and the oldest are read again', async () => {
-    const lookups = { hits: 0, misses: 0 };
     const docs = await videoModel(s.mongo).find({ _id: { $in: ids } }).lean<CatalogVideo[]>();
     const tenEntries = docs.slice(0, 10).reduce((sum, video) => sum + videoEntryBytes({ video }), 0);
-    const catalog = new VideoCatalog(videoModel(s.mongo), 60_000, 100_000, (hits, misses) => Object.assign(lookups, { hits: lookups.hits + hits, misses: lookups.misses + misses }), tenEntries);
-    for (const id of ids) await catalog.load([id]);
+    const metrics = createApiMetrics();
+    const missCount = async () => (await metrics.videoCache.get()).values.find((v) => v.labels.result === 'miss')?.value;
+    const catalog = new VideoCatalog({ model: videoModel(s.mongo), ttlMs: 60_000, maxBytes: tenEntries, metrics });
+    const budget = new MongoBudget(10_000);
+    for (const id of ids) await catalog.load([id], budget);
     expect(catalog.cacheBytes()).toBeGreaterThan(0);
     expect(catalog.cacheBytes()).toBeLessThanOrEqual(tenEntries);
-    const misses = lookups.misses;
-    await catalog.load([ids[0]]);
-    expect(lookups.misses).toBe(misses + 1);
-    await catalog.load([ids.at(-1)!]);
-    expect(lookups.misses).toBe(misses + 1);
+    const misses = await missCount();
+    await catalog.load([ids[0]], budget);
+    expect(await missCount()).toBe(misses! + 1);
+    await catalog.load([ids.at(-1)!], budget);
+    expect(await missCount()).toBe(misses! + 1);
   });
 
   it('when a title has characters above U+00FF, then its entry is counted at two bytes a character', async () => {
@@ -97,7 +99,7 @@ describe('cache bytes', () => {
   });
 
   it('when copies together exceed their bytes, then the least recently used goes; a queue larger than the share alone is never copied', async () => {
-    const copies = new QueueCopies(s.redis, s.keys, 10, undefined, 25 * 12);
+    const copies = new QueueCopies({ redis: s.redis, keys: s.keys, queueCopiesMax: 10, maxBytes: 25 * 12 });
     for (const version of ['20260801', '20260802']) {
       await publishQueue(s.redis, s.keys, version, ids.slice(0, 20), { makeCurrent: false });
       await copies.ensure((await readRingVersion(s.redis, s.keys, version))!);

@@ -42,7 +42,7 @@ describe('queue copies (R22)', () => {
     const api = testApi(s);
     // The first page is read from Redis while the copy loads.
     expect(vids(await request(api.app).get('/api/app/recommend/vid/list?pageSize=5').set(bearer('copy-a')).expect(200))).toEqual(queue.slice(0, 5));
-    await api.feed.reader.copies!.ensure((await readRingVersion(s.redis, s.keys, V))!);
+    await api.reader.copies!.ensure((await readRingVersion(s.redis, s.keys, V))!);
     expect(await copyLoads(api)).toBe(1);
 
     // The list changes under the same meta: the instance serves its verified copy.
@@ -54,7 +54,7 @@ describe('queue copies (R22)', () => {
     // positions are read from Redis, then from the new copy.
     await s.redis.hSet(s.keys.meta(V), 'buildId', 'rebuilt');
     expect(vids(await request(api.app).get('/api/app/recommend/vid/list?pageSize=5').set(bearer('copy-a')).expect(200))).toEqual(other.slice(10, 15));
-    await api.feed.reader.copies!.ensure((await readRingVersion(s.redis, s.keys, V))!);
+    await api.reader.copies!.ensure((await readRingVersion(s.redis, s.keys, V))!);
     expect(await copyLoads(api)).toBe(2);
     expect(vids(await request(api.app).get('/api/app/recommend/vid/list?pageSize=5').set(bearer('copy-a')).expect(200))).toEqual(other.slice(15, 20));
   });
@@ -64,7 +64,7 @@ describe('queue copies (R22)', () => {
     await publishQueue(s.redis, s.keys, V, queue);
     await s.redis.rPush(s.keys.queue(V), ids[40]);
     const api = testApi(s);
-    await api.feed.reader.copies!.ensure((await readRingVersion(s.redis, s.keys, V))!);
+    await api.reader.copies!.ensure((await readRingVersion(s.redis, s.keys, V))!);
     expect(await copyLoads(api)).toBe(0);
     await rewriteListInPlace(V, [...ids.slice(30, 60), ids[0]]);
     expect(vids(await request(api.app).get('/api/app/recommend/vid/list?pageSize=5').set(bearer('copy-b')).expect(200))).toEqual(ids.slice(30, 35));
@@ -75,21 +75,21 @@ describe('queue copies (R22)', () => {
     const ring = (await readRingVersion(s.redis, s.keys, V))!;
     const loaded: string[] = [];
     // This instance's draw puts its preload at the start of the spread; another's would wait up to jitterMs.
-    const copies = new QueueCopies(s.redis, s.keys, 3, (version) => void loaded.push(version), Infinity, 60_000, () => 0);
+    const copies = new QueueCopies({ redis: s.redis, keys: s.keys, queueCopiesMax: 3, onLoaded: (version) => void loaded.push(version), jitterMs: 60_000, random: () => 0 });
     copies.preload(ring);
     copies.preload(ring);
     await waitUntil('the preloaded copy', async () => loaded.length > 0, 5_000);
     expect(loaded).toEqual([V]);
     expect(copies.idsAt(ring, 0, 3)).toEqual(ids.slice(0, 3));
     // Drawn late in the spread: nothing loads yet, and reads meanwhile take the LRANGE path.
-    const late = new QueueCopies(s.redis, s.keys, 3, (version) => void loaded.push(version), Infinity, 60_000, () => 0.999);
+    const late = new QueueCopies({ redis: s.redis, keys: s.keys, queueCopiesMax: 3, onLoaded: (version) => void loaded.push(version), jitterMs: 60_000, random: () => 0.999 });
     late.preload(ring);
     expect(late.idsAt(ring, 0, 3)).toBeUndefined();
     expect(loaded).toEqual([V]);
   });
 
   it('when more versions are read than the bound, then the least recently used copy is dropped', async () => {
-    const copies = new QueueCopies(s.redis, s.keys, 2);
+    const copies = new QueueCopies({ redis: s.redis, keys: s.keys, queueCopiesMax: 2 });
     for (const version of ['20260801', '20260802', '20260803']) {
       await publishQueue(s.redis, s.keys, version, ids.slice(0, 20), { makeCurrent: false });
       await copies.ensure((await readRingVersion(s.redis, s.keys, version))!);

@@ -30,7 +30,7 @@ describe('the feed health per variant (R23 operational guards)', () => {
     // Today's queue gone: the ring users are served by a fallback (a degradation of the ring).
     await s.redis.del([s.keys.queue(VERSION), s.keys.previous]);
     expect((await page(RING_USERS[0])).body.queueVersion).toBe('legacy');
-    await api.feed.readout.flush();
+    await api.readout.flush();
     const readout = await readStepReadout(s.redis, s.keys, new Date(), 1);
     expect(readout.ring).toMatchObject({ requests: 4, degradations: 1, serverErrors: 0 });
     expect(readout.legacy).toMatchObject({ requests: 2, degradations: 0, serverErrors: 0 });
@@ -48,7 +48,7 @@ describe('the feed health per variant when nothing can serve', () => {
       await s.redis.del([s.keys.queue(VERSION), s.keys.current, s.keys.previous, s.keys.legacyIds]);
       await request(down.app).get('/api/app/recommend/vid/list').set(bearer(RING_USERS[0])).expect(503);
       await request(down.app).get('/api/app/recommend/vid/list').set(bearer(LEGACY_USERS[0])).expect(503);
-      await down.feed.readout.flush();
+      await down.readout.flush();
       const readout = await readStepReadout(s.redis, s.keys, new Date(), 1);
       expect(readout.ring).toMatchObject({ requests: 1, serverErrors: 1 });
       expect(readout.legacy).toMatchObject({ requests: 1, serverErrors: 1 });

@@ -4,7 +4,7 @@
  * of the user at the time of the action, in Prometheus and in Redis's hourly tally.
  */
 import request from '../../../test/support/contract';
-import { readStepReadout, readVariantStats, type VariantTally } from '@feed/storage';
+import { Deadline, readStepReadout, readVariantStats, type VariantTally } from '@feed/storage';
 import type { Api } from '../src/app';
 import { guestIdentity } from '../src/http/identity';
 import { useTestServices } from '../../../test/support/services';
@@ -53,7 +53,7 @@ describe('V2 vs legacy readout (D7)', () => {
       expect(await counter('feed_variant_pages_total', { variant })).toBe(expected[variant].page);
       for (const [action, n] of Object.entries(expected[variant])) if (action !== 'page') expect({ variant, action, n: await counter('feed_variant_engagement_total', { variant, action }) }).toEqual({ variant, action, n });
     }
-    await api.feed.readout.flush();
+    await api.readout.flush();
     const tally: VariantTally = await readVariantStats(s.redis, s.keys, new Date());
     expect(tally).toEqual(expected);
   });
@@ -86,7 +86,7 @@ describe('V2 vs legacy readout (D7)', () => {
     const after = await engagement();
     const delta = (key: string) => after[key] - before[key];
     // The user's one share, and the guest's one per video for the guest's own variant.
-    const { variant: guestVariant } = await api.feed.variantOf(guestIdentity('readout-guest-1'));
+    const { variant: guestVariant } = await api.readState.variantOf(guestIdentity('readout-guest-1'), new Deadline(1000));
     const shares = { ring: 1, legacy: 0 };
     shares[guestVariant] += 2;
     expect(Object.fromEntries(Object.keys(after).map((key) => [key, delta(key)]))).toEqual({
@@ -111,7 +111,7 @@ describe('V2 vs legacy readout (D7)', () => {
       await request(api.app).delete('/api/admin/rollout').set(admin).expect(200);
     }
     await request(api.app).post('/api/app/vid/view').set(bearer(RING_USERS[0])).send({ vid: ids[6] }).expect(200);
-    await api.feed.readout.flush();
+    await api.readout.flush();
     const after = await readVariantStats(s.redis, s.keys, new Date());
     expect({ ring: after.ring.view - before.ring.view, legacy: after.legacy.view - before.legacy.view }).toEqual({ ring: 1, legacy: 1 });
   });
@@ -121,19 +121,19 @@ describe('V2 vs legacy readout (D7)', () => {
     await request(api.app).post('/api/app/vid/view').set(bearer(LEGACY_USERS[0])).send({ vid: ids[7] }).expect(200);
     const gone = jest.spyOn(s.redis, 'hIncrBy').mockRejectedValue(new Error('Redis is gone'));
     try {
-      await api.feed.readout.flush();
+      await api.readout.flush();
     } finally {
       gone.mockRestore();
     }
     expect((await readVariantStats(s.redis, s.keys, new Date())).legacy.view).toBe(before.legacy.view);
-    await api.feed.readout.flush();
+    await api.readout.flush();
     expect((await readVariantStats(s.redis, s.keys, new Date())).legacy.view).toBe(before.legacy.view + 1);
   });
 
   it('when a guest views videos, registers watches of them first or after, and repeats, then each video is one view of its variant, and its views, marks and shares are tagged as a new device\'s', async () => {
     const device = { 'X-Device-Id': 'readout-guest-views' };
     await request(api.app).get('/api/app/recommend/vid/list').set(device).expect(200);
-    const { variant } = await api.feed.variantOf(guestIdentity('readout-guest-views'));
+    const { variant } = await api.readState.variantOf(guestIdentity('readout-guest-views'), new Deadline(1000));
     const before = await readVariantStats(s.redis, s.keys, new Date());
     await request(api.app).get('/api/app/vid/user/count').query({ vid: ids[10] }).set(device).expect(200);
     await request(api.app).post('/api/app/vid/view').set(device).send({ vid: ids[10] }).expect(200);
@@ -142,7 +142,7 @@ describe('V2 vs legacy readout (D7)', () => {
     await request(api.app).post('/api/app/vid/view').set(device).send({ vid: ids[11] }).expect(200);
     await request(api.app).post('/api/app/recommend/vid/not-interested').set(device).send({ vid: ids[12] }).expect(200);
     await request(api.app).post('/api/app/share/output').set(device).send({ videoID: ids[12] }).expect(200);
-    await api.feed.readout.flush();
+    await api.readout.flush();
     const after = await readVariantStats(s.redis, s.keys, new Date());
     expect([after[variant].view - before[variant].view, after[variant].share - before[variant].share]).toEqual([2, 1]);
     // New to any step that began before it: left out of the judged counts, reported beside them.

@@ -1,7 +1,8 @@
 /**
  * Loads the Lua scripts under `lua/` (one operation per file, header documents KEYS/ARGV/reply)
  * and runs them with EVALSHA, falling back to EVAL when the server answers NOSCRIPT
- * (after a restart or failover the script cache is empty).
+ * (after a restart or failover the script cache is empty). A line `--- @include "<name>"` is
+ * replaced by `lua/includes/<name>.lua` at load time: fragments shared by scripts, as BullMQ's.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -26,7 +27,8 @@ const loaded = new Map<ScriptName, LoadedScript>();
 export function loadScript(name: ScriptName): LoadedScript {
   let script = loaded.get(name);
   if (!script) {
-    const source = readFileSync(path.join(LUA_DIR, `${name}.lua`), 'utf8');
+    const read = (file: string) => readFileSync(path.join(LUA_DIR, file), 'utf8');
+    const source = read(`${name}.lua`).replace(/^--- @include "([\w-]+)"$/gm, (_, include: string) => read(`includes/${include}.lua`));
     script = { source, sha: createHash('sha1').update(source).digest('hex') };
     loaded.set(name, script);
   }

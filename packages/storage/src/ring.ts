@@ -85,8 +85,8 @@ export interface Claim {
 }
 
 /**
- * The user's cursor as stored: positions claimed and not given back, absolute (its ring position
- * is `% length`); given-back positions still to serve follow it as holes (ring-claim.lua).
+ * The user's cursor as stored (lua/includes/ring-cursor.lua), read in one place: positions claimed
+ * and not given back, absolute (its ring position is `% length`); the holes after it are Lua's.
  */
 export function parseCursor(stored: string | null): number | null {
   if (stored === null) return null;
@@ -122,12 +122,6 @@ export async function unclaimPositions(redis: Redis, keys: RedisKeys, ring: Ring
 export async function readOffset(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string): Promise<number> {
   const { key, field } = offsetSlot(keys, ring, userKey);
   return (parseCursor(await redis.hGet(key, field)) ?? 0) % ring.length;
-}
-
-/** Sets the user's offset (a test's starting point). */
-export async function writeOffset(redis: Redis, keys: RedisKeys, ring: Pick<RingVersion, 'version' | 'offsetBuckets'>, userKey: string, offset: number): Promise<void> {
-  const { key, field } = offsetSlot(keys, ring, userKey);
-  await redis.hSet(key, field, String(offset));
 }
 
 /** The ids at ring positions [start, start + count) of `version`'s queue, wrapping at `length`. */

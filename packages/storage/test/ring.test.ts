@@ -3,7 +3,7 @@
  * published version, the offsets as stored, and list positions read as a ring. The claims
  * themselves are in redis.test.ts.
  */
-import { claimPositions, countUsersWithOffset, offsetSlot, readOffset, readQueueRange, readRecordedScores, readRingVersion, unclaimPositions, writeOffset, type RingVersion } from '../src';
+import { claimPositions, countUsersWithOffset, offsetSlot, readOffset, readQueueRange, readRecordedScores, readRingVersion, unclaimPositions, type RingVersion } from '../src';
 import { useTestServices } from '../../../test/support/services';
 
 const s = useTestServices('ring');
@@ -48,7 +48,8 @@ describe('offsets as stored', () => {
   it('when a user has no offset, then it reads as position 0; a written one reads modulo the ring, holes after the comma ignored', async () => {
     const ring = ringOf(30);
     expect(await readOffset(s.redis, s.keys, ring, 'u:new')).toBe(0);
-    await writeOffset(s.redis, s.keys, ring, 'u:set', 12);
+    const set = offsetSlot(s.keys, ring, 'u:set');
+    await s.redis.hSet(set.key, set.field, '12');
     expect(await readOffset(s.redis, s.keys, ring, 'u:set')).toBe(12);
     const slot = offsetSlot(s.keys, ring, 'u:holes');
     await s.redis.hSet(slot.key, slot.field, '47,10:17');

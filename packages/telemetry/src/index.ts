@@ -12,7 +12,7 @@
  * required: each deployable's `main.ts` imports its `telemetry.ts` first.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { context, trace, SpanStatusCode, type Span } from '@opentelemetry/api';
+import { context, INVALID_SPAN_CONTEXT, trace, SpanStatusCode, type Span } from '@opentelemetry/api';
 
 export const tracer = trace.getTracer('short-feed');
 
@@ -102,8 +102,12 @@ export async function stopTelemetry(budgetMs = TELEMETRY_SHUTDOWN_MS): Promise<b
   }
 }
 
+/** What `inSpan` hands `fn` when no SDK runs: no span, no context switch on the hot path. */
+const UNTRACED = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
 /** Runs `fn` in a child span of the active one, ended when it settles (an error marks it). */
 export async function inSpan<T>(name: string, attributes: Record<string, string | number | boolean>, fn: (span: Span) => Promise<T>): Promise<T> {
+  if (!started) return fn(UNTRACED);
   return tracer.startActiveSpan(name, { attributes }, async (span) => {
     try {
       return await fn(span);

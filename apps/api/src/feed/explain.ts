@@ -5,7 +5,7 @@
  * rebuilt with `pnpm cli build --at` and explained again.
  */
 import { BLOCK_SIZE, isNew } from '@feed/domain';
-import { readMeta, readOffset, readRecordedScores, readRingVersion, type Redis, type RedisKeys } from '@feed/storage';
+import { readMeta, readOffset, readRecordedScores, readRingVersion, type MongoBudget, type Redis, type RedisKeys } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { UserHistory } from '../users/user-history';
 import type { Verdict } from './candidate-verdict';
@@ -40,7 +40,7 @@ export interface ExplainDeps {
   reader?: RingReader;
 }
 
-export async function explainNextPage(deps: ExplainDeps, identity: Identity, version: string, pageSize = 20): Promise<Explanation | null> {
+export async function explainNextPage(deps: ExplainDeps, identity: Identity, version: string, pageSize: number, budget: MongoBudget): Promise<Explanation | null> {
   const { redis, keys } = deps;
   const [ring, meta] = await Promise.all([readRingVersion(redis, keys, version), readMeta(redis, keys, version)]);
   if (!ring) return null;
@@ -52,8 +52,9 @@ export async function explainNextPage(deps: ExplainDeps, identity: Identity, ver
     pageSize,
     catalog: deps.catalog,
     filter: deps.history.load(identity.key),
+    budget,
     // The positions a claim would take next, read-only: the same offset, the same wrap.
-    take: reader.peekFrom(ring, offset),
+    positions: reader.peekFrom(ring, offset),
   });
   // The scan's positions run on from the offset: one range of the recorded scores.
   const scores = await readRecordedScores(redis, keys, version, ring.length, offset, scanned.length);

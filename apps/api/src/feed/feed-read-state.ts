@@ -4,9 +4,15 @@
  * meta and queue), and the rollout in force (R16's run-time override over the environment).
  * They are read outside the claim script — on Redis Cluster they live in other slots than the
  * offsets — and cached in process for CURRENT_CACHE_MS (<= 5 s), so a version switch, a forced
- * rebuild, a vanished queue or a kill switch reaches every instance within that time.
+ * rebuild, a vanished queue or a kill switch reaches every instance within that time. When Redis
+ * does not answer within a request's deadline, the last known state serves (counted, logged).
  */
-import { readRingVersion, readRolloutOverride, resolveRollout, type Redis, type RedisKeys, type RingVersion, type Rollout, type RolloutInForce } from '@feed/storage';
+import { fnv1a32 } from '@feed/domain';
+import { logger } from '@feed/logger';
+import { readRingVersion, readRolloutOverride, resolveRollout, type Deadline, type Redis, type RedisKeys, type RingVersion, type Rollout, type RolloutInForce } from '@feed/storage';
+import type { Identity } from '../http/identity';
+import type { ApiMetrics } from '../metrics';
+import type { Arm } from './variant-readout';
 
 export interface FeedReadState {
   current: string | null;
@@ -16,18 +22,54 @@ export interface FeedReadState {
   rollout: RolloutInForce;
 }
 
+/** Whether the ring serves this user under the rollout in force (R16, D7's `ring` variant): FNV-1a of the identity key is its fixed bucket. */
+export const servesRing = ({ rollout }: FeedReadState, identity: Identity): boolean => rollout.enabled && fnv1a32(identity.key) % 100 < rollout.percent;
+
+export interface ReadStateOptions {
+  redis: Redis;
+  keys: RedisKeys;
+  currentCacheMs: number;
+  /** The environment's rollout, in force when no override is set or Redis cannot be read. */
+  defaults: Rollout;
+  metrics: ApiMetrics;
+  /** After each read from Redis (the queue copies' preloads, the clock skew's measure). */
+  onRefresh?: (readState: FeedReadState) => void;
+}
+
 export class FeedReadStateCache {
   private cached?: { value: FeedReadState; expiresAt: number };
   private inflight?: Promise<FeedReadState>;
 
-  constructor(
-    private readonly redis: Redis,
-    private readonly keys: RedisKeys,
-    private readonly ttlMs: number,
-    /** The environment's rollout, in force when no override is set or Redis cannot be read. */
-    private readonly defaults: Rollout,
-    private readonly onRefresh: (readState: FeedReadState) => void = () => undefined,
-  ) {}
+  constructor(private readonly o: ReadStateOptions) {
+    // Until Redis is first read, the environment's values are in force.
+    this.showRollout(this.lastKnown());
+  }
+
+  private showRollout({ rollout }: FeedReadState): void {
+    this.o.metrics.rolloutEnabled.set(rollout.enabled ? 1 : 0);
+    this.o.metrics.rolloutPercent.set(rollout.percent);
+  }
+
+  /** A fresh read state, or the last known one when Redis does not answer within `deadline`. */
+  async read(deadline: Deadline, requestId?: string): Promise<FeedReadState> {
+    const cached = this.peek();
+    if (cached) return cached;
+    try {
+      return await deadline.run(() => this.get(), 'feed read state');
+    } catch (err) {
+      // 'settings': the label's name from before the rename (a dashboard and alert contract).
+      this.o.metrics.redisFailures.inc({ operation: 'settings' });
+      logger.warn('feed read state unreadable, using the last known', { requestId, err: err instanceof Error ? err.message : String(err) });
+      return this.lastKnown();
+    }
+  }
+
+  /** The variant that serves this user under the rollout in force (D7), and its percent (the split asked for): read as a page request reads it. */
+  async variantOf(identity: Identity, deadline: Deadline): Promise<Arm> {
+    const readState = await this.read(deadline);
+    const { enabled, percent } = readState.rollout;
+    return { variant: servesRing(readState, identity) ? 'ring' : 'legacy', percent: enabled ? percent : 0 };
+  }
 
   /** The cached read state while fresh, without waiting. */
   peek(now = Date.now()): FeedReadState | undefined {
@@ -36,7 +78,7 @@ export class FeedReadStateCache {
 
   /** The last read state read, however old; with nothing read yet, the environment's rollout and no version. */
   lastKnown(): FeedReadState {
-    return this.cached?.value ?? { current: null, previous: null, rings: new Map(), rollout: resolveRollout(this.defaults, {}) };
+    return this.cached?.value ?? { current: null, previous: null, rings: new Map(), rollout: resolveRollout(this.o.defaults, {}) };
   }
 
   async get(now = Date.now()): Promise<FeedReadState> {
@@ -44,13 +86,15 @@ export class FeedReadStateCache {
     if (fresh) return fresh;
     // Once per instance per expiry, however many requests arrive meanwhile: two round trips in
     // sequence (the pointers and the rollout, then the named versions' meta and queue expiry).
-    this.inflight ??= Promise.all([this.redis.get(this.keys.current), this.redis.get(this.keys.previous), readRolloutOverride(this.redis, this.keys)])
+    const { redis, keys } = this.o;
+    this.inflight ??= Promise.all([redis.get(keys.current), redis.get(keys.previous), readRolloutOverride(redis, keys)])
       .then(async ([current, previous, override]) => {
         const versions = [...new Set([current, previous].filter((v): v is string => Boolean(v)))];
-        const rings = new Map(await Promise.all(versions.map(async (v) => [v, await readRingVersion(this.redis, this.keys, v)] as const)));
-        const value = { current: current ?? null, previous: previous ?? null, rings, rollout: resolveRollout(this.defaults, override) };
-        this.cached = { value, expiresAt: Date.now() + this.ttlMs };
-        this.onRefresh(value);
+        const rings = new Map(await Promise.all(versions.map(async (v) => [v, await readRingVersion(redis, keys, v)] as const)));
+        const value = { current: current ?? null, previous: previous ?? null, rings, rollout: resolveRollout(this.o.defaults, override) };
+        this.cached = { value, expiresAt: Date.now() + this.o.currentCacheMs };
+        this.showRollout(value);
+        this.o.onRefresh?.(value);
         return value;
       })
       .finally(() => {

@@ -5,7 +5,7 @@
  * the background in chunks, and used only once verified: every chunk full, and after the last the
  * version complete (VersionStore.completeness) with the length and build id it had before the
  * first (a forced rebuild in place during the load discards it). Until a copy is ready the feed reads
- * the claimed positions from Redis (LRANGE). At most `maxCopies` are kept, together at most
+ * the claimed positions from Redis (LRANGE). At most `queueCopiesMax` are kept, together at most
  * `maxBytes` (their share of API_MEMORY_BUDGET_MB), least recently used dropped first: today's,
  * yesterday's (R17's fallback) and one being replaced. A queue larger than `maxBytes` alone is
  * never copied: its positions stay in Redis.
@@ -33,6 +33,18 @@ export const PRELOAD_JITTER_MS = 5_000;
 /** Whether `a` and `b` describe the same published build of a version (a copy is of exactly one). */
 const sameBuild = (a: Pick<RingVersion, 'buildId' | 'length'>, b: Pick<RingVersion, 'buildId' | 'length'>) => a.buildId === b.buildId && a.length === b.length;
 
+export interface QueueCopiesOptions {
+  redis: Redis;
+  keys: RedisKeys;
+  queueCopiesMax: number;
+  /** Their share of API_MEMORY_BUDGET_MB (none: unbounded). */
+  maxBytes?: number;
+  /** After each copy is loaded and verified (`feed_queue_copy_loads_total`). */
+  onLoaded?: (version: string, bytes: number) => void;
+  jitterMs?: number;
+  random?: () => number;
+}
+
 export class QueueCopies {
   private readonly copies = new Map<string, QueueCopy>();
   private readonly loading = new Map<string, Promise<void>>();
@@ -41,16 +53,11 @@ export class QueueCopies {
   private readonly oversized = new Set<string>();
   private readonly versions: VersionStore;
 
-  constructor(
-    redis: Redis,
-    keys: RedisKeys,
-    private readonly maxCopies: number,
-    private readonly onLoaded: (version: string, bytes: number) => void = () => undefined,
-    private readonly maxBytes = Infinity,
-    private readonly jitterMs = PRELOAD_JITTER_MS,
-    private readonly random: () => number = Math.random,
-  ) {
-    this.versions = new VersionStore(redis, keys);
+  private readonly maxBytes: number;
+
+  constructor(private readonly o: QueueCopiesOptions) {
+    this.maxBytes = o.maxBytes ?? Infinity;
+    this.versions = new VersionStore(o.redis, o.keys);
   }
 
   /**
@@ -65,7 +72,7 @@ export class QueueCopies {
     const timer = setTimeout(() => {
       this.scheduled.delete(key);
       void this.ensure(ring);
-    }, Math.floor(this.random() * this.jitterMs));
+    }, Math.floor((this.o.random ?? Math.random)() * (this.o.jitterMs ?? PRELOAD_JITTER_MS)));
     // A pending preload never keeps a stopping process alive.
     timer.unref();
     this.scheduled.set(key, timer);
@@ -146,7 +153,7 @@ export class QueueCopies {
     if (!sameBuild(after, ring)) throw new Error(`queue ${ring.version} was rebuilt while being copied`);
     this.copies.delete(ring.version);
     this.copies.set(ring.version, { buildId: ring.buildId, length: ring.length, ids });
-    while (this.copies.size > this.maxCopies || this.bytes() > this.maxBytes) this.copies.delete(this.copies.keys().next().value!);
-    this.onLoaded(ring.version, ids.byteLength);
+    while (this.copies.size > this.o.queueCopiesMax || this.bytes() > this.maxBytes) this.copies.delete(this.copies.keys().next().value!);
+    this.o.onLoaded?.(ring.version, ids.byteLength);
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The scan of a ring (SPEC R11): which claimed positions a user is served and which are skipped;
  * one module for the feed, which claims the positions, and for explain, which only reads them.
- * The page itself is assembled in feed-service.ts (`ringPage`).
+ * The page itself is assembled in feed-service.ts (`ringPage`); the positions come from a
+ * `Positions`: the feed's claims (ring-claims.ts) or a read-only peek (`RingReader.peekFrom`).
  *
  *  - `RingReader.idsAt` gives the ids at ring positions: from the instance's verified copy of the
  *    published queue, or from Redis (LRANGE) until that copy is loaded;
@@ -9,7 +10,7 @@
  *    judges every candidate with the one rule of candidate-verdict.ts (taken down, seen, not
  *    interested, own video, already in this page): skipped positions count as scanned.
  */
-import { readQueueRange, type MongoBudget, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
+import { readQueueRange, type Deadline, type MongoBudget, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { UserFilter } from '../users/user-history';
 import { judgeCandidate, type Verdict } from './candidate-verdict';
@@ -29,10 +30,16 @@ export class RingReader {
     return this.copies?.idsAt(ring, start, count) ?? readQueueRange(this.redis, this.keys, ring.version, ring.length, start, count);
   }
 
-  /** A scan's `take` that reads the positions from `offset` on without claiming them (explain, HEAD). */
-  peekFrom(ring: RingVersion, offset: number): ScanRequest['take'] {
-    return async (count, scanned) => ({ start: offset + scanned, ids: await this.idsAt(ring, offset + scanned, count) });
+  /** The positions from `offset` on, read without claiming them (explain, HEAD), each read within `deadline` when given. */
+  peekFrom(ring: RingVersion, offset: number, deadline?: Deadline): Positions {
+    const read = (start: number, count: number) => this.idsAt(ring, start, count);
+    return { take: async (count, scanned) => ({ start: offset + scanned, ids: await (deadline ? deadline.run(() => read(offset + scanned, count), 'queue read') : read(offset + scanned, count)) }) };
   }
+}
+
+/** Where a scan's positions come from: the next `count`, `scanned` past where the scan began; null to stop early. */
+export interface Positions {
+  take(count: number, scanned: number): Promise<TakenPositions | null>;
 }
 
 /** Positions taken by one step of the scan: the first one's index and the ids from there. */
@@ -54,22 +61,18 @@ export interface ScanRequest {
   pageSize: number;
   catalog: VideoCatalog;
   filter: Promise<UserFilter>;
-  /** The request's MongoDB budget for the video look-ups (the catalog's default when absent). */
-  budget?: MongoBudget;
-  /**
-   * The next `count` positions, `scanned` past where the scan began; null to stop early (the
-   * feed: a later claim failed, and what was claimed so far is served).
-   */
-  take(count: number, scanned: number): Promise<TakenPositions | null>;
+  /** The request's MongoDB budget for the video look-ups. */
+  budget: MongoBudget;
+  positions: Positions;
 }
 
 /** Scans `ring` as the feed serves it; every candidate in ring order, with its verdict. */
-export async function scanRing({ ring, identity, pageSize, catalog, filter, budget, take }: ScanRequest): Promise<ScannedCandidate[]> {
+export async function scanRing({ ring, identity, pageSize, catalog, filter, budget, positions }: ScanRequest): Promise<ScannedCandidate[]> {
   const candidates: ScannedCandidate[] = [];
   const inPage = new Set<string>();
   let served = 0;
   for (let scanned = 0; served < pageSize && scanned < ring.length; ) {
-    const taken = await take(Math.min(pageSize - served, ring.length - scanned), scanned);
+    const taken = await positions.take(Math.min(pageSize - served, ring.length - scanned), scanned);
     if (!taken || taken.ids.length === 0) break;
     const [videos, userFilter] = await Promise.all([catalog.load(taken.ids, budget), filter]);
     taken.ids.forEach((vid, i) => {

@@ -7,8 +7,9 @@ import { ELIGIBLE_FILTER, isEligible, isoDate, shuffleInPlace } from '@feed/doma
 import { AppError, unavailable } from '@feed/http';
 import { logger } from '@feed/logger';
 import { inSpan } from '@feed/telemetry';
-import { MongoBudget, type VideoModel } from '@feed/storage';
-import { objectIdOf, parseVideoId, readVideoDocument, type CatalogVideo, type DocumentIssue } from './video-document';
+import type { MongoBudget, VideoModel } from '@feed/storage';
+import type { ApiMetrics } from '../metrics';
+import { objectIdOf, parseVideoId, readVideoDocument, type CatalogVideo } from './video-document';
 
 export type { CatalogVideo } from './video-document';
 
@@ -82,39 +83,54 @@ export function videoEntryBytes(entry: { video: CatalogVideo | null }): number {
 /** Odd documents logged one by one per catalog; the rest are only counted. */
 const ISSUES_LOGGED = 100;
 
+export interface CatalogOptions {
+  model: VideoModel;
+  /** VIDEO_CACHE_MS (0: no cache). */
+  ttlMs: number;
+  maxEntries?: number;
+  /** The cache's share of API_MEMORY_BUDGET_MB. */
+  maxBytes?: number;
+  /** MONGO_DEADLINE_MS (default 1 s): the bound of the queries requests share (the misses of a turn, the fallback's pool). */
+  mongoDeadlineMs?: number;
+  /** Cache hits and misses (`feed_video_cache_requests_total`), odd documents (`feed_skipped_videos_total{reason}`, R1a). */
+  metrics?: Pick<ApiMetrics, 'videoCache' | 'skipped'>;
+}
+
+/** The item shape of each cached document, built once per document rather than per response. */
+const infos = new WeakMap<CatalogVideo, VideoInfo>();
+/** Each item's JSON, serialised once: a page is then joined, not stringified field by field. */
+const infoJson = new WeakMap<VideoInfo, string>();
+
+/** The item of a document, built once while the document is cached. */
+export const videoInfo = (video: CatalogVideo): VideoInfo => memoized(infos, video, toVideoInfo);
+
+/** The same JSON as `JSON.stringify(page)`, with each item's JSON made once (the hot path). */
+export function pageJson({ vInfos, ...fields }: { vInfos: VideoInfo[] }): string {
+  const rest = JSON.stringify(fields);
+  return `{"vInfos":[${vInfos.map((v) => memoized(infoJson, v, JSON.stringify)).join(',')}]${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}}`;
+}
+
 export class VideoCatalog {
   /**
    * Documents by id (null: no such video), each for VIDEO_CACHE_MS, at most VIDEO_CACHE_MAX and
    * `maxBytes` (its share of API_MEMORY_BUDGET_MB); least recently used out first.
    */
   private readonly cache: LRUCache<string, { video: CatalogVideo | null }> | undefined;
-  /** The item shape of each cached document, built once per document rather than per response. */
-  private readonly infos = new WeakMap<CatalogVideo, VideoInfo>();
-  /** Each item's JSON, serialised once: a page is then joined, not stringified field by field. */
-  private readonly infoJson = new WeakMap<VideoInfo, string>();
   /** The MongoDB fallback's pool of recent videos, shared by concurrent requests while fresh. */
   private recent?: { limit: number; expiresAt: number; docs: Promise<Array<{ vid: string; authorId: string }>> };
   private adPool?: { ids: string[]; expiresAt: number };
   private issuesLogged = 0;
+  /** This loop turn's cache misses, not yet sent. */
+  private batch?: { ids: string[]; docs: Promise<Map<string, CatalogVideo>> };
+  /** Ids of a query sent and not answered yet. */
+  private readonly fetching = new Map<string, Promise<Map<string, CatalogVideo>>>();
 
-  constructor(
-    private readonly model: VideoModel,
-    private readonly ttlMs: number,
-    maxEntries = 100_000,
-    /** Counts each id looked up in the cache: a hit or a miss (`feed_video_cache_requests_total`). */
-    private readonly onLookup: (hits: number, misses: number) => void = () => undefined,
-    maxBytes = 32 * 1024 * 1024,
-    /** Counts each odd document read from MongoDB (`feed_skipped_videos_total{reason}`, R1a). */
-    private readonly onDocumentIssue: (issue: DocumentIssue) => void = () => undefined,
-    /** MONGO_DEADLINE_MS: a request's MongoDB budget, when the caller gives none; the fallback query's maxTimeMS. */
-    private readonly mongoDeadlineMs = 1000,
-  ) {
+  private readonly mongoMs: number;
+
+  constructor(private readonly o: CatalogOptions) {
+    const { ttlMs, maxEntries = 100_000, maxBytes = 32 * 1024 * 1024 } = o;
+    this.mongoMs = o.mongoDeadlineMs ?? 1000;
     this.cache = ttlMs > 0 && maxEntries > 0 && maxBytes > 0 ? new LRUCache({ max: maxEntries, ttl: ttlMs, maxSize: maxBytes, sizeCalculation: videoEntryBytes }) : undefined;
-  }
-
-  /** A new request's MongoDB budget (MONGO_DEADLINE_MS), for a request that makes several calls. */
-  budget(): MongoBudget {
-    return new MongoBudget(this.mongoDeadlineMs);
   }
 
   /** Estimated heap bytes held by the cache (`feed_cache_bytes{cache="video"}`). */
@@ -123,10 +139,12 @@ export class VideoCatalog {
   }
 
   /**
-   * Videos by id (missing ids are absent from the map). One MongoDB query for the cache misses,
-   * within `budget` (the request's): cached documents are served while MongoDB is frozen.
+   * Videos by id (missing ids are absent from the map). The cache misses of all requests of one
+   * loop turn are one MongoDB query, which a request waits for within `budget` (its own); an id
+   * already being fetched is waited for, not asked again. Cached documents are served while
+   * MongoDB is frozen.
    */
-  async load(ids: readonly string[], budget = this.budget()): Promise<Map<string, CatalogVideo>> {
+  async load(ids: readonly string[], budget: MongoBudget): Promise<Map<string, CatalogVideo>> {
     const found = new Map<string, CatalogVideo>();
     const misses: string[] = [];
     for (const id of ids) {
@@ -135,44 +153,51 @@ export class VideoCatalog {
         if (hit.video) found.set(id, hit.video);
       } else misses.push(id);
     }
-    if (this.cache) this.onLookup(ids.length - misses.length, misses.length);
-    if (misses.length > 0) {
-      // An id that is no ObjectId (a legacy set holds what others wrote) names no video.
-      const objectIds = misses.flatMap((id) => parseVideoId(id) ?? []);
-      const docs =
-        objectIds.length === 0
-          ? []
-          : await inSpan('video lookup', { 'feed.videos': misses.length }, () =>
-              budget
-                .run(
-                  (signal) =>
-                    this.model
-                      .find({ _id: { $in: objectIds } }, null, { signal })
-                      .select(PUBLIC_PROJECTION)
-                      .lean<Array<Record<string, unknown>>>(),
-                  'video lookup',
-                )
-                .catch(videoStoreDown),
-            );
-      const byId = new Map<string, CatalogVideo>();
-      for (const doc of docs) {
-        const video = this.read(doc);
-        if (video) byId.set(video._id.toHexString(), video);
-      }
-      for (const id of misses) {
-        const video = byId.get(id) ?? null;
-        this.cache?.set(id, { video });
-        if (video) found.set(id, video);
-      }
+    const hits = ids.length - misses.length;
+    if (this.cache && hits > 0) this.o.metrics?.videoCache.inc({ result: 'hit' }, hits);
+    if (this.cache && misses.length > 0) this.o.metrics?.videoCache.inc({ result: 'miss' }, misses.length);
+    if (misses.length === 0) return found;
+    const fetched = await budget.run(() => Promise.all(new Set(misses.map((id) => this.fetching.get(id) ?? this.fetch(id)))), 'video lookup').catch(videoStoreDown);
+    for (const id of misses) {
+      const video = fetched.find((byId) => byId.has(id))?.get(id);
+      if (video) found.set(id, video);
     }
     return found;
+  }
+
+  /** Adds `id` to this turn's query (sent once the turn's requests have asked), bounded by its own signal. */
+  private fetch(id: string): Promise<Map<string, CatalogVideo>> {
+    if (!this.batch) {
+      const ids: string[] = [];
+      const docs = new Promise((resolve) => setImmediate(resolve)).then(() => {
+        this.batch = undefined;
+        // An id that is no ObjectId (a legacy set holds what others wrote) names no video.
+        const objectIds = ids.flatMap((vid) => parseVideoId(vid) ?? []);
+        const query = objectIds.length === 0 ? Promise.resolve([]) : this.o.model.find({ _id: { $in: objectIds } }, null, { signal: AbortSignal.timeout(this.mongoMs) }).select(PUBLIC_PROJECTION).lean<Array<Record<string, unknown>>>();
+        return inSpan('video lookup', { 'feed.videos': ids.length }, () => query)
+          .then((docs) => {
+            const byId = new Map<string, CatalogVideo>();
+            for (const doc of docs) {
+              const video = this.read(doc);
+              if (video) byId.set(video._id.toHexString(), video);
+            }
+            for (const vid of ids) this.cache?.set(vid, { video: byId.get(vid) ?? null });
+            return byId;
+          });
+      });
+      // Answered or failed (even before it was sent), its ids are asked again by the next request.
+      this.batch = { ids, docs: docs.finally(() => ids.forEach((vid) => this.fetching.delete(vid))) };
+    }
+    this.batch.ids.push(id);
+    this.fetching.set(id, this.batch.docs);
+    return this.batch.docs;
   }
 
   /** A document through the one reader: counted (and the first ones logged with their `_id`) when odd. */
   private read(document: Record<string, unknown>): CatalogVideo | null {
     const { video, issue } = readVideoDocument(document);
     if (issue) {
-      this.onDocumentIssue(issue);
+      this.o.metrics?.skipped.inc({ reason: issue });
       if (this.issuesLogged++ < ISSUES_LOGGED) {
         logger.warn(issue === 'unreadable_id' ? 'video document skipped: no ObjectId _id' : 'video field read as 0', { issue, _id: describeId(document._id) });
       }
@@ -180,20 +205,12 @@ export class VideoCatalog {
     return video;
   }
 
-  infoOf(video: CatalogVideo): VideoInfo {
-    return memoized(this.infos, video, toVideoInfo);
-  }
-
-  jsonOf(info: VideoInfo): string {
-    return memoized(this.infoJson, info, JSON.stringify);
-  }
-
   /** The items for `ids` that may be served (R1 re-checked), in `ids` order, skipping `exceptAuthorId`'s own. */
-  async servable(ids: readonly string[], exceptAuthorId?: string, budget?: MongoBudget): Promise<VideoInfo[]> {
+  async servable(ids: readonly string[], budget: MongoBudget, exceptAuthorId?: string): Promise<VideoInfo[]> {
     const videos = await this.load(ids, budget);
     return ids.flatMap((id) => {
       const video = videos.get(id);
-      return video && isEligible(video) && (exceptAuthorId === undefined || video.authorId !== exceptAuthorId) ? [this.infoOf(video)] : [];
+      return video && isEligible(video) && (exceptAuthorId === undefined || video.authorId !== exceptAuthorId) ? [videoInfo(video)] : [];
     });
   }
 
@@ -203,16 +220,16 @@ export class VideoCatalog {
    * reviewAt}` index with a limit and `maxTimeMS`, and a request waits for it at most what is left
    * of its `budget`; a slower answer still fills the pool for the requests after it.
    */
-  async recentServableIds(limit: number, exceptAuthorId?: string, budget = this.budget()): Promise<string[]> {
+  async recentServableIds(limit: number, budget: MongoBudget, exceptAuthorId?: string): Promise<string[]> {
     // During a Redis outage every request lands here: one query per cache period, not one each.
     const now = Date.now();
     if (!this.recent || this.recent.expiresAt <= now || this.recent.limit !== limit) {
       // Shared by the requests that come while it runs: bounded by its own signal, not one request's.
-      const query = this.model
-        .find(ELIGIBLE_FILTER, null, { signal: AbortSignal.timeout(this.mongoDeadlineMs) })
+      const query = this.o.model
+        .find(ELIGIBLE_FILTER, null, { signal: AbortSignal.timeout(this.mongoMs) })
         .sort({ reviewAt: -1 })
         .limit(limit)
-        .maxTimeMS(this.mongoDeadlineMs)
+        .maxTimeMS(this.mongoMs)
         .select(PUBLIC_PROJECTION)
         .lean<Array<Record<string, unknown>>>()
         .catch(videoStoreDown)
@@ -226,7 +243,7 @@ export class VideoCatalog {
             return [{ vid, authorId: video.authorId }];
           }),
         );
-      const recent = { limit, expiresAt: now + this.ttlMs, docs: query };
+      const recent = { limit, expiresAt: now + this.o.ttlMs, docs: query };
       this.recent = recent;
       query.catch(() => {
         if (this.recent === recent) this.recent = undefined;
@@ -240,22 +257,18 @@ export class VideoCatalog {
   }
 
   /** Up to `pageSize` servable ads (R1 re-checked), picked at random from the most recent ones. */
-  async randomAds(pageSize: number): Promise<VideoInfo[]> {
+  async randomAds(pageSize: number, budget: MongoBudget): Promise<VideoInfo[]> {
     const now = Date.now();
-    const budget = this.budget();
     if (!this.adPool || this.adPool.expiresAt <= now) {
       const ads = await budget
-        .run((signal) => this.model.find({ ...ELIGIBLE_FILTER, isAd: true }, null, { signal }).sort({ reviewAt: -1 }).limit(AD_POOL_SIZE).select({ _id: 1 }).lean<Array<{ _id: unknown }>>(), 'ad pool')
+        .run((signal) => this.o.model.find({ ...ELIGIBLE_FILTER, isAd: true }, null, { signal }).sort({ reviewAt: -1 }).limit(AD_POOL_SIZE).select({ _id: 1 }).lean<Array<{ _id: unknown }>>(), 'ad pool')
         .catch(videoStoreDown);
       // An odd `_id` is counted when the page reads the document; here it is only left out.
       this.adPool = { ids: ads.flatMap((ad) => objectIdOf(ad._id)?.toHexString() ?? []), expiresAt: now + AD_POOL_TTL_MS };
     }
-    return this.servable(shuffleInPlace([...this.adPool.ids], Math.random).slice(0, pageSize), undefined, budget);
+    return this.servable(shuffleInPlace([...this.adPool.ids], Math.random).slice(0, pageSize), budget);
   }
 
-  async get(id: string): Promise<CatalogVideo | undefined> {
-    return (await this.load([id])).get(id);
-  }
 }
 
 /** `derive(key)`, computed once per key while the key lives. */

@@ -25,7 +25,7 @@ import { DEVICE_ID, guestIdentity, USER_ID, userIdentity } from '../http/identit
 import { budgetOf } from '../http/request-budget';
 import { validateBody, validateQuery } from '../http/validate';
 import { explainNextPage, type ExplainDeps } from '../feed/explain';
-import type { FeedService } from '../feed/feed-service';
+import type { FeedReadStateCache } from '../feed/feed-read-state';
 import { MAX_PAGE_SIZE } from './feed-routes';
 
 const REALM = 'feed-api';
@@ -55,15 +55,15 @@ function rampAnswer(result: RampCommandResult) {
   throw new AppError(status, result.kind === 'missing' ? 'not_found' : 'conflict', result.error);
 }
 
-export interface AdminRouteDeps extends Omit<ExplainDeps, 'reader'> {
+export interface AdminRouteDeps extends ExplainDeps {
   config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent'>;
-  feed: FeedService;
+  readState: FeedReadStateCache;
   /** On-call's trail, in MongoDB (D6). */
   audit: AuditTrail;
 }
 
 export function adminRoutes(deps: AdminRouteDeps): Router {
-  const { config, redis, keys, feed, audit } = deps;
+  const { config, redis, keys, readState, audit } = deps;
   const router = Router(ROUTING);
   router.use('/api/admin', basicAuth(config.adminUser, config.adminPassword, REALM));
 
@@ -72,7 +72,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
     const identity = query.user ? userIdentity(query.user) : guestIdentity(query.device!);
     const version = query.version ?? (await redis.get(keys.current));
     if (!version) throw notFound('no current version');
-    const explanation = await explainNextPage({ ...deps, reader: feed.reader }, identity, version, query.pageSize);
+    const explanation = await explainNextPage(deps, identity, version, query.pageSize, budgetOf(res).mongo);
     if (!explanation) throw notFound(`version ${version} has no queue in Redis`);
     res.json(explanation);
   });
@@ -80,7 +80,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   const environment: Rollout = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
   /** The values in force after a change; this instance applies them at once, the others within CURRENT_CACHE_MS. */
   const rolloutInForce = async () => {
-    feed.readState.invalidate();
+    readState.invalidate();
     return { ...resolveRollout(environment, await readRolloutOverride(redis, keys)), environment };
   };
   router.get('/api/admin/rollout', async (_req, res) => {

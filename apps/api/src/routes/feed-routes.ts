@@ -1,13 +1,15 @@
 /** The H5 client's feed endpoints (SPEC R12–R15, V1, V3). */
-import { Router, type Request, type RequestHandler } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import Joi from 'joi';
 import { logger } from '@feed/logger';
 import { notFound, requestIdOf, ROUTING, unavailable } from '@feed/http';
-import { withDeadline } from '@feed/storage';
+import type { MongoBudget } from '@feed/storage';
 import { identify } from '../http/identity';
+import { budgetOf } from '../http/request-budget';
 import { objectId, validateBody, validateQuery, vidBody } from '../http/validate';
-import type { FeedPage, FeedService } from '../feed/feed-service';
-import type { VideoCatalog } from '../feed/video-catalog';
+import type { FeedService } from '../feed/feed-service';
+import { pageJson, type VideoCatalog } from '../feed/video-catalog';
+import type { VariantReadout } from '../feed/variant-readout';
 import type { UserHistory } from '../users/user-history';
 import type { WatchCounter } from '../users/watch-counter';
 
@@ -27,9 +29,8 @@ export interface FeedRouteDeps {
   catalog: VideoCatalog;
   history: UserHistory;
   watches: WatchCounter;
+  readout: VariantReadout;
   jwtSecret: string;
-  /** Deadline of each Redis call of these routes (R17): a stalled or lost Redis is a prompt 503. */
-  redisDeadlineMs: number;
   /** Counts a failed Redis operation in `feed_redis_failures_total{operation}` (D5). */
   onRedisFailure(operation: RedisOperation): void;
 }
@@ -39,34 +40,26 @@ type RedisOperation = 'watch-count' | 'view-history' | 'not-interested';
 
 const DESCRIBED: Record<RedisOperation, string> = { 'watch-count': 'watch count', 'view-history': 'view history', 'not-interested': 'not-interested marks' };
 
-/** The same JSON as `res.json(page)`, with each item's JSON reused from the catalog (the hot path). */
-function serializePage({ vInfos, ...fields }: FeedPage, catalog: VideoCatalog): string {
-  const rest = JSON.stringify(fields);
-  return `{"vInfos":[${vInfos.map((v) => catalog.jsonOf(v)).join(',')}]${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}}`;
-}
-
-export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDeadlineMs, onRedisFailure }: FeedRouteDeps): Router {
+export function feedRoutes({ feed, catalog, history, watches, readout, jwtSecret, onRedisFailure }: FeedRouteDeps): Router {
   const router = Router(ROUTING);
 
-  /** Views, marks and watch counts live only in Redis: without it they are unavailable (counted), not a 500. */
-  const inRedis = <T>(promise: Promise<T>, operation: RedisOperation): Promise<T> =>
-    withDeadline(promise, redisDeadlineMs, DESCRIBED[operation]).catch((err: unknown) => {
+  /** Views, marks and watch counts live only in Redis: without it (past the request's deadline) they are unavailable (counted), not a 500. */
+  const inRedis = <T>(res: Response, call: () => Promise<T>, operation: RedisOperation): Promise<T> =>
+    budgetOf(res).redis.run(call, DESCRIBED[operation]).catch((err: unknown) => {
       onRedisFailure(operation);
       throw unavailable(`${DESCRIBED[operation]} unavailable: ${err instanceof Error ? err.message : String(err)}`);
     });
 
   /** 404 unless the id names a video that exists; 400 for a malformed id is the schema's job. */
-  const existingVideo = async (vid: string) => {
-    const video = await catalog.get(vid);
-    if (!video) throw notFound(`video ${vid} does not exist`);
-    return video;
+  const existingVideo = async (vid: string, budget: MongoBudget) => {
+    if (!(await catalog.load([vid], budget)).has(vid)) throw notFound(`video ${vid} does not exist`);
   };
 
   /** The caller and the existing video named by the body's `vid`. */
-  const callerAndVideo = async (req: Request) => {
+  const callerAndVideo = async (req: Request, res: Response) => {
     const identity = identify(req, jwtSecret);
     const { vid } = validateBody(vidBody, req);
-    await existingVideo(vid);
+    await existingVideo(vid, budgetOf(res).mongo);
     return { identity, vid };
   };
 
@@ -74,14 +67,14 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
     const identity = identify(req, jwtSecret);
     // pageNumber is validated for old clients but never moves the offset (R12).
     const { pageSize } = validateQuery(pageQuery, req);
-    res.type('application/json').send(serializePage(await feed.nextPage(identity, pageSize, requestIdOf(res)), catalog));
+    res.type('application/json').send(pageJson(await feed.nextPage(identity, pageSize, budgetOf(res), requestIdOf(res))));
   };
   // HEAD is GET without a body (SPEC C): the same authentication, validation and status (a 503
   // when GET's would be), but it never claims (R11: positions are consumed only when served).
   const headOfPage: RequestHandler = async (req, res) => {
     const identity = identify(req, jwtSecret);
     const { pageSize } = validateQuery(pageQuery, req);
-    await feed.peekPage(identity, pageSize, requestIdOf(res));
+    await feed.peekPage(identity, pageSize, budgetOf(res), requestIdOf(res));
     res.type('application/json').status(200).end();
   };
   router.head('/api/app/recommend/vid/list', headOfPage);
@@ -93,15 +86,15 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
   router.get('/api/app/recommend/vid/ad', async (req, res) => {
     identify(req, jwtSecret);
     const { pageSize } = validateQuery(adQuery, req);
-    res.json({ vInfos: await catalog.randomAds(pageSize) });
+    res.json({ vInfos: await catalog.randomAds(pageSize, budgetOf(res).mongo) });
   });
 
   // HEAD must not register the watch that GET with `vid` registers (SPEC C: no side effect).
   router.head('/api/app/vid/user/count', async (req, res) => {
     const identity = identify(req, jwtSecret);
     const { vid } = validateQuery(countQuery, req);
-    if (vid === undefined) await inRedis(watches.count(identity.key), 'watch-count');
-    else await existingVideo(vid);
+    if (vid === undefined) await inRedis(res, () => watches.count(identity.key), 'watch-count');
+    else await existingVideo(vid, budgetOf(res).mongo);
     res.type('application/json').status(200).end();
   });
 
@@ -109,34 +102,34 @@ export function feedRoutes({ feed, catalog, history, watches, jwtSecret, redisDe
     const identity = identify(req, jwtSecret);
     const { vid } = validateQuery(countQuery, req);
     if (vid === undefined) {
-      res.json(await inRedis(watches.count(identity.key), 'watch-count'));
+      res.json(await inRedis(res, () => watches.count(identity.key), 'watch-count'));
       return;
     }
-    await existingVideo(vid);
-    const [count, sight] = await inRedis(Promise.all([watches.register(identity.key, vid), history.recordView(identity.key, vid)]), 'watch-count');
+    await existingVideo(vid, budgetOf(res).mongo);
+    const [count, sight] = await inRedis(res, () => Promise.all([watches.register(identity.key, vid), history.recordView(identity.key, vid)]), 'watch-count');
     // A guest's record admits a video's view once, whichever call records it first (the view call's readout would find it seen).
-    if (sight) await feed.readout.record(identity, 'view', vid, sight);
+    if (sight) await readout.record(identity, 'view', vid, sight);
     res.json(count);
   });
 
   router.post('/api/app/vid/view', async (req, res) => {
-    const { identity, vid } = await callerAndVideo(req);
-    const sight = await inRedis(history.recordView(identity.key, vid), 'view-history');
-    await feed.readout.record(identity, 'view', vid, sight);
+    const { identity, vid } = await callerAndVideo(req, res);
+    const sight = await inRedis(res, () => history.recordView(identity.key, vid), 'view-history');
+    await readout.record(identity, 'view', vid, sight);
     res.json({ ok: true });
   });
 
   router.post('/api/app/recommend/vid/not-interested', async (req, res) => {
-    const { identity, vid } = await callerAndVideo(req);
-    await inRedis(history.markNotInterested(identity.key, vid), 'not-interested');
-    await feed.readout.record(identity, 'not-interested', vid);
+    const { identity, vid } = await callerAndVideo(req, res);
+    await inRedis(res, () => history.markNotInterested(identity.key, vid), 'not-interested');
+    await readout.record(identity, 'not-interested', vid);
     logger.info('video marked not interested', { requestId: requestIdOf(res), vid });
     res.json({ ok: true });
   });
 
   router.post('/api/app/recommend/vid/not-interested/undo', async (req, res) => {
-    const { identity, vid } = await callerAndVideo(req);
-    const removed = await inRedis(history.undoNotInterested(identity.key, vid), 'not-interested');
+    const { identity, vid } = await callerAndVideo(req, res);
+    const removed = await inRedis(res, () => history.undoNotInterested(identity.key, vid), 'not-interested');
     res.json({ ok: true, removed: removed > 0 });
   });
 

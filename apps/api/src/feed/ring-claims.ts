@@ -1,0 +1,79 @@
+/**
+ * One page's claims on a user's ring (SPEC R11), as the scan takes positions: each step claims the
+ * next positions (ring-claim.lua) within the request's Redis deadline and reads their ids. A page
+ * that cannot be completed gives every claim back before its answer (`giveBackAll`), and a claim
+ * answered after the request stopped waiting is given back exactly when its answer arrives
+ * (ring-unclaim.lua): positions are consumed only when served, and no clock but the API's own
+ * timer decides it. What could not be given back is counted as lost.
+ */
+import { claimPositions, RedisCallError, unclaimPositions, withDeadline, type Claim, type Deadline, type RingVersion } from '@feed/storage';
+import { inSpan } from '@feed/telemetry';
+import type { FeedDeps } from './feed-service';
+import type { Positions } from './ring-scan';
+
+/** The published queue is shorter than its meta says: the version is gone. */
+export class QueueGoneError extends Error {}
+
+/** The feed's stores, reader and metrics; one user's ring; the request's Redis deadline (no claim is sent past it just to be given back). */
+export type RingClaimsOptions = Pick<FeedDeps, 'redis' | 'keys' | 'reader' | 'metrics'> & { ring: RingVersion; userKey: string; deadline: Deadline };
+
+export class RingClaims implements Positions {
+  private readonly claims: Claim[] = [];
+
+  constructor(private readonly o: RingClaimsOptions) {}
+
+  /** Claims the next `count` positions; null when a later step fails (what was claimed is served). */
+  async take(count: number, scanned: number) {
+    const { ring, deadline, reader } = this.o;
+    try {
+      const claim = await this.claim(count);
+      // The instance's copy answers at once; Redis (until it is loaded) within the deadline.
+      const ids = reader.copies?.idsAt(ring, claim.offset, claim.count) ?? await deadline.run(() => reader.idsAt(ring, claim.offset, claim.count), 'queue read').catch((err: unknown) => {
+        // Claimed but not readable (Redis failed between the two calls): not served, so given back.
+        void this.giveBack([claim], false);
+        throw err;
+      });
+      this.claims.push(claim);
+      if (ids.length < claim.count) throw new QueueGoneError(`queue of version ${ring.version} is gone`);
+      return { start: claim.offset, ids };
+    } catch (err) {
+      // Positions already claimed are this user's: serve them rather than drop them.
+      if (scanned > 0 && err instanceof RedisCallError) return null;
+      throw err;
+    }
+  }
+
+  /** Every claim of the page, latest first, given back before its answer within a deadline of its own (the request's may be spent). */
+  giveBackAll(): Promise<void> {
+    return this.giveBack(this.claims.splice(0).reverse(), true);
+  }
+
+  private async claim(count: number): Promise<Claim> {
+    const { redis, keys, ring, userKey, deadline } = this.o;
+    let claiming: Promise<Claim> | undefined;
+    try {
+      return await deadline.run(() => inSpan('ring claim', { 'feed.version': ring.version, 'feed.count': count }, () => (claiming = claimPositions(redis, keys, ring, userKey, count))), 'ring claim');
+    } catch (err) {
+      if (claiming && err instanceof RedisCallError) void this.giveBackWhenAnswered(claiming);
+      throw err;
+    }
+  }
+
+  /** A claim this request stopped waiting for: when it turns out to have run, give it back. */
+  private async giveBackWhenAnswered(claiming: Promise<Claim>): Promise<void> {
+    const claim = await claiming.catch(() => undefined);
+    // No answer: Redis is gone and the claim most likely never ran; nothing to give back.
+    if (!claim || claim.count === 0) return;
+    // Counted apart from Redis failures: the claim ran, its answer came after the request's deadline.
+    this.o.metrics.lateClaims.inc();
+    await this.giveBack([claim], false);
+  }
+
+  /** `bounded`: before a page's answer; otherwise no request waits (a late answer, a background give-back). */
+  private async giveBack(claims: Claim[], bounded: boolean): Promise<void> {
+    const { redis, keys, ring, userKey, deadline, metrics } = this.o;
+    const given = Promise.all(claims.map((claim) => unclaimPositions(redis, keys, ring, userKey, claim)));
+    const unserved = await (bounded ? withDeadline(given, deadline.ms, 'give-back') : given).catch(() => claims.map((claim) => claim.count));
+    for (const lost of unserved) metrics.claimsGivenBack.inc({ result: lost === 0 ? 'given-back' : 'lost' });
+  }
+}
