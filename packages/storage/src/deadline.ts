@@ -81,15 +81,19 @@ export class MongoBudget {
 
 /**
  * One request's whole budget, made once at the edge (the API's `requestBudget` middleware) and
- * passed down to every service the request calls: its Redis deadline and its MongoDB budget
- * start with the request, so no layer below can restart a clock.
+ * passed down to every service the request calls. The MongoDB budget starts with the request; the
+ * Redis deadline starts at the request's first Redis wait, so a MongoDB look-up before it (a
+ * view's "does the video exist") does not spend Redis's share. No layer below restarts a clock.
  */
 export class RequestBudget {
-  readonly redis: Deadline;
   readonly mongo: MongoBudget;
+  private redisDeadline?: Deadline;
 
-  constructor(limits: { redisMs: number; mongoMs: number }) {
-    this.redis = new Deadline(limits.redisMs);
+  constructor(private readonly limits: { redisMs: number; mongoMs: number }) {
     this.mongo = new MongoBudget(limits.mongoMs);
+  }
+
+  get redis(): Deadline {
+    return (this.redisDeadline ??= new Deadline(this.limits.redisMs));
   }
 }

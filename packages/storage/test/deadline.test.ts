@@ -3,7 +3,7 @@
  * used even when the event loop was too busy to read it before the deadline's timer came due.
  */
 import { createClient } from 'redis';
-import { Deadline, DeadlineExceededError, DeadlineSpentError, RedisCallError, withDeadline } from '../src/deadline';
+import { Deadline, DeadlineExceededError, DeadlineSpentError, RedisCallError, RequestBudget, withDeadline } from '../src/deadline';
 
 const connect = () => createClient({ url: process.env.TEST_REDIS_URL! }).connect();
 let redis: Awaited<ReturnType<typeof connect>>;
@@ -61,6 +61,22 @@ describe('withDeadline', () => {
     const spent = new Deadline(0);
     const call = jest.fn(() => redis.ping());
     await expect(spent.run(call, 'PING')).rejects.toThrow(new DeadlineSpentError('PING skipped: Redis deadline of 0 ms used up'));
+    expect(call).not.toHaveBeenCalled();
+  });
+});
+
+describe('RequestBudget', () => {
+  it('when a request waits on MongoDB before its first Redis call, then the Redis deadline is still whole', async () => {
+    const budget = new RequestBudget({ redisMs: 100, mongoMs: 1_000 });
+    await budget.mongo.run(() => new Promise((resolve) => setTimeout(resolve, 150)), 'a slow video look-up');
+    await expect(budget.redis.run(() => redis.ping(), 'PING')).resolves.toBe('PONG');
+    expect(budget.redis).toBe(budget.redis);
+  });
+
+  it('when the MongoDB budget is spent, then a later MongoDB wait is refused without being made', async () => {
+    const budget = new RequestBudget({ redisMs: 100, mongoMs: 0 });
+    const call = jest.fn(() => Promise.resolve(1));
+    await expect(budget.mongo.run(call, 'find')).rejects.toThrow(DeadlineExceededError);
     expect(call).not.toHaveBeenCalled();
   });
 });
