@@ -5,7 +5,7 @@ import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { annotateRequestSpan } from '@feed/telemetry';
-import { auditTrail, createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
+import { auditTrail, CounterTallies, createRedisKeys, interactionModels, videoModel, type CounterHooks, type Redis } from '@feed/storage';
 import { answerOptions, errorHandler, methodNotAllowed, notFoundRoute, requestId, requestIdOf, routeStrictly, unsupportedMediaType } from '@feed/http';
 import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
 import { FeedService } from './feed/feed-service';
@@ -39,6 +39,8 @@ export interface Api {
   app: Express;
   feed: FeedService;
   metrics: ApiMetrics;
+  /** The counter tallies running behind the interactions (tests wait for them to be idle). */
+  tallies: CounterTallies;
   /** From now on /readyz says 503 `draining` (SIGTERM, SPEC D4). */
   drain(): void;
 }
@@ -75,7 +77,17 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   metrics.cacheBudgetBytes.set({ cache: 'token' }, shares.tokenCacheBytes);
   metrics.cacheBudgetBytes.set({ cache: 'queue_copies' }, shares.queueCopyBytes);
   metrics.cacheSizes.read = () => ({ video: catalog.cacheBytes(), token: tokenCacheBytes(), queue_copies: queueCopies.bytes() });
-  const interactions = new InteractionService(videos, interactionModels(mongo), counterHooks);
+  const records = interactionModels(mongo);
+  const tallies = new CounterTallies({
+    videos,
+    records,
+    hooks: counterHooks,
+    onError: (kind, err) => {
+      metrics.talliesDeferred.inc({ kind });
+      logger.warn('counter tally failed: its records wait for the next tally or the repair job', { kind, err });
+    },
+  });
+  const interactions = new InteractionService({ videos, records, tallies, hooks: counterHooks });
   const history = new UserHistory(redis, keys, config);
   const watches = new WatchCounter(redis, keys, config.totalWatch, config.businessTimeZone);
   const feed = new FeedService(redis, keys, catalog, history, metrics, {
@@ -134,13 +146,13 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     return (warm = !ring || queueCopies.ready(ring));
   };
   app.use(healthRoutes({ redis, keys, mongo, metrics, deadlineMs: config.redisDeadlineMs, draining: () => draining, warm: warmUp }));
-  app.use(interactionRoutes(interactions, config.authJwtSecret, feed.readout, config.mongoDeadlineMs, (kind) => metrics.talliesDeferred.inc({ kind })));
+  app.use(interactionRoutes({ interactions, jwtSecret: config.authJwtSecret, readout: feed.readout }));
   app.use(adminRoutes({ config, redis, keys, catalog, history, feed, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   app.use(errorHandler());
   requestLabels = declareHttpRoutes(metrics.httpDuration, routesOf(app));
-  return { app, feed, metrics, drain: () => void (draining = true) };
+  return { app, feed, metrics, tallies, drain: () => void (draining = true) };
 }
 
 type RouterLayer = Express['router']['stack'][number];
