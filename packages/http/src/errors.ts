@@ -28,6 +28,8 @@ export const notFoundRoute: RequestHandler = (req, _res, next) => next(notFound(
 
 /** Writes `error` as the one error body. */
 export function sendError(res: Response, error: AppError): void {
+  // A store unavailable for a moment (an election, the request's budget spent): the client retries (R17).
+  if (error.status === 503) res.set('Retry-After', '1');
   res.status(error.status).json({ error: { code: error.code, message: error.message } });
 }
 
