@@ -87,7 +87,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
       logger.warn('counter tally failed: its records wait for the next tally or the repair job', { kind, err });
     },
   });
-  const interactions = new InteractionService({ videos, records, tallies, hooks: counterHooks });
+  const interactions = new InteractionService({ catalog, records, tallies, hooks: counterHooks });
   const history = new UserHistory(redis, keys, config);
   const watches = new WatchCounter(redis, keys, config.totalWatch, config.businessTimeZone);
   const feed = new FeedService(redis, keys, catalog, history, metrics, {

@@ -19,6 +19,7 @@ import fc from 'fast-check';
 import mongoose, { Types, type Model, type Schema } from 'mongoose';
 import { AppError } from '@feed/http';
 import { InteractionService } from '@feed/api';
+import { VideoCatalog } from '../src/feed/video-catalog';
 import { demoVideo } from '@feed/demo-data';
 import { COUNTER_KINDS, CounterTallies, interactionModels, repairPendingCounters, RequestBudget, videoModel, type CountedRecord, type CounterHooks, type CounterKind, type InteractionModels, type VideoModel } from '@feed/storage';
 import { useTestServices } from '../../../test/support/services';
@@ -115,7 +116,7 @@ beforeAll(async () => {
   // A crashed tally (InjectedCrash) leaves its records dirty, as a process killed there would.
   replicas = [0, 1].map(() => {
     const tallies = new CounterTallies({ videos, records, hooks, onError: () => undefined });
-    return { tallies, service: new InteractionService({ videos, records, tallies, hooks }) };
+    return { tallies, service: new InteractionService({ catalog: new VideoCatalog(videos, 0), records, tallies, hooks }) };
   });
 });
 

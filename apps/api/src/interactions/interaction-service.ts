@@ -10,8 +10,9 @@
 import { randomUUID } from 'node:crypto';
 import { Types, type Model, type mongo } from 'mongoose';
 import { isEligible } from '@feed/domain';
-import { freshRecordFields, type CounterHooks, type CounterKind, type CounterTallies, type InteractionModels, type RequestBudget, type ToggleRecord, type VideoModel } from '@feed/storage';
+import { freshRecordFields, type CounterHooks, type CounterKind, type CounterTallies, type InteractionModels, type RequestBudget, type ToggleRecord } from '@feed/storage';
 import { AppError, notFound } from '@feed/http';
+import type { VideoCatalog } from '../feed/video-catalog';
 
 const isDuplicateKey = (err: unknown) => (err as { code?: number }).code === 11000;
 
@@ -39,7 +40,8 @@ export interface ToggleOutcome {
 type ToggleKind = Extract<CounterKind, 'likes' | 'collects'>;
 
 export class InteractionService {
-  constructor(private readonly deps: { videos: VideoModel; records: InteractionModels; tallies: CounterTallies; hooks?: CounterHooks }) {}
+  /** `catalog`: the videos' eligibility, from the feed's cache (VIDEO_CACHE_MS, the takedown delay) or one read. */
+  constructor(private readonly deps: { catalog: Pick<VideoCatalog, 'load'>; records: InteractionModels; tallies: CounterTallies; hooks?: CounterHooks }) {}
 
   /** The record is durable: the video's counters follow (a crash in between leaves it dirty for the repair job). */
   private async recorded(kind: CounterKind, videoId: Types.ObjectId): Promise<void> {
@@ -47,9 +49,9 @@ export class InteractionService {
     this.deps.tallies.request(kind, videoId);
   }
 
-  /** The video's eligibility fields; 404 when it does not exist. */
+  /** The video; 404 when it does not exist. */
   private async existing(vid: string, budget: RequestBudget) {
-    const video = await budget.mongo.run((signal) => this.deps.videos.findById(vid, null, { signal }).select({ status: 1, newsType: 1, deleted: 1 }).lean(), 'video look-up');
+    const video = (await this.deps.catalog.load([vid], budget.mongo)).get(vid);
     if (!video) throw notFound(`video ${vid} does not exist`);
     return video;
   }
@@ -81,8 +83,7 @@ export class InteractionService {
 
   /** Unlike or uncollect: the display counter follows; recommend* never goes down. */
   private async deactivate(kind: ToggleKind, vid: string, userId: string, budget: RequestBudget): Promise<ToggleOutcome> {
-    const videoId = new Types.ObjectId(vid);
-    if (!(await budget.mongo.run((signal) => this.deps.videos.exists({ _id: videoId }).setOptions({ signal }), 'video look-up'))) throw notFound(`video ${vid} does not exist`);
+    const { _id: videoId } = await this.existing(vid, budget);
     const model = this.deps.records[kind] as Model<ToggleRecord>;
     const turnedOff = await budget.mongo.run(
       (signal) => model.findOneAndUpdate({ userId, videoId, active: true }, [keepShown, turn(false, new Date())], { updatePipeline: true, signal, projection: { _id: 1 } }).lean(),
