@@ -4,7 +4,6 @@
  * does not keep the socket), and when the write landed all the same, the retry is idempotent.
  */
 import request from 'supertest';
-import type { Query } from 'mongoose';
 import { interactionModels, videoModel, type InteractionModels, type VideoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { useTestServices } from '../../../test/support/services';
@@ -36,7 +35,7 @@ it('when the like record lands after the budget, then the answer is 503 with Ret
       landed = findOneAndUpdate(args[0], args[1], { ...args[2], signal: undefined }).lean().exec();
       return landed;
     });
-    return { lean: () => late.then(() => Promise.reject(signal?.reason)) } as unknown as Query<unknown, unknown>;
+    return { lean: () => late.then(() => Promise.reject(signal?.reason)) };
   }) as never);
 
   const res = await request(api.app).post('/api/app/vid/like').set(bearer('late-1')).send({ vid }).expect(503);

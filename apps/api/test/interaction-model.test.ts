@@ -236,7 +236,7 @@ async function runProgram({ users, videos: videoCount, rounds, schedule }: { use
     const outcomes = await turnstile.run(
       round.map((cmd, i) => () => crashPlan.run(cmd.crash, () => execute(cmd, i))),
       (n) => draws.next().value % n,
-      () => replicas.reduce((sum, { tallies }) => sum + (tallies as unknown as { running: Map<string, unknown> }).running.size, 0),
+      () => replicas.reduce((sum, { tallies }) => sum + (Reflect.get(tallies, 'running') as Map<string, unknown>).size, 0),
     );
 
     /** Per user, video and kind: the toggles of this round that took effect (a crash after the record write did). */

@@ -182,6 +182,7 @@ describe('fake counters (R2)', () => {
     await post('/api/app/share/output', 'fake-1', { videoID: vid }).expect(200);
     await videos.updateOne({ _id: vid }, { $inc: { fakeLikeCount: 500 } });
     await post('/api/app/vid/like', 'fake-2', { vid }).expect(200);
+    await settled();
     const doc = await videos.findById(vid).lean();
     expect(doc).toMatchObject({ fakeLikeCount: 1e6 + 500, fakeCommentCount: 1e6, fakeShareCount: 1e6, recommendLikeCount: 2, recommendCommentCount: 1, recommendShareCount: 1 });
   });
