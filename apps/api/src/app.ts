@@ -87,7 +87,6 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
       logger.warn('counter tally failed: its records wait for the next tally or the repair job', { kind, err });
     },
   });
-  const interactions = new InteractionService({ catalog, records, tallies, hooks: counterHooks });
   const history = new UserHistory(redis, keys, config);
   const watches = new WatchCounter(redis, keys, config.totalWatch, config.businessTimeZone);
   const feed = new FeedService(redis, keys, catalog, history, metrics, {
@@ -97,6 +96,8 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     redisDeadlineMs: config.redisDeadlineMs,
     queueCopies: config.queueCopiesMax > 0 ? queueCopies : undefined,
   });
+
+  const interactions = new InteractionService({ catalog, records, tallies, readout: feed.readout, hooks: counterHooks });
 
   const app = express();
   routeStrictly(app);

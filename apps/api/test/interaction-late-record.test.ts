@@ -1,7 +1,8 @@
 /**
  * An interaction whose record write outlives the request's MongoDB budget (R3, R17): the answer
  * is 503 with Retry-After, the driver's AbortSignal of the write is aborted (a frozen MongoDB
- * does not keep the socket), and when the write landed all the same, the retry is idempotent.
+ * does not keep the socket), and when the write landed all the same, the retry is idempotent and
+ * the landed record is counted once for D7 as the 503'd request's first success.
  */
 import request from 'supertest';
 import { interactionModels, videoModel, type InteractionModels, type VideoModel } from '@feed/storage';
@@ -9,6 +10,7 @@ import { demoVideo } from '@feed/demo-data';
 import { useTestServices } from '../../../test/support/services';
 import { testApi } from '../../../test/support/api';
 import { bearer } from '../../../test/support/feed-fixtures';
+import { waitUntil } from '../../../tools/support/processes';
 
 const s = useTestServices('interaction-late-record');
 let videos: VideoModel;
@@ -24,7 +26,9 @@ afterEach(() => jest.restoreAllMocks());
 it('when the like record lands after the budget, then the answer is 503 with Retry-After, its signal is aborted, and the retry counts it once', async () => {
   const [video] = await videos.insertMany([demoVideo()]);
   const vid = video._id.toHexString();
-  const api = testApi(s, { mongoDeadlineMs: 200 });
+  const api = testApi(s, { mongoDeadlineMs: 1000 });
+  // The video in the instance's cache first: the budget is the record write's alone.
+  await request(api.app).post('/api/app/vid/unlike').set(bearer('late-0')).send({ vid }).expect(200);
   const findOneAndUpdate = records.likes.findOneAndUpdate.bind(records.likes);
   let signal: AbortSignal | undefined;
   let landed: Promise<unknown> = Promise.resolve();
@@ -45,4 +49,8 @@ it('when the like record lands after the budget, then the answer is 503 with Ret
   await request(api.app).post('/api/app/vid/like').set(bearer('late-1')).send({ vid }).expect(200, { active: true, changed: false });
   await api.tallies.idle();
   expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+  // D7: the late record is the 503'd request's first success, counted once it is seen (the retry's was no first).
+  const likes = async () => Number(/feed_variant_engagement_total\{variant="\w+",action="like"\} (\d+)/.exec(await api.metrics.registry.metrics())?.[1] ?? 0);
+  await waitUntil('the late like counted for D7', async () => (await likes()) === 1, 10_000);
+  expect(await likes()).toBe(1);
 });

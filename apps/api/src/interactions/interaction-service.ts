@@ -13,6 +13,9 @@ import { isEligible } from '@feed/domain';
 import { freshRecordFields, type CounterHooks, type CounterKind, type CounterTallies, type InteractionModels, type RequestBudget, type ToggleRecord } from '@feed/storage';
 import { AppError, notFound } from '@feed/http';
 import type { VideoCatalog } from '../feed/video-catalog';
+import type { VariantReadout } from '../feed/variant-readout';
+import { userIdentity } from '../http/identity';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const isDuplicateKey = (err: unknown) => (err as { code?: number }).code === 11000;
 
@@ -41,7 +44,30 @@ type ToggleKind = Extract<CounterKind, 'likes' | 'collects'>;
 
 export class InteractionService {
   /** `catalog`: the videos' eligibility, from the feed's cache (VIDEO_CACHE_MS, the takedown delay) or one read. */
-  constructor(private readonly deps: { catalog: Pick<VideoCatalog, 'load'>; records: InteractionModels; tallies: CounterTallies; hooks?: CounterHooks }) {}
+  /** `readout`: D7's count of first successes (likes, collects, comments), made here so a write past the budget is counted once it lands. */
+  constructor(private readonly deps: { catalog: Pick<VideoCatalog, 'load'>; records: InteractionModels; tallies: CounterTallies; readout?: Pick<VariantReadout, 'record'>; hooks?: CounterHooks }) {}
+
+  /**
+   * The record write of a first success (made at `now`): counted for D7 when it makes the record;
+   * when it fails (the budget, an election), it may still land: the record made at `now` is
+   * this request's, counted once it appears (looked for every 2 s for a minute).
+   */
+  private async firstSuccess<T>(event: 'like' | 'collect' | 'comment', userId: string, landed: (signal: AbortSignal) => Promise<unknown>, write: () => Promise<T>, isFirst: (result: T) => boolean): Promise<T> {
+    const record = () => this.deps.readout?.record(userIdentity(userId), event);
+    try {
+      const result = await write();
+      if (isFirst(result)) await record();
+      return result;
+    } catch (err) {
+      void (async () => {
+        for (let look = 0; look < 30; look++) {
+          await sleep(2_000, undefined, { ref: false });
+          if (await landed(AbortSignal.timeout(1_000)).catch(() => null)) return record();
+        }
+      })().catch(() => undefined);
+      throw err;
+    }
+  }
 
   /** The record is durable: the video's counters follow (a crash in between leaves it dirty for the repair job). */
   private async recorded(kind: CounterKind, videoId: Types.ObjectId): Promise<void> {
@@ -71,12 +97,16 @@ export class InteractionService {
   private async activate(kind: ToggleKind, vid: string, userId: string, budget: RequestBudget): Promise<ToggleOutcome> {
     const videoId = await this.requireServable(vid, budget);
     const model = this.deps.records[kind] as Model<ToggleRecord>;
+    const now = new Date();
     const upsert = () =>
       budget.mongo.run(
-        (signal) => model.findOneAndUpdate({ userId, videoId }, [keepShown, turn(true, new Date())], { upsert: true, returnDocument: 'before', updatePipeline: true, signal }).lean<ToggleRecord>(),
+        (signal) => model.findOneAndUpdate({ userId, videoId }, [keepShown, turn(true, now)], { upsert: true, returnDocument: 'before', updatePipeline: true, signal }).lean<ToggleRecord>(),
         `${kind} record`,
       );
-    const before = await upsert().catch((err: unknown) => (isDuplicateKey(err) ? upsert() : Promise.reject(err)));
+    const event = kind === 'likes' ? 'like' : 'collect';
+    const write = () => upsert().catch((err: unknown) => (isDuplicateKey(err) ? upsert() : Promise.reject(err)));
+    const landed = (signal: AbortSignal) => model.exists({ userId, videoId, createdAt: now }).setOptions({ signal });
+    const before = await this.firstSuccess(event, userId, landed, write, (found) => !found);
     await this.recorded(kind, videoId);
     return { active: true, changed: before?.active !== true, first: !before };
   }
@@ -118,7 +148,11 @@ export class InteractionService {
   async comment(vid: string, userId: string, content: string, budget: RequestBudget, idempotencyKey?: string): Promise<{ commentId: string; created: boolean }> {
     const videoId = await this.requireServable(vid, budget);
     const key = idempotencyKey ?? `generated:${randomUUID()}`;
-    const { record, created } = await this.insertOnce(this.deps.records.comments, { userId, idempotencyKey: key }, { videoId, content, status: 'published', active: true, ...freshRecordFields() }, budget);
+    const fields = { videoId, content, status: 'published', active: true, ...freshRecordFields() };
+    const { comments } = this.deps.records;
+    const write = () => this.insertOnce(comments, { userId, idempotencyKey: key }, fields, budget);
+    const landed = (signal: AbortSignal) => comments.exists({ userId, idempotencyKey: key, createdAt: fields.createdAt }).setOptions({ signal });
+    const { record, created } = await this.firstSuccess('comment', userId, landed, write, (result) => result.created);
     if (!record.videoId.equals(videoId)) throw new AppError(409, 'idempotency_conflict', 'Idempotency-Key was already used for another video');
     await this.recorded('comments', videoId);
     return { commentId: record._id.toHexString(), created };

@@ -3,7 +3,7 @@ import { Router } from 'express';
 import Joi from 'joi';
 import { ROUTING } from '@feed/http';
 import { budgetOf } from '../http/request-budget';
-import { identify, requireUser, userIdentity } from '../http/identity';
+import { identify, requireUser } from '../http/identity';
 import type { VariantReadout } from '../feed/variant-readout';
 import { objectId, validate, validateBody, vidBody } from '../http/validate';
 import type { InteractionService, ToggleOutcome } from '../interactions/interaction-service';
@@ -21,23 +21,22 @@ export const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, '
 
 /**
  * Each route parses, calls the service with the request's budget and answers; the service owns
- * the MongoDB work and its budget (a write past it is a 503 whose retry is idempotent). `readout`
- * counts each first like, collect, comment and share for the user's variant (D7: a toggled like is one like).
+ * the MongoDB work, its budget (a write past it is a 503 whose retry is idempotent) and D7's count
+ * of first likes, collects and comments. `readout` counts shares (guests' too) for the variant (D7).
  */
-export function interactionRoutes({ interactions, jwtSecret, readout }: { interactions: InteractionService; jwtSecret: string; readout: Pick<VariantReadout, 'record' | 'recordShare'> }): Router {
+export function interactionRoutes({ interactions, jwtSecret, readout }: { interactions: InteractionService; jwtSecret: string; readout: Pick<VariantReadout, 'recordShare'> }): Router {
   const router = Router(ROUTING);
   type Toggle = (vid: string, userId: string, budget: RequestBudget) => Promise<ToggleOutcome>;
-  const toggle = (path: string, action: Toggle, engagement?: 'like' | 'collect') =>
+  const toggle = (path: string, action: Toggle) =>
     router.post(path, async (req, res) => {
       const { userId } = requireUser(req, jwtSecret);
       const { vid } = validateBody(vidBody, req);
-      const { active, changed, first } = await action(vid, userId, budgetOf(res));
-      if (engagement && first) await readout.record(userIdentity(userId), engagement);
+      const { active, changed } = await action(vid, userId, budgetOf(res));
       res.json({ active, changed });
     });
-  toggle('/api/app/vid/like', interactions.like, 'like');
+  toggle('/api/app/vid/like', interactions.like);
   toggle('/api/app/vid/unlike', interactions.unlike);
-  toggle('/api/app/vid/collect', interactions.collect, 'collect');
+  toggle('/api/app/vid/collect', interactions.collect);
   toggle('/api/app/vid/uncollect', interactions.uncollect);
 
   router.post('/api/app/vid/comment', async (req, res) => {
@@ -46,7 +45,6 @@ export function interactionRoutes({ interactions, jwtSecret, readout }: { intera
     const header = req.header('idempotency-key');
     const key = header === undefined ? undefined : validate(idempotencyKey.label('Idempotency-Key'), header);
     const result = await interactions.comment(vid, userId, content.trim(), budgetOf(res), key);
-    if (result.created) await readout.record(userIdentity(userId), 'comment');
     res.status(result.created ? 201 : 200).json(result);
   });
 
