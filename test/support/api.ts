@@ -13,6 +13,8 @@ export function testApi(s: TestServices, config: Partial<Config> = {}, deps: Par
   const api = createApp({ config: { ...s.config, ...config }, redis: s.redis, mongo: s.mongo, ...deps });
   // Its readout flushes on a timer: stop it (and write what it holds) before the keys are deleted.
   s.disposeAfter(() => api.readout.close());
+  // The counter tallies running behind its interactions end before the stores close.
+  s.disposeAfter(() => api.tallies.idle());
   return api;
 }
 

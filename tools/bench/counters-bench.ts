@@ -1,22 +1,23 @@
 /**
  * `pnpm bench counters [--likes N] [--concurrency C]`: the cost of one like (SPEC R3) through the
- * interaction service over the real mongoose stack: MongoDB commands per like, counted by the
- * driver's command monitoring, and the time per like, first one like at a time over many videos,
- * then C at once on ONE video (the contended case of a viral video: `--concurrency 200`). Prints
- * per phase the commands per like (and by command name, with the server time they took), p50/p99,
- * likes/s and the answers that were not a success (a 2xx over HTTP: every one must be), then both
- * counters of the contended video against the likes sent. `--double-taps U` then runs U users
- * toggling like on one video (like and unlike at once, then like twice at once, three times over;
- * then every other user's last action an unlike) and the repair job: prints the answers not 2xx
- * and both counters against the users who ever liked and those whose last action was a like
- * (`--likes 0` skips the like phases). Uses MONGO_URL when set.
+ * interaction service over the real mongoose stack, against the server's limit measured in the
+ * same run: C at once on ONE video, each a bare record upsert on its unique key plus one `$inc` on
+ * the video. Then the service, one like at a time over 100 videos (MongoDB commands per like, by
+ * the driver's command monitoring), and C at once on one video. Likes/s and commands run from the
+ * first like until both counters are exact (the tallies behind the answers included). Ends with
+ * `contended_vs_limit=… p99_vs_limit=… commands_per_like=…`. `--double-taps U` then runs U users
+ * toggling like on one video and the repair job (`--likes 0` skips the like phases). Uses MONGO_URL when set.
  */
 import mongoose, { Types } from 'mongoose';
-import { InteractionService, tallied } from '@feed/api';
+import { InteractionService, VideoCatalog } from '@feed/api';
+import { loadSetting } from '@feed/config';
 import { AppError } from '@feed/http';
-import { interactionModels, repairPendingCounters, videoModel, type InteractionModels, type VideoModel } from '@feed/storage';
+import { CounterTallies, interactionModels, repairPendingCounters, RequestBudget, videoModel, type InteractionModels, type VideoModel } from '@feed/storage';
 import { percentile } from '../support/percentile';
 import { argValue, benchMongo } from './support';
+
+/** No budget to speak of: the bench measures the protocol, not the deadline. */
+const budget = () => new RequestBudget({ redisMs: 1_000, mongoMs: 60_000 });
 
 export async function runCountersBench(): Promise<void> {
   const likes = Number(argValue('likes', '2000'));
@@ -35,11 +36,18 @@ export async function runCountersBench(): Promise<void> {
     const videos = videoModel(conn);
     const records = interactionModels(conn);
     await Promise.all([videos.init(), ...Object.values(records).map((model) => model.init())]);
-    const ids = Array.from({ length: 101 }, () => new Types.ObjectId());
+    const ids = Array.from({ length: 102 }, () => new Types.ObjectId());
     await videos.insertMany(ids.map((_id) => ({ _id, status: 'approved', newsType: 'short', title: 'bench' })));
-    const service = new InteractionService(videos, records);
+    const tallies = new CounterTallies({ videos, records, onError: (kind, err) => console.error(`tally of ${kind} failed:`, err) });
+    // The production API's video cache (VIDEO_CACHE_MS): a like's eligibility read is the feed's cached document.
+    const service = new InteractionService({ catalog: new VideoCatalog({ model: videos, ttlMs: loadSetting('videoCacheMs', {}) }), records, tallies });
+    const exact = async (videoId: Types.ObjectId, want: number) => {
+      const doc = await videos.findById(videoId).select({ likeCount: 1, recommendLikeCount: 1 }).lean();
+      return doc?.likeCount === want && doc?.recommendLikeCount === want;
+    };
 
-    const run = async (label: string, videoOf: (i: number) => Types.ObjectId, parallel: number) => {
+    /** `like(i)` for i < likes, `parallel` at a time; then waits for `settled` (the counters exact). */
+    const run = async (label: string, like: (i: number) => Promise<unknown>, parallel: number, settled: () => Promise<boolean>) => {
       const latencies: number[] = [];
       const failures = new Map<string, number>();
       const commandsBefore = commands;
@@ -52,7 +60,7 @@ export async function runCountersBench(): Promise<void> {
             const i = next++;
             const t = performance.now();
             try {
-              await tallied(service.like(videoOf(i).toHexString(), `${label}-user-${i}`));
+              await like(i);
             } catch (err) {
               const status = err instanceof AppError ? String(err.status) : `500 ${err instanceof Error ? err.message.slice(0, 80) : String(err)}`;
               failures.set(status, (failures.get(status) ?? 0) + 1);
@@ -61,28 +69,43 @@ export async function runCountersBench(): Promise<void> {
           }
         }),
       );
+      const answered = performance.now();
+      await tallies.idle();
+      const ok = await settled();
       const seconds = (performance.now() - started) / 1000;
       latencies.sort((a, b) => a - b);
       const perLike = (commands - commandsBefore) / likes;
       const failed = [...failures.values()].reduce((a, b) => a + b, 0);
+      const p99 = percentile(latencies, 99);
+      const rate = likes / seconds;
       console.log(
-        `${label.padEnd(36)} ${perLike.toFixed(2).padStart(6)} commands/like  p50 ${percentile(latencies, 50).toFixed(2)} ms  p99 ${percentile(latencies, 99).toFixed(2)} ms  ${(likes / seconds).toFixed(0)} likes/s  ${likes - failed}/${likes} answered 2xx`,
+        `${label.padEnd(44)} ${perLike.toFixed(2).padStart(6)} commands/like  p50 ${percentile(latencies, 50).toFixed(2)} ms  p99 ${p99.toFixed(2)} ms  ${rate.toFixed(0)} likes/s (counters exact ${((performance.now() - answered) / 1000).toFixed(2)} s after the last answer: ${ok ? 'exact' : 'WRONG'})  ${likes - failed}/${likes} answered 2xx`,
       );
       for (const [status, n] of failures) console.log(`  not 2xx: ${n} x ${status}`);
       const names = [...byName].sort(([, a], [, b]) => b.n - a.n);
       console.log(`  by command: ${names.map(([name, { n, ms }]) => `${name} ${(n / likes).toFixed(2)}/like ${(ms / n).toFixed(1)} ms`).join(', ')}`);
-      return { perLike, failed };
+      if (!ok || failed > 0) throw new Error(`${label}: counters not exact or answers not 2xx (above)`);
+      return { perLike, rate, p99 };
     };
     if (likes > 0) {
-      const serial = await run('one at a time, 100 videos', (i) => ids[1 + (i % 100)], 1);
-      const contended = await run(`${concurrency} at once, one video`, () => ids[0], concurrency);
-      const counted = await videos.findById(ids[0]).select({ likeCount: 1, recommendLikeCount: 1 }).lean();
-      const exact = counted?.likeCount === likes && counted?.recommendLikeCount === likes;
-      console.log(`one video: likeCount=${counted?.likeCount} recommendLikeCount=${counted?.recommendLikeCount} (want ${likes}: ${exact ? 'exact' : 'WRONG'})`);
-      console.log(`commands_per_like=${serial.perLike.toFixed(2)} commands_per_like_contended=${contended.perLike.toFixed(2)} not_2xx=${serial.failed + contended.failed}`);
-      if (!exact || serial.failed + contended.failed > 0) throw new Error('counters not exact or answers not 2xx (above)');
+      const [limitVideo, hotVideo] = ids;
+      const limit = await run(
+        `limit: ${concurrency} at once, upsert + $inc`,
+        async (i) => {
+          await records.likes.updateOne({ userId: `limit-user-${i}`, videoId: limitVideo }, { $setOnInsert: { active: true, v: 1, dirty: true, changedAt: new Date() } }, { upsert: true });
+          await videos.updateOne({ _id: limitVideo }, { $inc: { likeCount: 1, recommendLikeCount: 1 } });
+        },
+        concurrency,
+        () => exact(limitVideo, likes),
+      );
+      const serial = await run('one at a time, 100 videos', (i) => service.like(ids[2 + (i % 100)].toHexString(), `serial-user-${i}`, budget()), 1, async () => {
+        for (let v = 0; v < 100; v++) if (!(await exact(ids[2 + v], Math.floor(likes / 100) + (v < likes % 100 ? 1 : 0)))) return false;
+        return true;
+      });
+      const contended = await run(`${concurrency} at once, one video`, (i) => service.like(hotVideo.toHexString(), `hot-user-${i}`, budget()), concurrency, () => exact(hotVideo, likes));
+      console.log(`contended_vs_limit=${(contended.rate / limit.rate).toFixed(2)} p99_vs_limit=${(contended.p99 / limit.p99).toFixed(2)} commands_per_like=${serial.perLike.toFixed(2)}`);
     }
-    if (doubleTaps > 0) await runDoubleTaps(service, videos, records, doubleTaps);
+    if (doubleTaps > 0) await runDoubleTaps(service, tallies, videos, records, doubleTaps);
   } finally {
     await conn.close();
     mongo.stop();
@@ -90,7 +113,7 @@ export async function runCountersBench(): Promise<void> {
 }
 
 /** The double-tap scenario of issue 33 on a video of its own, then the repair job. */
-async function runDoubleTaps(service: InteractionService, videos: VideoModel, records: InteractionModels, users: number): Promise<void> {
+async function runDoubleTaps(service: InteractionService, tallies: CounterTallies, videos: VideoModel, records: InteractionModels, users: number): Promise<void> {
   const videoId = new Types.ObjectId();
   await videos.insertMany([{ _id: videoId, status: 'approved', newsType: 'short', title: 'double taps' }]);
   const vid = videoId.toHexString();
@@ -99,7 +122,7 @@ async function runDoubleTaps(service: InteractionService, videos: VideoModel, re
   const send = async (action: 'like' | 'unlike', user: string) => {
     requests++;
     try {
-      await tallied(service[action](vid, user));
+      await service[action](vid, user, budget());
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) failures.push(err instanceof Error ? err.message.slice(0, 120) : String(err));
     }
@@ -116,6 +139,7 @@ async function runDoubleTaps(service: InteractionService, videos: VideoModel, re
   }
   await Promise.all(names.map((user, i) => (i % 2 === 0 ? send('like', user) : send('like', user).then(() => send('unlike', user)))));
   const seconds = (performance.now() - started) / 1000;
+  await tallies.idle();
   await repairPendingCounters(videos, records, { minAgeMs: 0 });
   const counted = await videos.findById(videoId).select({ likeCount: 1, recommendLikeCount: 1 }).lean();
   const lastLiked = Math.ceil(users / 2);

@@ -5,7 +5,7 @@ import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { annotateRequestSpan } from '@feed/telemetry';
-import { auditTrail, createRedisKeys, Deadline, interactionModels, newDeviceLimiter, redisClockMs, storeHealth, videoModel, type CounterHooks, type Redis } from '@feed/storage';
+import { auditTrail, CounterTallies, createRedisKeys, Deadline, interactionModels, newDeviceLimiter, redisClockMs, storeHealth, videoModel, type CounterHooks, type Redis } from '@feed/storage';
 import { answerOptions, errorHandler, methodNotAllowed, notFoundRoute, requestId, requestIdOf, routeStrictly, unsupportedMediaType } from '@feed/http';
 import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
 import { FeedService } from './feed/feed-service';
@@ -50,6 +50,8 @@ export interface Api {
   reader: RingReader;
   readState: FeedReadStateCache;
   metrics: ApiMetrics;
+  /** The counter tallies running behind the interactions (tests wait for them to be idle). */
+  tallies: CounterTallies;
   /** From now on /readyz says 503 `draining` (SIGTERM, SPEC D4). */
   drain(): void;
 }
@@ -71,7 +73,16 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   metrics.cacheBudgetBytes.set({ cache: 'token' }, shares.tokenCacheBytes);
   metrics.cacheBudgetBytes.set({ cache: 'queue_copies' }, shares.queueCopyBytes);
   metrics.cacheSizes.read = () => ({ video: catalog.cacheBytes(), token: tokenCacheBytes(), queue_copies: queueCopies.bytes() });
-  const interactions = new InteractionService(videos, interactionModels(mongo), counterHooks);
+  const records = interactionModels(mongo);
+  const tallies = new CounterTallies({
+    videos,
+    records,
+    hooks: counterHooks,
+    onError: (kind, err) => {
+      metrics.talliesDeferred.inc({ kind });
+      logger.warn('counter tally failed: its records wait for the next tally or the repair job', { kind, err });
+    },
+  });
   const history = new UserHistory(redis, keys, config);
   const watches = new WatchCounter(redis, keys, config.totalWatch, config.businessTimeZone);
   const clockSkew = new ClockSkewProbe(() => redisClockMs(redis, keys), metrics.clockSkew);
@@ -91,6 +102,8 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const readout = new VariantReadout(redis, keys, metrics, (identity) => readState.variantOf(identity, new Deadline(config.redisDeadlineMs)), (identity) => history.guestFirstSeen(identity.key));
   const reader = new RingReader(redis, keys, copies);
   const feed = new FeedService({ redis, keys, catalog, history, metrics, readState, reader, readout });
+
+  const interactions = new InteractionService({ catalog, records, tallies, readout, hooks: counterHooks });
 
   const app = express();
   routeStrictly(app);
@@ -144,13 +157,13 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     return (warm = !ring || queueCopies.ready(ring));
   };
   app.use(healthRoutes({ health: storeHealth({ redis, keys, mongo }, { redis: config.redisDeadlineMs, mongo: MONGO_PROBE_MS }), metrics, draining: () => draining, warm: warmUp }));
-  app.use(interactionRoutes(interactions, config.authJwtSecret, readout, config.mongoDeadlineMs, (kind) => metrics.talliesDeferred.inc({ kind })));
+  app.use(interactionRoutes({ interactions, jwtSecret: config.authJwtSecret, readout }));
   app.use(adminRoutes({ config, redis, keys, catalog, history, reader, readState, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   app.use(errorHandler());
   requestLabels = declareHttpRoutes(metrics.httpDuration, routesOf(app));
-  return { app, feed, readout, reader, readState, metrics, drain: () => void (draining = true) };
+  return { app, feed, readout, reader, readState, metrics, tallies, drain: () => void (draining = true) };
 }
 
 type RouterLayer = Express['router']['stack'][number];

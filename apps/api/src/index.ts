@@ -9,6 +9,6 @@ export { explainNextPage, type Explanation } from './feed/explain';
 export { VideoCatalog } from './feed/video-catalog';
 export { guestIdentity, userIdentity, type Identity } from './http/identity';
 export { UserHistory } from './users/user-history';
-export { InteractionService, tallied } from './interactions/interaction-service';
+export { InteractionService } from './interactions/interaction-service';
 export { QueueCopies } from './feed/queue-copies';
 export { openApiDocument } from './openapi';

@@ -87,7 +87,7 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     queueCopyLoads: new Counter({ name: 'feed_queue_copy_loads_total', help: 'Published queues copied into this instance and verified', registers: [registry] }),
     talliesDeferred: counter(
       'feed_interaction_tallies_deferred_total',
-      'Interactions answered 2xx whose counter tally outran the request budget (MONGO_DEADLINE_MS), by kind of record: counted later by the tally or the repair job (R3)',
+      'Tallies of a video\'s counters that failed (MongoDB refused or timed out), by kind of record: their records are counted by the next tally or the repair job (R3)',
       { kind: Object.keys(COUNTER_KINDS) as CounterKind[] },
     ),
     degradations: counter('feed_degradations_total', 'Pages served by a fallback strategy, by kind (previous-version, legacy-set, mongo-fallback)', { kind: DEGRADATION_KINDS }),

@@ -31,6 +31,7 @@ const RETRY_AFTER_S = '2';
 
 /** Writes `error` as the one error body; a 503 says when to retry (RFC 9110 Retry-After). */
 export function sendError(res: Response, error: AppError): void {
+  // A store unavailable for a moment (an election, the request's budget spent): the client retries (R17).
   if (error.status === 503) res.setHeader('Retry-After', RETRY_AFTER_S);
   res.status(error.status).json({ error: { code: error.code, message: error.message } });
 }

@@ -1,225 +1,192 @@
 /**
- * Likes, collects, comments and shares (SPEC R2–R4). Each action changes its record only; the
- * video's display and recommend* counters then follow the records exactly once, through a tally
- * (`@feed/storage` counter-tally.ts), which also completes what a crashed earlier attempt left.
- * An action is done once its record is written (`Written`); its tally runs on from there.
+ * Likes, collects, comments and shares (SPEC R2–R4). A request's MongoDB work is its own record,
+ * one write on its unique key within the request's budget (R17), acknowledged with the
+ * deployment's write concern; it answers once that is durable. The video's counters follow
+ * behind: the write asks `CounterTallies` for a tally of the video (one at a time per video,
+ * coalesced), which counts the records exactly once (`@feed/storage` counter-tally.ts). A write
+ * cut off by the budget is a 503 whose retry is idempotent; if it landed, the retry's tally (or
+ * the repair job) counts it.
  */
 import { randomUUID } from 'node:crypto';
 import { Types, type Model, type mongo } from 'mongoose';
 import { isEligible } from '@feed/domain';
-import { freshRecordFields, tallyCounters, type CounterHooks, type CounterKind, type InteractionModels, type ToggleRecord, type VideoModel } from '@feed/storage';
+import { freshRecordFields, type CounterHooks, type CounterKind, type CounterTallies, type InteractionModels, type RequestBudget, type ToggleRecord } from '@feed/storage';
 import { AppError, notFound } from '@feed/http';
+import type { VideoCatalog } from '../feed/video-catalog';
+import type { VariantReadout } from '../feed/variant-readout';
+import { userIdentity } from '../http/identity';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const isDuplicateKey = (err: unknown) => (err as { code?: number }).code === 11000;
 
 /**
- * First stage of every toggle's update: a record written by the previous code has no `shown`;
- * the display counter included it exactly when it was active (a comment: published), so that is
- * what it shows until a tally counts it, set before `active` changes, in the same update.
+ * First stage of every toggle's update: a record of the protocol before the previous one has no
+ * `shown`; the display counter included it exactly when it was active (a comment: published).
  */
 const keepShown = { $set: { shown: { $ifNull: ['$shown', { $ifNull: ['$active', { $eq: ['$status', 'published'] }] }] } } };
+
+/** A change of `active` to `to` (no change when it holds already): `v` + 1, dirty. */
+const turn = (to: boolean, now: Date) => {
+  const same = { $eq: ['$active', to] };
+  return { $set: { active: to, v: { $cond: [same, '$v', { $add: [{ $ifNull: ['$v', 0] }, 1] }] }, dirty: { $cond: [same, '$dirty', true] }, changedAt: { $cond: [same, '$changedAt', now] }, createdAt: { $ifNull: ['$createdAt', now] } } };
+};
 
 export interface ToggleOutcome {
   /** The state after the call. */
   active: boolean;
   /** Whether this call changed it (false for a repeated like or a double unlike). */
   changed: boolean;
-  /** Whether this call was the user's first success on the video (D7 counts only that one). */
+  /** Whether this call made the user's record: the first success (D7 counts only that one). */
   first: boolean;
 }
 
 type ToggleKind = Extract<CounterKind, 'likes' | 'collects'>;
-interface TalliedRecord {
-  _id: Types.ObjectId;
-  videoId: Types.ObjectId;
-  dirty: boolean;
-  active: boolean;
-}
-
-/**
- * An action whose record is written: the client's action succeeded. `tally` (already running)
- * brings the video's counters up to the record; `stop` ends it before its next compare-and-set
- * round. Left unfinished, it is a crash after the record write: the record stays dirty for the
- * next tally of the video or the repair job.
- */
-export interface Written<T> {
-  outcome: T;
-  /** False when the tally stopped with the record still dirty (its attempts ran out, or `stop`). */
-  tally: Promise<boolean>;
-  stop(): void;
-}
-
-/** The outcome once the tally has run too (callers that do not bound the tally on their own). */
-export async function tallied<T>(action: Promise<Written<T>>): Promise<T> {
-  const { outcome, tally } = await action;
-  await tally;
-  return outcome;
-}
 
 export class InteractionService {
-  constructor(
-    private readonly videos: VideoModel,
-    private readonly records: InteractionModels,
-    private readonly hooks: CounterHooks = {},
-  ) {}
+  /** `catalog`: the videos' eligibility, from the feed's cache (VIDEO_CACHE_MS, the takedown delay) or one read. */
+  /** `readout`: D7's count of first successes (likes, collects, comments), made here so a write past the budget is counted once it lands. */
+  constructor(private readonly deps: { catalog: Pick<VideoCatalog, 'load'>; records: InteractionModels; tallies: CounterTallies; readout?: Pick<VariantReadout, 'record'>; hooks?: CounterHooks }) {}
 
-  /** The video's eligibility fields; 404 when it does not exist. */
-  private async existing(vid: string) {
-    const video = await this.videos.findById(vid).select({ status: 1, newsType: 1, deleted: 1 }).lean();
+  /**
+   * The record write of a first success (made at `now`): counted for D7 when it makes the record;
+   * when it fails (the budget, an election), it may still land: the record made at `now` is
+   * this request's, counted once it appears (looked for every 2 s for a minute).
+   */
+  private async firstSuccess<T>(event: 'like' | 'collect' | 'comment', userId: string, landed: (signal: AbortSignal) => Promise<unknown>, write: () => Promise<T>, isFirst: (result: T) => boolean): Promise<T> {
+    const record = () => this.deps.readout?.record(userIdentity(userId), event);
+    try {
+      const result = await write();
+      if (isFirst(result)) await record();
+      return result;
+    } catch (err) {
+      void (async () => {
+        for (let look = 0; look < 30; look++) {
+          await sleep(2_000, undefined, { ref: false });
+          if (await landed(AbortSignal.timeout(1_000)).catch(() => null)) return record();
+        }
+      })().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** The record is durable: the video's counters follow (a crash in between leaves it dirty for the repair job). */
+  private async recorded(kind: CounterKind, videoId: Types.ObjectId): Promise<void> {
+    await this.deps.hooks?.afterRecord?.();
+    this.deps.tallies.request(kind, videoId);
+  }
+
+  /** The video; 404 when it does not exist. */
+  private async existing(vid: string, budget: RequestBudget) {
+    const video = (await this.deps.catalog.load([vid], budget.mongo)).get(vid);
     if (!video) throw notFound(`video ${vid} does not exist`);
     return video;
   }
 
   /** 404 when the video does not exist; 409 when it is not an approved short video. */
-  private async requireServable(vid: string): Promise<Types.ObjectId> {
-    const video = await this.existing(vid);
+  private async requireServable(vid: string, budget: RequestBudget): Promise<Types.ObjectId> {
+    const video = await this.existing(vid, budget);
     if (!isEligible(video)) throw new AppError(409, 'video_unavailable', `video ${vid} is not an approved short video`);
     return video._id;
   }
 
-  /** Brings the video's counters up to its records when this record is not counted yet. */
-  private async tallyIfUncounted(kind: CounterKind, record: TalliedRecord | null, signal?: AbortSignal): Promise<boolean> {
-    if (!record?.dirty) return true;
-    await this.hooks.afterRecord?.();
-    const { unfinished } = await tallyCounters(this.videos, this.records, kind, record.videoId, { hooks: this.hooks, record: record._id, active: record.active, signal });
-    return unfinished === undefined;
-  }
-
-  /** The action's outcome, its record's tally started. */
-  private written<T>(outcome: T, kind: CounterKind, record: TalliedRecord | null): Written<T> {
-    const stopped = new AbortController();
-    const tally = this.tallyIfUncounted(kind, record, stopped.signal);
-    tally.catch(() => undefined); // awaited by the caller, or by no one once it stopped waiting
-    return { outcome, tally, stop: () => stopped.abort() };
-  }
-
   /**
-   * Like or collect: the user's record becomes active (created on the first success). Two
-   * single-document writes, each safe under any interleaving of the user's other requests: an
-   * upsert whose filter is exactly the unique key (MongoDB retries such an upsert itself when
-   * two of them race for the insert), which creates an active record and changes nothing in an
-   * existing one, then, for an existing inactive record, a compare-and-set of `active`.
+   * Like or collect: one upsert on the unique key turns the record active (made on the first
+   * success). MongoDB retries an upsert on exactly the unique key itself when two race for the
+   * insert; a server that does not gets one retry here, which finds the record.
    */
-  private async activate(kind: ToggleKind, vid: string, userId: string): Promise<Written<ToggleOutcome>> {
-    const videoId = await this.requireServable(vid);
-    const model = this.records[kind] as Model<ToggleRecord>;
+  private async activate(kind: ToggleKind, vid: string, userId: string, budget: RequestBudget): Promise<ToggleOutcome> {
+    const videoId = await this.requireServable(vid, budget);
+    const model = this.deps.records[kind] as Model<ToggleRecord>;
     const now = new Date();
-    const upserted = await this.upsertRecord(model, userId, videoId, now);
-    if (upserted.inserted) return this.written({ active: true, changed: true, first: true }, kind, upserted.record);
-    let record: ToggleRecord | null = upserted.record;
-    let changed = false;
-    if (!record.active) {
-      const turnedOn = await model
-        .findOneAndUpdate({ _id: record._id, active: { $ne: true } }, [keepShown, { $set: { active: true, dirty: true, changedAt: now } }], { returnDocument: 'after', updatePipeline: true })
-        .lean();
-      // No match: a concurrent request of the same user turned it on first.
-      changed = Boolean(turnedOn);
-      record = turnedOn ?? (await model.findById(record._id).lean());
-    }
-    // Unchanged, it still completes the count when an earlier attempt crashed before it.
-    return this.written({ active: true, changed, first: false }, kind, record);
-  }
-
-  /** The record of `userId` and `videoId`, inserted active when there is none. */
-  private async upsertRecord(model: Model<ToggleRecord>, userId: string, videoId: Types.ObjectId, now: Date): Promise<{ record: ToggleRecord; inserted: boolean }> {
-    // An existing record is left as it is: `$setOnInsert` only.
     const upsert = () =>
-      model
-        .findOneAndUpdate({ userId, videoId }, { $setOnInsert: { ...freshRecordFields(now), active: true } }, { upsert: true, returnDocument: 'after', includeResultMetadata: true })
-        .lean<mongo.ModifyResult<ToggleRecord>>();
-    let result;
-    try {
-      result = await upsert();
-    } catch (err) {
-      // A server that does not retry the raced insert itself: the record exists now, read it.
-      if (!isDuplicateKey(err)) throw err;
-      result = await upsert();
-    }
-    if (!result.value) throw new Error(`the upsert of a ${model.collection.name} record returned no document`);
-    return { record: result.value, inserted: result.lastErrorObject?.updatedExisting === false };
+      budget.mongo.run(
+        (signal) => model.findOneAndUpdate({ userId, videoId }, [keepShown, turn(true, now)], { upsert: true, returnDocument: 'before', updatePipeline: true, signal }).lean<ToggleRecord>(),
+        `${kind} record`,
+      );
+    const event = kind === 'likes' ? 'like' : 'collect';
+    const write = () => upsert().catch((err: unknown) => (isDuplicateKey(err) ? upsert() : Promise.reject(err)));
+    const landed = (signal: AbortSignal) => model.exists({ userId, videoId, createdAt: now }).setOptions({ signal });
+    const before = await this.firstSuccess(event, userId, landed, write, (found) => !found);
+    await this.recorded(kind, videoId);
+    return { active: true, changed: before?.active !== true, first: !before };
   }
 
   /** Unlike or uncollect: the display counter follows; recommend* never goes down. */
-  private async deactivate(kind: ToggleKind, vid: string, userId: string): Promise<Written<ToggleOutcome>> {
-    const videoId = new Types.ObjectId(vid);
-    const exists = await this.videos.exists({ _id: videoId });
-    if (!exists) throw notFound(`video ${vid} does not exist`);
-    const model = this.records[kind] as Model<ToggleRecord>;
-    const turnedOff = await model
-      .findOneAndUpdate({ userId, videoId, active: true }, [keepShown, { $set: { active: false, dirty: true, changedAt: new Date() } }], { returnDocument: 'after', updatePipeline: true })
-      .lean();
-    return this.written({ active: false, changed: Boolean(turnedOff), first: false }, kind, turnedOff ?? (await model.findOne({ userId, videoId }).lean()));
+  private async deactivate(kind: ToggleKind, vid: string, userId: string, budget: RequestBudget): Promise<ToggleOutcome> {
+    const { _id: videoId } = await this.existing(vid, budget);
+    const model = this.deps.records[kind] as Model<ToggleRecord>;
+    const turnedOff = await budget.mongo.run(
+      (signal) => model.findOneAndUpdate({ userId, videoId, active: true }, [keepShown, turn(false, new Date())], { updatePipeline: true, signal, projection: { _id: 1 } }).lean(),
+      `${kind} record`,
+    );
+    // Unchanged, it still asks for the tally an earlier attempt may have crashed before.
+    await this.recorded(kind, videoId);
+    return { active: false, changed: Boolean(turnedOff), first: false };
   }
 
-  like = (vid: string, userId: string) => this.activate('likes', vid, userId);
-  unlike = (vid: string, userId: string) => this.deactivate('likes', vid, userId);
-  collect = (vid: string, userId: string) => this.activate('collects', vid, userId);
-  uncollect = (vid: string, userId: string) => this.deactivate('collects', vid, userId);
+  like = (vid: string, userId: string, budget: RequestBudget) => this.activate('likes', vid, userId, budget);
+  unlike = (vid: string, userId: string, budget: RequestBudget) => this.deactivate('likes', vid, userId, budget);
+  collect = (vid: string, userId: string, budget: RequestBudget) => this.activate('collects', vid, userId, budget);
+  uncollect = (vid: string, userId: string, budget: RequestBudget) => this.deactivate('collects', vid, userId, budget);
+
+  /** The record of a unique key, made (`$setOnInsert`) when there is none: `created` says which. */
+  private async insertOnce<T>(model: Model<T>, key: object, fields: object, budget: RequestBudget): Promise<{ record: T & { _id: Types.ObjectId }; created: boolean }> {
+    const upsert = () =>
+      budget.mongo.run(
+        (signal) => model.findOneAndUpdate(key, { $setOnInsert: fields }, { upsert: true, returnDocument: 'after', includeResultMetadata: true, signal }).lean<mongo.ModifyResult<T & { _id: Types.ObjectId }>>(),
+        `${model.collection.name} record`,
+      );
+    const { value, lastErrorObject } = await upsert().catch((err: unknown) => (isDuplicateKey(err) ? upsert() : Promise.reject(err)));
+    if (!value) throw new Error(`the upsert of a ${model.collection.name} record returned no document`);
+    return { record: value as T & { _id: Types.ObjectId }, created: lastErrorObject?.updatedExisting === false };
+  }
 
   /**
    * Publishes a comment. A retried request with the same Idempotency-Key returns the first
    * comment and counts nothing more (it completes the count if the first attempt crashed).
    */
-  async comment(vid: string, userId: string, content: string, idempotencyKey?: string): Promise<Written<{ commentId: string; created: boolean }>> {
-    const videoId = await this.requireServable(vid);
+  async comment(vid: string, userId: string, content: string, budget: RequestBudget, idempotencyKey?: string): Promise<{ commentId: string; created: boolean }> {
+    const videoId = await this.requireServable(vid, budget);
     const key = idempotencyKey ?? `generated:${randomUUID()}`;
-    const { comments } = this.records;
-    let record;
-    let created = true;
-    try {
-      record = (await comments.create({ userId, videoId, content, idempotencyKey: key, status: 'published', active: true, ...freshRecordFields() })).toObject();
-    } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
-      record = await comments.findOne({ userId, idempotencyKey: key }).lean();
-      if (!record) throw err;
-      if (!record.videoId.equals(videoId)) throw new AppError(409, 'idempotency_conflict', 'Idempotency-Key was already used for another video');
-      created = false;
-    }
-    return this.written({ commentId: record._id.toHexString(), created }, 'comments', record);
+    const fields = { videoId, content, status: 'published', active: true, ...freshRecordFields() };
+    const { comments } = this.deps.records;
+    const write = () => this.insertOnce(comments, { userId, idempotencyKey: key }, fields, budget);
+    const landed = (signal: AbortSignal) => comments.exists({ userId, idempotencyKey: key, createdAt: fields.createdAt }).setOptions({ signal });
+    const { record, created } = await this.firstSuccess('comment', userId, landed, write, (result) => result.created);
+    if (!record.videoId.equals(videoId)) throw new AppError(409, 'idempotency_conflict', 'Idempotency-Key was already used for another video');
+    await this.recorded('comments', videoId);
+    return { commentId: record._id.toHexString(), created };
   }
 
   /** Deletes the user's own comment: display count down, recommend count unchanged. */
-  async deleteComment(commentId: string, userId: string): Promise<Written<{ deleted: boolean }>> {
-    const { comments } = this.records;
-    const deleted = await comments
-      .findOneAndUpdate(
-        { _id: commentId, userId, status: 'published' },
-        [keepShown, { $set: { status: 'deleted', active: false, dirty: true, changedAt: new Date() } }],
-        { returnDocument: 'after', updatePipeline: true },
-      )
-      .lean();
+  async deleteComment(commentId: string, userId: string, budget: RequestBudget): Promise<{ deleted: boolean }> {
+    const { comments } = this.deps.records;
+    const deleted = await budget.mongo.run(
+      (signal) =>
+        comments.findOneAndUpdate({ _id: commentId, userId, status: 'published' }, [keepShown, turn(false, new Date()), { $set: { status: 'deleted' } }], { updatePipeline: true, signal }).lean(),
+      'comment record',
+    );
     // Someone else's comment is reported as missing: ids are not a way to probe other users.
-    const record = deleted ?? (await comments.findOne({ _id: commentId, userId }).lean());
+    const record = deleted ?? (await budget.mongo.run((signal) => comments.findOne({ _id: commentId, userId }, null, { signal }).lean(), 'comment record'));
     if (!record) throw notFound(`comment ${commentId} does not exist`);
-    return this.written({ deleted: Boolean(deleted) }, 'comments', record);
+    await this.recorded('comments', record.videoId);
+    return { deleted: Boolean(deleted) };
   }
 
   /**
    * A share (R4). Without a video id nothing is counted (old clients); an unknown video is 404
    * for guests and users alike. The first share of a user and an approved short video counts
-   * once; `counted` says whether this call's share is that first one (a retry of a share whose
-   * answer was lost reports it again until it is counted); `first` says whether this call made
-   * the user's share record (D7 counts that one only); `valid` whether the share names an
-   * approved short video (a guest's valid share is engagement, though no counter moves).
+   * once; `counted` and `first` say whether this call made the user's share record, the one
+   * counted (and the one D7 counts; a retry finds it made); `valid` whether the share
+   * names an approved short video (a guest's valid share is engagement, though no counter moves).
    */
-  async share(vid: string | undefined, userId: string | undefined): Promise<Written<{ counted: boolean; first: boolean; valid: boolean }>> {
-    if (vid === undefined) return this.written({ counted: false, first: false, valid: false }, 'shares', null);
-    const video = await this.existing(vid);
-    if (!isEligible(video)) return this.written({ counted: false, first: false, valid: false }, 'shares', null);
-    if (userId === undefined) return this.written({ counted: false, first: false, valid: true }, 'shares', null);
-    const { shares } = this.records;
-    let record;
-    let counted = true;
-    let first = true;
-    try {
-      record = (await shares.create({ userId, videoId: video._id, active: true, ...freshRecordFields() })).toObject();
-    } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
-      record = await shares.findOne({ userId, videoId: video._id }).lean();
-      if (!record) throw err;
-      counted = !record.counted && record.dirty;
-      first = false;
-    }
-    return this.written({ counted, first, valid: true }, 'shares', record);
+  async share(vid: string | undefined, userId: string | undefined, budget: RequestBudget): Promise<{ counted: boolean; first: boolean; valid: boolean }> {
+    if (vid === undefined) return { counted: false, first: false, valid: false };
+    const video = await this.existing(vid, budget);
+    if (!isEligible(video)) return { counted: false, first: false, valid: false };
+    if (userId === undefined) return { counted: false, first: false, valid: true };
+    const { created } = await this.insertOnce(this.deps.records.shares, { userId, videoId: video._id }, { active: true, ...freshRecordFields() }, budget);
+    await this.recorded('shares', video._id);
+    return { counted: created, first: created, valid: true };
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The counter repair job (SPEC R3): a BullMQ job scheduler runs it every minute, so one worker
- * replica at a time tallies the videos whose interaction records a crash left dirty (see
- * `@feed/storage` counter-tally.ts). Each run's work is bounded; what it repaired is counted in
+ * replica at a time tallies the videos of interaction records left dirty for a while and clears
+ * them (see `@feed/storage` counter-tally.ts). Each run's work is bounded; what it repaired (what
+ * a crash left uncounted) is counted in
  * `feed_counter_repairs_total{counter}` and logged per record (at most REPAIR_LOG_LINES a run).
  */
 import { Queue, Worker } from 'bullmq';
@@ -13,8 +14,8 @@ import { bullErrorLogger, BullConnections, type BullConnection } from './bull-co
 export const COUNTER_REPAIR_QUEUE = 'feed-counter-repair';
 export const COUNTER_REPAIR_SCHEDULER_ID = 'counter-repair';
 export const COUNTER_REPAIR_EVERY_MS = 60_000;
-/** Videos tallied per kind and run. */
-const MAX_VIDEOS_PER_RUN = 500;
+/** Dirty records taken per kind and run. */
+const MAX_RECORDS_PER_RUN = 50_000;
 /** Repaired records logged one by one per run; the rest are summed up in one line. */
 const REPAIR_LOG_LINES = 20;
 
@@ -40,9 +41,9 @@ export async function runCounterRepair(options: Pick<CounterRepairOptions, 'logg
   let logged = 0;
   const report = await repairPendingCounters(options.videos, options.records, {
     minAgeMs: options.minAgeMs,
-    maxVideos: MAX_VIDEOS_PER_RUN,
-    onRepair: ({ kind, videoId, records, recommend, display, unfinished }) => {
-      if (unfinished) logger.warn('counter repair left a video unfinished', { kind, videoId: videoId.toHexString(), reason: unfinished });
+    maxRecords: MAX_RECORDS_PER_RUN,
+    onRepair: ({ kind, videoId, records, recommend, display, refused }) => {
+      if (refused) logger.warn('counter repair left a video unfinished', { kind, videoId: videoId.toHexString(), reason: refused });
       for (const record of records) {
         if (logged++ >= REPAIR_LOG_LINES) break;
         logger.info('interaction record counted by the repair job', { kind, videoId: videoId.toHexString(), recordId: record.toHexString() });

@@ -11,14 +11,13 @@ export interface CountedRecord {
   videoId: Types.ObjectId;
   /** Contributes to the display counter now (liked, collected, published, shared). */
   active: boolean;
-  /** The video's recommend* counter includes this record (never reverts). */
-  counted: boolean;
-  /** The video's display counter includes this record as active. */
-  shown: boolean;
-  /** The tally that last counted this record (fences a late finalize of an older tally). */
-  tallyAt: number;
-  /** `active` changed and the counters do not follow yet: the next tally of the video counts it. */
+  /** 1 when made, +1 with each change of `active`: a video's sum of them orders its tallies. */
+  v: number;
+  /** Changed since the repair job last tallied the video (it takes records left so for a while). */
   dirty: boolean;
+  /** Left by the previous protocol (counters included the record; as active): read once, by a video's first tally. */
+  counted?: boolean;
+  shown?: boolean;
   /** When `dirty` was last set (the repair job takes records left dirty for a while). */
   changedAt: Date;
   createdAt: Date;
@@ -37,17 +36,17 @@ const countedFields = {
   userId: { type: String, required: true },
   videoId: { type: Schema.Types.ObjectId, required: true },
   active: { type: Boolean, default: true },
-  counted: { type: Boolean, default: false },
-  shown: { type: Boolean, default: false },
-  tallyAt: { type: Number, default: 0 },
+  v: { type: Number, default: 1 },
   dirty: { type: Boolean, default: true },
+  counted: Boolean,
+  shown: Boolean,
   changedAt: { type: Date, default: () => new Date() },
   createdAt: { type: Date, default: () => new Date() },
 };
 
-/** The tally reads a video's dirty records; the repair job finds records left dirty. */
+/** The tally counts a video's records; the repair job finds records left dirty. */
 function indexForTally(schema: Schema) {
-  schema.index({ videoId: 1, dirty: 1 });
+  schema.index({ videoId: 1, active: 1 });
   schema.index({ dirty: 1, changedAt: 1 });
 }
 

@@ -34,8 +34,9 @@ const videoSchema = new Schema(
     recommendShareCount: { type: Number, default: 0 },
     recommendScore: { type: Number, default: 0 },
     recommendScoreAt: { type: Date },
-    // Per kind of interaction, the last tally that moved the counters above (R3): { <kind>: { seq, batch: [{ r, to }] } },
-    // the format TallyState in counters/counter-tally.ts documents.
+    // Per kind of interaction, what the last tally counted (R3, counters/counter-tally.ts): { <kind>: { v, all, active } };
+    // `counterTally` is the previous protocol's, removed by each kind's first tally.
+    tally: { type: Schema.Types.Mixed, select: false },
     counterTally: { type: Schema.Types.Mixed, select: false },
     // Set by `pnpm cli init-history` (R5) once this video's counters were initialised.
     recommendInitVersion: { type: Number },
