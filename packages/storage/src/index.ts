@@ -22,3 +22,4 @@ export * from './version-store';
 export * from './lease';
 export * from './redis-clock';
 export * from './store-health';
+export * from './watch-counter';

@@ -3,13 +3,12 @@ import { Router, type Request, type RequestHandler } from 'express';
 import Joi from 'joi';
 import { logger } from '@feed/logger';
 import { notFound, requestIdOf, ROUTING, unavailable } from '@feed/http';
-import { withDeadline } from '@feed/storage';
+import { withDeadline, type WatchCounter } from '@feed/storage';
 import { identify } from '../http/identity';
 import { objectId, validateBody, validateQuery, vidBody } from '../http/validate';
 import type { FeedPage, FeedService } from '../feed/feed-service';
 import type { VideoCatalog } from '../feed/video-catalog';
 import type { UserHistory } from '../users/user-history';
-import type { WatchCounter } from '../users/watch-counter';
 
 /** Largest page a client may ask for: more than a few swipes ahead is wasted work. */
 export const MAX_PAGE_SIZE = 50;
