@@ -59,8 +59,8 @@ describe('two holds at once (R23)', () => {
           try {
             const built = meta(version, 1, `build-${version}-${lock.token}`);
             await versions.stage(built, lock, 600, async ({ queue, scores }) => {
-              await s.redis.rPush(queue, ID);
-              await s.redis.rPush(scores, '1');
+              await queue([ID]);
+              await scores(['1']);
             });
             const verdict = judgeRelease(releaseFigures(built), current, {});
             expect(verdict.hold).toBe(true);

@@ -238,8 +238,8 @@ async function planOffsetBuckets(deps: BuildDeps, version: string): Promise<numb
 /** Staged keys expire like published ones: a build killed before publishing leaves nothing for ever. */
 async function writeStaging(deps: BuildDeps, build: AssembledBuild, lock: BuildLock, signal?: AbortSignal): Promise<void> {
   await versionStore(deps).stage(build.meta, lock, deps.keyTtlHours * 3600, async (lists) => {
-    await writeIds(deps.redis, lists.queue, build.candidates, build.order, 'RPUSH', signal);
-    await writeScores(deps.redis, lists.scores, build.candidates, build.order, signal);
+    await writeIds(lists.queue, build.candidates, build.order, signal);
+    await writeScores(lists.scores, build.candidates, build.order, signal);
   });
 }
 
@@ -295,7 +295,7 @@ async function refillLegacySet(deps: BuildDeps, build: AssembledBuild, lock: Bui
   await versionStore(deps).refillLegacy(
     lock,
     deps.keyTtlHours * 3600,
-    (stagingSet) => writeIds(deps.redis, stagingSet, build.candidates, build.order, 'SADD', signal),
+    (add) => writeIds(add, build.candidates, build.order, signal),
     () => deps.failpoint?.('legacy-staged') ?? Promise.resolve(),
   );
   await deps.failpoint?.('after-legacy');
