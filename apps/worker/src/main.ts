@@ -5,7 +5,7 @@ import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
 import { createHttpServer } from '@feed/http';
 import { configureLogger, logger } from '@feed/logger';
-import { auditTrail, closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readHeldVersion, readMeta, readRamp, storeHealth, videoModel } from '@feed/storage';
+import { auditTrail, closeRedis, connectMongo, connectRedis, ControllerStore, createRedisKeys, interactionModels, readHeldVersion, readMeta, readRamp, storeHealth, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
 import { buildDepsFrom } from './daily-build/daily-build';
 import { startController } from './controller/desired-state';
@@ -59,8 +59,7 @@ export async function startWorker(config: Config = loadConfig()) {
   const environment = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
   const trail = auditTrail(mongo.connection, config.redisKeyPrefix);
   const controller = startController({
-    redis,
-    keys,
+    store: new ControllerStore(redis, keys),
     logger,
     metrics,
     buildQueue: jobs.queue,

@@ -45,6 +45,11 @@ export class VersionStore {
     private readonly keys: RedisKeys,
   ) {}
 
+  /** The version users read (`current`), or null before the first build. */
+  current(): Promise<string | null> {
+    return this.redis.get(this.keys.current);
+  }
+
   /** The version's meta (live or shadow, `which`), or null when it has none. */
   readMeta(version: string, which: LiveOrShadow = 'live'): Promise<QueueMeta | null> {
     return readMeta(this.redis, this.keys, version, which);
