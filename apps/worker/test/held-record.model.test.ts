@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { judgeRelease, releaseFigures } from '@feed/domain';
-import { Lease, readHeldVersion, readMeta, videoModel, VersionStore, type QueueMeta } from '@feed/storage';
+import { BuildStore, Lease, readHeldVersion, readMeta, videoModel, VersionStore, type QueueMeta } from '@feed/storage';
 import { holdVersion } from '../src/daily-build/daily-build';
 import { acquireBuildLock } from '../src/daily-build/build-lock';
 import { useTestServices } from '../../../test/support/services';
@@ -64,7 +64,7 @@ describe('two holds at once (R23)', () => {
             });
             const verdict = judgeRelease(releaseFigures(built), current, {});
             expect(verdict.hold).toBe(true);
-            await holdVersion({ ...deps, redis: scheduledRedis(s.redis, scheduler, version) }, built, lock, verdict);
+            await holdVersion({ ...deps, store: new BuildStore(scheduledRedis(s.redis, scheduler, version), s.keys) }, built, lock, verdict);
             return built.buildId;
           } finally {
             await lock.release();

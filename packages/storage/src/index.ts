@@ -23,4 +23,4 @@ export * from './lease';
 export * from './redis-clock';
 export * from './store-health';
 export * from './watch-counter';
-export * from './controller-store';
+export * from './build-store';

@@ -13,7 +13,7 @@ import type { Job, Queue } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import { versionFor } from '@feed/domain';
 import type { Logger } from '@feed/logger';
-import { withDeadline, type ControllerStore } from '@feed/storage';
+import { withDeadline, type BuildStore } from '@feed/storage';
 import type { WorkerMetrics } from '../metrics';
 import { SCHEDULER_ID, type BuildJobData } from '../jobs/build-queue';
 import { COUNTER_REPAIR_SCHEDULER_ID } from '../jobs/counter-repair';
@@ -36,7 +36,7 @@ export interface Repair {
 }
 
 export interface ControllerDeps {
-  store: ControllerStore;
+  store: BuildStore;
   logger: Logger;
   metrics: WorkerMetrics;
   buildQueue: Queue<BuildJobData>;

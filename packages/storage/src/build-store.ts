@@ -1,19 +1,23 @@
 /**
- * What the desired-state controller (SPEC R21) reads and writes in Redis, as named operations:
- * the versions it checks, the build lock it defers to, its lease, the repair attempts counted per
- * day and state, and the "repairs stopped" and "last repair" records on-call reads. The
- * controller holds this store, never the client.
+ * What the worker's builds, promotes of a held build and desired-state controller (SPEC R20-R23)
+ * do in Redis besides a version's own keys (VersionStore), as named operations: switch `current`,
+ * point `shadow`, size the offset buckets by the users of a version, keep the held record, take a
+ * build's lock or the controller's lease, count repair attempts per day and state, and keep the
+ * "repairs stopped" and "last repair" records on-call reads. The worker holds this store, never
+ * the client.
  */
-import { readHeldVersion, type HeldVersion } from './held-version';
+import { clearHeldVersion, readHeldVersion, writeHeldVersion, type HeldVersion } from './held-version';
 import { Lease } from './lease';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
+import { countUsersWithOffset } from './ring';
+import { makeCurrent, type SwitchOutcome } from './version-pointers';
 import { VersionStore } from './version-store';
 
 /** A day's repair attempts outlive the day they count for. */
 const ATTEMPTS_TTL_SECONDS = 2 * 86_400;
 
-export class ControllerStore {
+export class BuildStore {
   readonly versions: VersionStore;
 
   constructor(
@@ -23,8 +27,35 @@ export class ControllerStore {
     this.versions = new VersionStore(redis, keys);
   }
 
+  /** The lock of `version`'s build, or of its shadow build (so a shadow never blocks the live build). */
+  buildLock(version: string, shadow: boolean, ttlMs: number): Lease {
+    return new Lease(this.redis, shadow ? this.keys.shadowBuildLock(version) : this.keys.buildLock(version), ttlMs);
+  }
+
+  /** Moves `current` to `version` by compare-and-set (version-pointers.ts). */
+  makeCurrent(version: string, allowOlder = false): Promise<SwitchOutcome> {
+    return makeCurrent(this.redis, this.keys, version, allowOlder);
+  }
+
+  async pointShadowAt(version: string): Promise<void> {
+    await this.redis.set(this.keys.shadow, version);
+  }
+
+  usersWithOffset(version: string, offsetBuckets: number): Promise<number> {
+    return countUsersWithOffset(this.redis, this.keys, version, offsetBuckets);
+  }
+
   heldVersion(): Promise<HeldVersion | null> {
     return readHeldVersion(this.redis, this.keys);
+  }
+
+  /** Records `held`; returns the version the record holds after (a later held day stays). */
+  writeHeld(held: HeldVersion, ttlSeconds: number): Promise<string> {
+    return writeHeldVersion(this.redis, this.keys, held, ttlSeconds);
+  }
+
+  clearHeld(version: string, exact: boolean): Promise<void> {
+    return clearHeldVersion(this.redis, this.keys, version, exact);
   }
 
   /** Whether a build of `version` holds its lock. */
