@@ -6,8 +6,9 @@
  * "repairs stopped" and "last repair" records on-call reads. The worker holds this store, never
  * the client.
  */
-import { clearHeldVersion, readHeldVersion, writeHeldVersion, type HeldVersion } from './held-version';
+import { readHeldVersion, type HeldVersion } from './held-version';
 import { Lease } from './lease';
+import { runScript } from './lua-scripts';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
 import { countUsersWithOffset } from './ring';
@@ -49,13 +50,20 @@ export class BuildStore {
     return readHeldVersion(this.redis, this.keys);
   }
 
-  /** Records `held`; returns the version the record holds after (a later held day stays). */
+  /**
+   * Records `held` as the held version and points `shadow` at it, in one step (lua/held-record.lua),
+   * unless a later day is held: that record and pointer stay. Returns the version held after it.
+   */
   writeHeld(held: HeldVersion, ttlSeconds: number): Promise<string> {
-    return writeHeldVersion(this.redis, this.keys, held, ttlSeconds);
+    return runScript<string>(this.redis, 'held-record', [this.keys.shadow, this.keys.held], ['hold', held.version, JSON.stringify(held), String(ttlSeconds)]);
   }
 
-  clearHeld(version: string, exact: boolean): Promise<void> {
-    return clearHeldVersion(this.redis, this.keys, version, exact);
+  /**
+   * Clears, in one step, the record of `version` and (`exact`: a promote or a dismiss) a shadow
+   * pointer at it; without `exact` any record up to `version` (it switched: older holds are moot).
+   */
+  async clearHeld(version: string, exact: boolean): Promise<void> {
+    await runScript(this.redis, 'held-record', [this.keys.shadow, this.keys.held], ['clear', version, exact ? '1' : '0']);
   }
 
   /** Whether a build of `version` holds its lock. */
