@@ -1,13 +1,9 @@
 /**
- * Writes candidate ids to a staged Redis list or set in queue order, with the commands a bare pipelined
- * RPUSH (SADD) of ready-made id strings sends: WRITE_BATCH ids a command, IN_FLIGHT commands
- * pipelined. No second full copy of the ids is ever held: each batch's ids are made from the
- * columns' bytes when the batch is sent.
- *
- * A batch is one string of hex digits, encoded from the ids' bytes, and each id is a substring of
- * it: V8 makes a substring of 13 or more characters a slice of its parent (no copy), so an id
- * costs one small object and no Buffer or encoding call (`pnpm bench build` reports the write
- * against a bare pipelined RPUSH of the same ids: docs/benchmarks.md).
+ * Writes candidate ids (and their scores) to a build's staged keys in queue order, as a bare
+ * pipelined RPUSH (SADD) of ready-made strings would: WRITE_BATCH values a command, IN_FLIGHT
+ * commands pipelined, each batch made from the columns' bytes as it is sent (no second copy of
+ * the ids). A batch's ids are substrings of one hex string, which V8 keeps as slices (13+
+ * characters): no Buffer per id (`pnpm bench build`: docs/benchmarks.md).
  */
 import { ID_BYTES, type CandidateColumns } from './candidate-columns';
 import type { Append } from '@feed/storage';
