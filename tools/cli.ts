@@ -12,6 +12,7 @@ import { configureLogger, createLogger } from '@feed/logger';
 import { hostname, userInfo } from 'node:os';
 import {
   auditTrail,
+  BuildStore,
   closeRedis,
   connectMongo,
   connectRedis,
@@ -144,7 +145,7 @@ program
       const logger = createLogger({ silent: false, level: 'warn' });
       if (held) {
         // A refusal (PromoteRefusedError) exits 1 with its message, as any failure.
-        const result = await promoteHeldVersion({ redis, keys, logger, audit: trail, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs }, held, cliActor, options.dismiss ? 'dismiss' : 'promote');
+        const result = await promoteHeldVersion({ store: new BuildStore(redis, keys), logger, audit: trail, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs }, held, cliActor, options.dismiss ? 'dismiss' : 'promote');
         return print({ version: result.version, status: result.status, replaced: result.replaced, current: result.current, reasons: result.held.verdict.reasons.map((r) => r.message) });
       }
       const at = options.at === undefined ? undefined : parseBuildAt(options.at, config.businessTimeZone);
@@ -155,7 +156,7 @@ program
         trail.record({ action: 'build-requested', ...cliActor, before: { current, asked }, after: { current: await redis.get(keys.current), ...after } });
       let result: Awaited<ReturnType<typeof runDailyBuild>>;
       try {
-        result = await runDailyBuild(buildDepsFrom(config, { redis, keys, videos: videoModel(mongo.connection), logger, audit: trail }), {
+        result = await runDailyBuild(buildDepsFrom(config, { store: new BuildStore(redis, keys), videos: videoModel(mongo.connection), logger, audit: trail }), {
           at,
           force: options.force,
           shadow: options.shadow,

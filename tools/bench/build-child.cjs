@@ -4,7 +4,7 @@
 // Prints one JSON line: the build result and the peak RSS in MB (limit-child.cjs measures the
 // write's limit).
 const { createLogger } = require('@feed/logger');
-const { connectMongo, connectRedis, createRedisKeys, videoModel } = require('@feed/storage');
+const { BuildStore, connectMongo, connectRedis, createRedisKeys, videoModel } = require('@feed/storage');
 const { runDailyBuild } = require('@feed/worker');
 
 async function main() {
@@ -20,8 +20,7 @@ async function main() {
   const cpuStart = process.cpuUsage();
   const result = await runDailyBuild(
     {
-      redis,
-      keys,
+      store: new BuildStore(redis, keys),
       videos: videoModel(mongo.connection),
       logger: createLogger({ silent: true }),
       businessTimeZone: 'Asia/Shanghai',

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import mongoose from 'mongoose';
 import { createLogger } from '@feed/logger';
-import { connectRedis, createRedisKeys, deleteKeysWithPrefix, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { BuildStore, connectRedis, createRedisKeys, deleteKeysWithPrefix, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
 import { buildDepsFrom, runDailyBuild, type BuildOptions } from '@feed/worker';
 import { cli, freePort, startMongoProcess } from '../support/processes';
 
@@ -60,7 +60,7 @@ const BENCH_BUILD = { businessTimeZone: 'Asia/Shanghai', shortRecommendKeyTTLHou
 
 /** A version of `videos` (today's unless `options` say), built and made current as the worker builds it (its keys live an hour). */
 export function buildBenchVersion(redis: Redis, keys: RedisKeys, videos: VideoModel, options: BuildOptions = {}) {
-  return runDailyBuild(buildDepsFrom(BENCH_BUILD, { redis, keys, videos, logger: createLogger({ silent: true }) }), options);
+  return runDailyBuild(buildDepsFrom(BENCH_BUILD, { store: new BuildStore(redis, keys), videos, logger: createLogger({ silent: true }) }), options);
 }
 
 /** The environment of an API a bench starts: production, quiet, private secrets (production refuses published or short ones, D2). */

@@ -5,7 +5,7 @@ import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { annotateRequestSpan } from '@feed/telemetry';
-import { auditTrail, CounterTallies, createRedisKeys, Deadline, interactionModels, newDeviceLimiter, redisClockMs, storeHealth, videoModel, type CounterHooks, type Redis } from '@feed/storage';
+import { auditTrail, CounterTallies, createRedisKeys, Deadline, interactionModels, newDeviceLimiter, redisClockMs, storeHealth, videoModel, WatchCounter, type CounterHooks, type Redis } from '@feed/storage';
 import { answerOptions, errorHandler, methodNotAllowed, notFoundRoute, requestId, requestIdOf, routeStrictly, unsupportedMediaType } from '@feed/http';
 import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
 import { FeedService } from './feed/feed-service';
@@ -25,7 +25,6 @@ import { healthRoutes, MONGO_PROBE_MS } from './routes/health-routes';
 import { requestBudget } from './http/request-budget';
 import { newDeviceLimit } from './http/new-device-limit';
 import { UserHistory } from './users/user-history';
-import { WatchCounter } from './users/watch-counter';
 import { bodyOperations, guestOperations } from './openapi';
 
 /** The headers the H5 client sends (a preflight must allow each). */

@@ -11,7 +11,7 @@ import type { Queue } from 'bullmq';
 import { adminUserOf, answerOptions, basicAuth, errorHandler, methodNotAllowed, notFoundRoute, requestId, routeStrictly, sendError, unavailable } from '@feed/http';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
-import { auditTrail, storeHealth, type Redis, type RedisKeys, type StoreHealth, type VideoModel } from '@feed/storage';
+import { auditTrail, storeHealth, VersionStore, type Redis, type RedisKeys, type StoreHealth, type VideoModel } from '@feed/storage';
 import { asDashboardRequest, auditedQueue } from './jobs/audited-queue';
 import { DASHBOARD_DESCRIPTION } from './jobs/build-queue';
 import { inspectorRoutes } from './inspect/inspector-routes';
@@ -77,7 +77,7 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos, h
   board.setBasePath(DASHBOARD_PATH);
   // On-call's trail in MongoDB (D6): the dashboard gets the queue through auditedQueue, so every job it starts is recorded.
   const audit = auditTrail(videos.db, config.redisKeyPrefix);
-  createBullBoard({ queues: [new BullMQAdapter(auditedQueue(queue, { trail: audit, redis, keys }), { description: DASHBOARD_DESCRIPTION })], serverAdapter: board, options: { uiConfig: { boardTitle: 'Feed builds' } } });
+  createBullBoard({ queues: [new BullMQAdapter(auditedQueue(queue, { trail: audit, versions: new VersionStore(redis, keys) }), { description: DASHBOARD_DESCRIPTION })], serverAdapter: board, options: { uiConfig: { boardTitle: 'Feed builds' } } });
   // bull-board answers its own errors (a bug as a 500 with no log line): its 4xx stay its own,
   // anything else goes on to the app's error handler, which logs it with its stack.
   board.setErrorHandler((err: Error & { statusCode?: BoardStatus }) => {

@@ -5,7 +5,7 @@ import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
 import { createHttpServer } from '@feed/http';
 import { configureLogger, logger } from '@feed/logger';
-import { auditTrail, closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readHeldVersion, readMeta, readRamp, storeHealth, videoModel } from '@feed/storage';
+import { auditTrail, BuildStore, closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readHeldVersion, readMeta, readRamp, storeHealth, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
 import { buildDepsFrom } from './daily-build/daily-build';
 import { startController } from './controller/desired-state';
@@ -45,7 +45,7 @@ export async function startWorker(config: Config = loadConfig()) {
     logger,
     metrics,
     // The trail (D6) takes the release gate's holds (R23) and the dashboard's promotes.
-    deps: buildDepsFrom(config, { redis, keys, videos, logger, audit: auditTrail(mongo.connection, config.redisKeyPrefix) }),
+    deps: buildDepsFrom(config, { store: new BuildStore(redis, keys), videos, logger, audit: auditTrail(mongo.connection, config.redisKeyPrefix) }),
   });
   // Counts interaction records a crashed API process left behind (R3), one replica at a time.
   const counterRepair = await startCounterRepair({
@@ -59,8 +59,7 @@ export async function startWorker(config: Config = loadConfig()) {
   const environment = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
   const trail = auditTrail(mongo.connection, config.redisKeyPrefix);
   const controller = startController({
-    redis,
-    keys,
+    store: new BuildStore(redis, keys),
     logger,
     metrics,
     buildQueue: jobs.queue,

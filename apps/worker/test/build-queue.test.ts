@@ -1,7 +1,7 @@
 import { QueueEvents } from 'bullmq';
 import request from '../../../test/support/contract';
 import { createLogger } from '@feed/logger';
-import { auditTrail, videoModel, type VideoModel } from '@feed/storage';
+import { auditTrail, VersionStore, videoModel, type VideoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { createWorkerApp, DASHBOARD_PATH } from '../src/app';
 import { BUILD_QUEUE, SCHEDULER_ID, startBuildQueue } from '../src/jobs/build-queue';
@@ -62,7 +62,7 @@ describe('BullMQ build job', () => {
     expect(scheduled.map((job) => job.timestamp + job.delay)).toEqual([next]);
     // The queue as bull-board has it: its Promote button calls job.promote() on the job it got.
     const trail = auditTrail(s.mongo, s.prefix);
-    const board = auditedQueue(jobs.queue, { trail, redis: s.redis, keys: s.keys });
+    const board = auditedQueue(jobs.queue, { trail, versions: new VersionStore(s.redis, s.keys) });
     const ran = scheduled[0].waitUntilFinished(events, 60_000);
     await asDashboardRequest({ actor: 'oncall', request: 'PUT promote' }, async () => (await board.getJob(scheduled[0].id!))!.promote());
     expect(await ran).toMatchObject({ version: TODAY });

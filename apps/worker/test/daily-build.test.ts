@@ -1,7 +1,7 @@
 import { createClient, type RedisClientType } from 'redis';
 import { mongo, Types } from 'mongoose';
 import { BLOCK_SIZE, expandBlocks, MAX_RECOMMEND_SCORE, MIN_OFFSET_BUCKETS, USERS_PER_BUCKET, versionFor } from '@feed/domain';
-import { offsetBucketKeys, offsetSlot, readMeta, videoModel, type VideoModel } from '@feed/storage';
+import { BuildStore, offsetBucketKeys, offsetSlot, readMeta, videoModel, type VideoModel } from '@feed/storage';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { waitUntil } from '../../../tools/support/processes';
 import { assemble, BuildVerificationError, runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
@@ -282,7 +282,7 @@ describe('daily build', () => {
     await s.redis.set(s.keys.buildLock(VERSION), 'live-holder', { PX: 600_000 });
     const waiting = runDailyBuild({ ...deps, lockWaitMs: 60_000 }, { at: AT });
     // What the holder did: the version current and complete; then it released its lock.
-    const holder = await runDailyBuild({ ...deps, keys: { ...s.keys, buildLock: (v: string) => `${s.keys.buildLock(v)}:holder` } }, { at: AT });
+    const holder = await runDailyBuild({ ...deps, store: new BuildStore(s.redis, { ...s.keys, buildLock: (v: string) => `${s.keys.buildLock(v)}:holder` }) }, { at: AT });
     expect(holder.status).toBe('built');
     await s.redis.del(s.keys.buildLock(VERSION));
     expect((await waiting).status).toBe('already-current');

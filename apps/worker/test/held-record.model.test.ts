@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { judgeRelease, releaseFigures } from '@feed/domain';
-import { Lease, readHeldVersion, readMeta, videoModel, VersionStore, type QueueMeta } from '@feed/storage';
+import { BuildStore, Lease, readHeldVersion, readMeta, videoModel, VersionStore, type QueueMeta } from '@feed/storage';
 import { holdVersion } from '../src/daily-build/daily-build';
 import { acquireBuildLock } from '../src/daily-build/build-lock';
 import { useTestServices } from '../../../test/support/services';
@@ -59,12 +59,12 @@ describe('two holds at once (R23)', () => {
           try {
             const built = meta(version, 1, `build-${version}-${lock.token}`);
             await versions.stage(built, lock, 600, async ({ queue, scores }) => {
-              await s.redis.rPush(queue, ID);
-              await s.redis.rPush(scores, '1');
+              await queue([ID]);
+              await scores(['1']);
             });
             const verdict = judgeRelease(releaseFigures(built), current, {});
             expect(verdict.hold).toBe(true);
-            await holdVersion({ ...deps, redis: scheduledRedis(s.redis, scheduler, version) }, built, lock, verdict);
+            await holdVersion({ ...deps, store: new BuildStore(scheduledRedis(s.redis, scheduler, version), s.keys) }, built, lock, verdict);
             return built.buildId;
           } finally {
             await lock.release();

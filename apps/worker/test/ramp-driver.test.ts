@@ -6,7 +6,7 @@
  */
 import { Queue } from 'bullmq';
 import { createLogger } from '@feed/logger';
-import { addVariantStats, auditTrail, observeRollout, readRamp, startStoredRamp, type AuditTrail, type RampAsk, type RampCommandDeps } from '@feed/storage';
+import { addVariantStats, auditTrail, BuildStore, observeRollout, readRamp, startStoredRamp, type AuditTrail, type RampAsk, type RampCommandDeps } from '@feed/storage';
 import type { RampState } from '@feed/domain';
 import { bullConnectionFactory, BullConnections } from '../src/jobs/bull-connection';
 import { buildJobOptions, SCHEDULER_ID, type BuildJobData } from '../src/jobs/build-queue';
@@ -49,8 +49,7 @@ beforeEach(() => {
 function replica(metrics: WorkerMetrics = createWorkerMetrics()): { controller: Controller; metrics: WorkerMetrics } {
   const logger = createLogger({ silent: true });
   const deps: ControllerDeps = {
-    redis: s.redis,
-    keys: s.keys,
+    store: new BuildStore(s.redis, s.keys),
     logger,
     metrics,
     buildQueue,

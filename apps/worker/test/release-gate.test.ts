@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { Queue, QueueEvents } from 'bullmq';
 import request from '../../../test/support/contract';
-import { auditTrail, makeCurrent, readHeldVersion, readMeta, videoModel, type AuditTrail, type VideoModel } from '@feed/storage';
+import { auditTrail, BuildStore, makeCurrent, readHeldVersion, readMeta, videoModel, type AuditTrail, type VideoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
 import { promoteHeldVersion, PromoteRefusedError } from '../src/daily-build/promote-held';
@@ -47,7 +47,7 @@ beforeEach(async () => {
   deps = testBuildDeps(s, videos, { now: () => now, audit: trail });
 });
 
-const promoteDeps = () => ({ redis: s.redis, keys: s.keys, logger: deps.logger, keyTtlHours: deps.keyTtlHours, lockTtlMs: deps.lockTtlMs, audit: trail });
+const promoteDeps = () => ({ store: new BuildStore(s.redis, s.keys), logger: deps.logger, keyTtlHours: deps.keyTtlHours, lockTtlMs: deps.lockTtlMs, audit: trail });
 
 /** Day one: 200 videos, built and current. Then 80 % of the catalogue goes (a bad migration) and the clock moves to day two. */
 async function cutCatalogueAfterDayOne(): Promise<void> {
@@ -146,7 +146,7 @@ describe('the gated daily switch (R23)', () => {
         };
       },
     });
-    await expect(promoteHeldVersion({ ...promoteDeps(), redis: racing }, V2, { actor: 'oncall', via: 'api' })).rejects.toMatchObject({ status: 409, message: expect.stringContaining('BUILD_CHANGED') });
+    await expect(promoteHeldVersion({ ...promoteDeps(), store: new BuildStore(racing, s.keys) }, V2, { actor: 'oncall', via: 'api' })).rejects.toMatchObject({ status: 409, message: expect.stringContaining('BUILD_CHANGED') });
     expect({ current: await s.redis.get(s.keys.current), live: await s.redis.exists(s.keys.queue(V2)), held: (await readHeldVersion(s.redis, s.keys))?.version, shadow: await s.redis.get(s.keys.shadow) }).toEqual({ current: V1, live: 0, held: V2, shadow: V2 });
   });
 
@@ -226,7 +226,7 @@ describe('a promote racing a newer day (R23: decided before it acts)', () => {
         await s.redis.rPush(s.keys.shadowScores(V2), scores);
         await s.redis.hSet(s.keys.shadowMeta(V2), meta);
 
-        const promoting = promoteHeldVersion({ ...promoteDeps(), redis: scheduledRedis(s.redis, scheduler, 'promote') }, V2, { actor: 'oncall', via: 'api' });
+        const promoting = promoteHeldVersion({ ...promoteDeps(), store: new BuildStore(scheduledRedis(s.redis, scheduler, 'promote'), s.keys) }, V2, { actor: 'oncall', via: 'api' });
         const newer = makeCurrent(scheduledRedis(s.redis, scheduler, 'newer day'), s.keys, V3);
         const [result] = await scheduler.waitFor(Promise.all([promoting, newer]));
 

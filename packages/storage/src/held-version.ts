@@ -7,7 +7,6 @@ import type { GateVerdict } from '@feed/domain';
 import { logger } from '@feed/logger';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
-import { runScript } from './lua-scripts';
 
 export interface HeldVersion {
   version: string;
@@ -32,20 +31,4 @@ export async function readHeldVersion(redis: Redis, keys: RedisKeys): Promise<He
   }
   logger.warn('held version record unreadable: read as none held', { key: keys.held, record: text.slice(0, 200) });
   return null;
-}
-
-/**
- * Records `held` as the held version and points `shadow` at it, in one step (lua/held-record.lua),
- * unless a later day is held: that record and pointer stay. Returns the version held after it.
- */
-export async function writeHeldVersion(redis: Redis, keys: RedisKeys, held: HeldVersion, ttlSeconds: number): Promise<string> {
-  return runScript<string>(redis, 'held-record', [keys.shadow, keys.held], ['hold', held.version, JSON.stringify(held), String(ttlSeconds)]);
-}
-
-/**
- * Clears, in one step, the record of `version` and (`exact`: a promote or a dismiss) a shadow
- * pointer at it; without `exact` any record up to `version` (it switched: older holds are moot).
- */
-export async function clearHeldVersion(redis: Redis, keys: RedisKeys, version: string, exact: boolean): Promise<void> {
-  await runScript(redis, 'held-record', [keys.shadow, keys.held], ['clear', version, exact ? '1' : '0']);
 }

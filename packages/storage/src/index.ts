@@ -23,3 +23,5 @@ export * from './guest-devices';
 export * from './lease';
 export * from './redis-clock';
 export * from './store-health';
+export * from './watch-counter';
+export * from './build-store';

@@ -28,6 +28,9 @@ export type Completeness = { complete: true; length: number; buildId: string } |
 export class PublishRefusedError extends Error {}
 
 /** The lock a publish runs under: its key and the token the staged keys are named by. */
+/** Appends values to one staged key (RPUSH to a list, SADD to a set): what a build's writer is handed instead of the key. */
+export type Append = (values: string[]) => Promise<unknown>;
+
 export interface PublishLock {
   key: string;
   token: string;
@@ -41,6 +44,11 @@ export class VersionStore {
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
   ) {}
+
+  /** The version users read (`current`), or null before the first build. */
+  current(): Promise<string | null> {
+    return this.redis.get(this.keys.current);
+  }
 
   /** The version's meta (live or shadow, `which`), or null when it has none. */
   readMeta(version: string, which: LiveOrShadow = 'live'): Promise<QueueMeta | null> {
@@ -82,12 +90,12 @@ export class VersionStore {
 
   /**
    * Stages one build's queue, scores and meta under its lock token (no other build touches them):
-   * `writeLists` fills the queue and scores lists it is given; the meta is written after them, and
+   * `writeLists` fills the queue and scores lists through the appends it is given; the meta is written after them, and
    * all three get `ttlSeconds`, so a build killed before publishing leaves nothing for ever.
    */
-  async stage(meta: QueueMeta, lock: PublishLock, ttlSeconds: number, writeLists: (lists: { queue: string; scores: string }) => Promise<void>): Promise<void> {
+  async stage(meta: QueueMeta, lock: PublishLock, ttlSeconds: number, writeLists: (lists: { queue: Append; scores: Append }) => Promise<void>): Promise<void> {
     const staged = this.stagingKeys(meta.version, lock.token);
-    await writeLists(staged);
+    await writeLists({ queue: (ids) => this.redis.rPush(staged.queue, ids), scores: (scores) => this.redis.rPush(staged.scores, scores) });
     await this.redis.hSet(staged.meta, encodeMeta(meta));
     await Promise.all([staged.queue, staged.scores, staged.meta].map((key) => this.redis.expire(key, ttlSeconds)));
   }
@@ -124,13 +132,13 @@ export class VersionStore {
   }
 
   /**
-   * Refills the legacy random set (R17): `fill` adds the ids to the staging set it is given (named
-   * by the lock's token), which gets `ttlSeconds` and is then renamed over the set in one step, so
+   * Refills the legacy random set (R17): `fill` adds the ids through the append it is given, to a
+   * staging set named by the lock's token, which gets `ttlSeconds` and is then renamed over the set in one step, so
    * readers never see it half filled. `beforeSwap` runs between the two (a failpoint).
    */
-  async refillLegacy(lock: PublishLock, ttlSeconds: number, fill: (stagingSet: string) => Promise<void>, beforeSwap?: () => Promise<void>): Promise<void> {
+  async refillLegacy(lock: PublishLock, ttlSeconds: number, fill: (add: Append) => Promise<void>, beforeSwap?: () => Promise<void>): Promise<void> {
     const staging = this.keys.legacyIdsStaging(lock.token);
-    await fill(staging);
+    await fill((ids) => this.redis.sAdd(staging, ids));
     await this.redis.expire(staging, ttlSeconds);
     await beforeSwap?.();
     await this.redis.rename(staging, this.keys.legacyIds);
@@ -139,11 +147,11 @@ export class VersionStore {
   /** Refills the legacy set from the version's published live queue (a promote: no build columns at hand). */
   async refillLegacyFromQueue(version: string, lock: PublishLock, ttlSeconds: number): Promise<void> {
     const queue = this.keys.queue(version);
-    await this.refillLegacy(lock, ttlSeconds, async (staging) => {
+    await this.refillLegacy(lock, ttlSeconds, async (add) => {
       const length = await this.redis.lLen(queue);
       for (let start = 0; start < length; start += LEGACY_BATCH) {
         const ids = await this.redis.lRange(queue, start, start + LEGACY_BATCH - 1);
-        if (ids.length > 0) await this.redis.sAdd(staging, ids);
+        if (ids.length > 0) await add(ids);
       }
     });
   }

@@ -114,8 +114,8 @@ describe('VersionStore: a build staged, published and marked', () => {
   });
   const stageBuild = (m = meta()) =>
     store().stage(m, lockOf(), 600, async ({ queue, scores }) => {
-      await s.redis.rPush(queue, IDS);
-      await s.redis.rPush(scores, IDS.map(() => '1'));
+      await queue(IDS);
+      await scores(IDS.map(() => '1'));
     });
   const staged = () => [s.keys.queueStaging(V, token), s.keys.scoresStaging(V, token), s.keys.metaStaging(V, token)];
 
@@ -213,7 +213,7 @@ describe('VersionStore: the legacy random set (R17)', () => {
     expect(await store().legacyExists()).toBe(false);
     await s.redis.sAdd(s.keys.legacyIds, 'old-id');
     let during: string[] = [];
-    await store().refillLegacy(lock, 600, (staging) => s.redis.sAdd(staging, ['id-0']).then(() => undefined), async () => {
+    await store().refillLegacy(lock, 600, (add) => add(['id-0']).then(() => undefined), async () => {
       during = await s.redis.sMembers(s.keys.legacyIds);
     });
     expect(during).toEqual(['old-id']);

@@ -13,7 +13,7 @@ import type { Job, Queue } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import { versionFor } from '@feed/domain';
 import type { Logger } from '@feed/logger';
-import { Lease, readHeldVersion, VersionStore, withDeadline, type Redis, type RedisKeys } from '@feed/storage';
+import { withDeadline, type BuildStore } from '@feed/storage';
 import type { WorkerMetrics } from '../metrics';
 import { SCHEDULER_ID, type BuildJobData } from '../jobs/build-queue';
 import { COUNTER_REPAIR_SCHEDULER_ID } from '../jobs/counter-repair';
@@ -36,8 +36,7 @@ export interface Repair {
 }
 
 export interface ControllerDeps {
-  redis: Redis;
-  keys: RedisKeys;
+  store: BuildStore;
   logger: Logger;
   metrics: WorkerMetrics;
   buildQueue: Queue<BuildJobData>;
@@ -64,15 +63,14 @@ type VersionProblem = Omit<Repair, 'version'> & { target: string; force: boolean
 
 /** What is wrong with the current version, or null when it is complete and not behind. */
 async function versionProblem(deps: ControllerDeps, today: string, due: string): Promise<VersionProblem | null> {
-  const { redis, keys } = deps;
-  const current = await redis.get(keys.current);
+  const { store } = deps;
+  const current = await store.versions.current();
   if (!current) return { reason: 'no-version', detail: 'no version is current', target: today, force: false, current: null };
   // The due day was built and held by the release gate (R23): handled, on-call's to promote. The
   // version users still read is checked all the same, and repaired as itself.
-  const dueHeld = current < due && ((await readHeldVersion(redis, keys))?.version ?? '') >= due;
+  const dueHeld = current < due && ((await store.heldVersion())?.version ?? '') >= due;
   if (current < due && !dueHeld) return { reason: 'version-behind', detail: `current ${current} is older than the due version ${due}`, target: today, force: false, current };
-  const versions = new VersionStore(redis, keys);
-  const [completeness, legacy] = await Promise.all([versions.completeness(current), versions.legacyExists()]);
+  const [completeness, legacy] = await Promise.all([store.versions.completeness(current), store.versions.legacyExists()]);
   // A current later than today (on-call switched ahead) is repaired as itself: a build of today
   // would only be a shadow of an older day. Today's is rebuilt in place (its offsets kept); an
   // older current is replaced by today's.
@@ -108,35 +106,31 @@ function readTheCatalog(job: Job | undefined): boolean {
  * that state stopped converging (MAX_REPAIR_ATTEMPTS builds that completed without fixing it).
  */
 async function queueRepairBuild(deps: ControllerDeps, problem: VersionProblem, today: string): Promise<QueueOutcome> {
-  const { buildQueue, redis, keys } = deps;
+  const { buildQueue, store } = deps;
   const version = problem.target;
   // A build of that version holds its lock (the scheduled one, say): let it finish.
-  if ((await redis.exists(keys.buildLock(version))) === 1) return 'busy';
+  if (await store.buildLocked(version)) return 'busy';
   const jobId = `repair-${version}`;
   const existing = await buildQueue.getJob(jobId);
   const state = existing ? await existing.getState() : undefined;
   if (state && state !== 'completed' && state !== 'failed' && state !== 'unknown') return 'busy';
   // A repair that ran to its end and left the state wrong is an attempt; a failed one (MongoDB down) is retried freely.
-  const attempts = keys.repairAttempts(today);
   const field = `${problem.reason}|${version}|${problem.current ?? ''}`;
-  if (Number((await redis.hGet(attempts, field)) ?? 0) >= MAX_REPAIR_ATTEMPTS) return 'stopped';
+  if ((await store.repairAttempts(today, field)) >= MAX_REPAIR_ATTEMPTS) return 'stopped';
   deps.signal?.throwIfAborted();
   if (existing) await existing.remove();
-  if (state !== 'failed' || readTheCatalog(existing)) {
-    await redis.hIncrBy(attempts, field, 1);
-    await redis.expire(attempts, 2 * 86_400);
-  }
+  if (state !== 'failed' || readTheCatalog(existing)) await store.countRepairAttempt(today, field);
   await buildQueue.add('repair-build', repairJobData(version, today, problem.force), { jobId });
   return 'queued';
 }
 
 /** Says once per state that its repairs stopped (log, gauge, the inspector's error line). */
 async function reportStopped(deps: ControllerDeps, problem: VersionProblem, now: Date): Promise<void> {
-  const { redis, keys } = deps;
-  const detail = `${problem.detail}: ${MAX_REPAIR_ATTEMPTS} repair builds of ${problem.target} completed today without fixing it; repairs stopped until the state changes or on-call acts (fix the cause, then \`pnpm cli build\`, or DEL ${keys.repairAttempts(versionFor(now, deps.timeZone))})`;
+  const { store } = deps;
+  const detail = `${problem.detail}: ${MAX_REPAIR_ATTEMPTS} repair builds of ${problem.target} completed today without fixing it; repairs stopped until the state changes or on-call acts (fix the cause, then \`pnpm cli build\`, or DEL ${store.attemptsKey(versionFor(now, deps.timeZone))})`;
   deps.metrics.repairStopped.set({ reason: problem.reason }, 1);
-  if ((await redis.hGet(keys.repairStopped, 'detail')) !== detail) deps.logger.error('desired state repair stopped', { reason: problem.reason, version: problem.target, detail });
-  await redis.hSet(keys.repairStopped, { reason: problem.reason, version: problem.target, detail, at: now.toISOString() });
+  if ((await store.stoppedDetail()) !== detail) deps.logger.error('desired state repair stopped', { reason: problem.reason, version: problem.target, detail });
+  await store.recordStopped({ reason: problem.reason, version: problem.target, detail, at: now.toISOString() });
 }
 
 /** One check of the desired state, with its repairs. Run by the lease holder; exported for tests. */
@@ -165,12 +159,12 @@ export async function checkDesiredState(deps: ControllerDeps): Promise<Repair[]>
   } else if (outcome !== 'busy') {
     // Repaired, or being repaired anew: nothing is stopped any more.
     for (const reason of REPAIR_REASONS) deps.metrics.repairStopped.set({ reason }, 0);
-    await deps.redis.del(deps.keys.repairStopped);
+    await deps.store.clearStopped();
   }
   for (const repair of repairs) {
     deps.metrics.repairs.inc({ reason: repair.reason });
     deps.logger.warn('desired state repaired', { ...repair });
-    await deps.redis.hSet(deps.keys.lastRepair, { reason: repair.reason, version: repair.version ?? '', detail: repair.detail, at: now.toISOString() });
+    await deps.store.recordRepair({ reason: repair.reason, version: repair.version ?? '', detail: repair.detail, at: now.toISOString() });
   }
   return repairs;
 }
@@ -179,7 +173,7 @@ export async function checkDesiredState(deps: ControllerDeps): Promise<Repair[]>
 export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, timing: { leaseMs?: number; checkDeadlineMs?: number } = {}) {
   const leaseMs = timing.leaseMs ?? LEASE_MS;
   const checkDeadlineMs = timing.checkDeadlineMs ?? CHECK_DEADLINE_MS;
-  const lease = new Lease(deps.redis, deps.keys.controllerLease, leaseMs);
+  const lease = deps.store.lease(leaseMs);
   let running: Promise<void> | undefined;
   // BullMQ's ioredis queues commands while Redis is gone: a check that hangs is abandoned so the
   // next one can run, and it never holds up a shutdown. Abandoned within our lease, it is aborted

@@ -17,22 +17,7 @@ import { inSpan } from '@feed/telemetry';
 import { randomUUID } from 'node:crypto';
 import { assembleQueue, judgeRelease, offsetBucketsFor, releaseFigures, splitPools, summarizeBlocks, versionFor, type GateVerdict } from '@feed/domain';
 import type { CandidateColumns } from './candidate-columns';
-import {
-  clearHeldVersion,
-  countUsersWithOffset,
-  Lease,
-  makeCurrent,
-  PublishRefusedError,
-  VersionStore,
-  writeHeldVersion,
-  type AuditTrail,
-  type QueueMeta,
-  type LiveOrShadow,
-  type Redis,
-  type RedisKeys,
-  type SwitchOutcome,
-  type VideoModel,
-} from '@feed/storage';
+import { PublishRefusedError, type AuditTrail, type BuildStore, type LiveOrShadow, type QueueMeta, type SwitchOutcome, type VideoModel } from '@feed/storage';
 import { acquireBuildLock, type BuildLock } from './build-lock';
 import { readCandidates, type DocumentIssues } from './read-candidates';
 import { writeBackScores } from './score-write-back';
@@ -64,8 +49,7 @@ export interface BuildOptions {
 }
 
 export interface BuildDeps {
-  redis: Redis;
-  keys: RedisKeys;
+  store: BuildStore;
   videos: VideoModel;
   logger: Logger;
   businessTimeZone: string;
@@ -89,7 +73,7 @@ export interface BuildDeps {
 /** The build's dependencies for a process configured by `config`. */
 export function buildDepsFrom(
   config: Pick<Config, 'businessTimeZone' | 'shortRecommendKeyTTLHours' | 'buildLockTtlMs' | 'shortRecommendHoldDrop'>,
-  stores: Pick<BuildDeps, 'redis' | 'keys' | 'videos' | 'logger'> & Partial<Pick<BuildDeps, 'audit'>>,
+  stores: Pick<BuildDeps, 'store' | 'videos' | 'logger'> & Partial<Pick<BuildDeps, 'audit'>>,
 ): BuildDeps {
   return {
     ...stores,
@@ -147,8 +131,8 @@ type Plan = { publish: 'current' } | { publish: 'shadow'; reason?: string } | { 
  */
 async function plan(deps: BuildDeps, version: string, options: BuildOptions): Promise<Plan> {
   if (options.shadow) return { publish: 'shadow' };
-  const current = await deps.redis.get(deps.keys.current);
-  if (!options.force && current === version && (await versionStore(deps).isFinished(version))) {
+  const current = await deps.store.versions.current();
+  if (!options.force && current === version && (await deps.store.versions.isFinished(version))) {
     return { skip: { version, status: 'already-current', timings: {} } };
   }
   if (options.switch) return { publish: 'current' };
@@ -217,29 +201,25 @@ export function assemble(candidates: CandidateColumns, documentIssues: DocumentI
   return { candidates, order, meta };
 }
 
-/** The store of the build's version keys. */
-const versionStore = (deps: Pick<BuildDeps, 'redis' | 'keys'>) => new VersionStore(deps.redis, deps.keys);
-
 /**
  * The version's offset buckets (R22): a forced rebuild keeps the live version's (its users keep
  * their offsets); a new version is sized by the users of the version current before it.
  */
 async function planOffsetBuckets(deps: BuildDeps, version: string): Promise<number> {
-  const { redis, keys } = deps;
-  const versions = versionStore(deps);
-  const live = await versions.readMeta(version);
+  const { store } = deps;
+  const live = await store.versions.readMeta(version);
   if (live) return live.offsetBuckets;
-  const current = await redis.get(keys.current);
-  const before = current ? await versions.readMeta(current) : null;
+  const current = await store.versions.current();
+  const before = current ? await store.versions.readMeta(current) : null;
   if (!current || !before) return offsetBucketsFor(0);
-  return offsetBucketsFor(await countUsersWithOffset(redis, keys, current, before.offsetBuckets));
+  return offsetBucketsFor(await store.usersWithOffset(current, before.offsetBuckets));
 }
 
 /** Staged keys expire like published ones: a build killed before publishing leaves nothing for ever. */
 async function writeStaging(deps: BuildDeps, build: AssembledBuild, lock: BuildLock, signal?: AbortSignal): Promise<void> {
-  await versionStore(deps).stage(build.meta, lock, deps.keyTtlHours * 3600, async (lists) => {
-    await writeIds(deps.redis, lists.queue, build.candidates, build.order, 'RPUSH', signal);
-    await writeScores(deps.redis, lists.scores, build.candidates, build.order, signal);
+  await deps.store.versions.stage(build.meta, lock, deps.keyTtlHours * 3600, async (lists) => {
+    await writeIds(lists.queue, build.candidates, build.order, signal);
+    await writeScores(lists.scores, build.candidates, build.order, signal);
   });
 }
 
@@ -258,9 +238,9 @@ async function verifyStaging(deps: BuildDeps, build: AssembledBuild): Promise<vo
  * the version's keys (live or shadow, `which`), with their expiry (72 h from now, R10): VersionStore.publish. A
  * refused publish (the lock lost, lengths that disagree) is a failed verification.
  */
-export async function publish(deps: Pick<BuildDeps, 'redis' | 'keys' | 'keyTtlHours'>, meta: QueueMeta, lock: BuildLock, which: LiveOrShadow, from: 'staging' | 'shadow' = 'staging'): Promise<void> {
+export async function publish(deps: Pick<BuildDeps, 'store' | 'keyTtlHours'>, meta: QueueMeta, lock: BuildLock, which: LiveOrShadow, from: 'staging' | 'shadow' = 'staging'): Promise<void> {
   try {
-    await versionStore(deps).publish(meta, lock, which, deps.keyTtlHours * 3600, from);
+    await deps.store.versions.publish(meta, lock, which, deps.keyTtlHours * 3600, from);
   } catch (err) {
     if (err instanceof PublishRefusedError) throw new BuildVerificationError(err.message);
     throw err;
@@ -270,7 +250,7 @@ export async function publish(deps: Pick<BuildDeps, 'redis' | 'keys' | 'keyTtlHo
 /** R20: the shadow's own keys; the version's live queue, meta and offsets are never touched. */
 async function publishShadow(deps: BuildDeps, meta: QueueMeta, lock: BuildLock): Promise<void> {
   await publish(deps, meta, lock, 'shadow');
-  await deps.redis.set(deps.keys.shadow, meta.version);
+  await deps.store.pointShadowAt(meta.version);
 }
 
 /**
@@ -278,24 +258,23 @@ async function publishShadow(deps: BuildDeps, meta: QueueMeta, lock: BuildLock):
  * already holds a newer version (another build won), unless `allowOlder` (an explicit switch).
  */
 async function switchCurrent(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, allowOlder: boolean): Promise<SwitchOutcome> {
-  const { redis, keys } = deps;
   await publish(deps, meta, lock, 'live');
   await deps.failpoint?.('after-publish');
-  const outcome = await makeCurrent(redis, keys, meta.version, allowOlder);
+  const outcome = await deps.store.makeCurrent(meta.version, allowOlder);
   await deps.failpoint?.('after-switch');
   if (outcome.switched) {
     meta.switchedAt = new Date().toISOString();
-    await versionStore(deps).markSwitched(meta.version, meta.switchedAt);
+    await deps.store.versions.markSwitched(meta.version, meta.switchedAt);
   }
   return outcome;
 }
 
 /** The legacy random feed's id set (R17), refilled from the same queue, swapped in whole. */
 async function refillLegacySet(deps: BuildDeps, build: AssembledBuild, lock: BuildLock, signal?: AbortSignal): Promise<void> {
-  await versionStore(deps).refillLegacy(
+  await deps.store.versions.refillLegacy(
     lock,
     deps.keyTtlHours * 3600,
-    (stagingSet) => writeIds(deps.redis, stagingSet, build.candidates, build.order, 'SADD', signal),
+    (add) => writeIds(add, build.candidates, build.order, signal),
     () => deps.failpoint?.('legacy-staged') ?? Promise.resolve(),
   );
   await deps.failpoint?.('after-legacy');
@@ -303,9 +282,8 @@ async function refillLegacySet(deps: BuildDeps, build: AssembledBuild, lock: Bui
 
 /** The gate's verdict on `meta` against the version current now (its live meta): R23. */
 async function judgeGate(deps: BuildDeps, meta: QueueMeta, options: BuildOptions): Promise<GateVerdict> {
-  const { redis, keys } = deps;
-  const current = await redis.get(keys.current);
-  const currentMeta = current ? await versionStore(deps).readMeta(current) : null;
+  const current = await deps.store.versions.current();
+  const currentMeta = current ? await deps.store.versions.readMeta(current) : null;
   return judgeRelease(releaseFigures(meta), currentMeta ? releaseFigures(currentMeta) : null, { holdDrop: deps.holdDrop, skip: options.skipGate });
 }
 
@@ -314,7 +292,7 @@ async function judgeGate(deps: BuildDeps, meta: QueueMeta, options: BuildOptions
  * recorded as held for the controller, the inspector and a promote, logged and on the audit trail; exported for tests.
  */
 export async function holdVersion(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, verdict: GateVerdict): Promise<void> {
-  const { redis, keys, logger } = deps;
+  const { store, logger } = deps;
   meta.shadow = true;
   const held = { version: meta.version, buildId: meta.buildId, heldAt: new Date().toISOString(), current: verdict.current?.version ?? null, verdict: { outcome: verdict.outcome, reasons: verdict.reasons, compared: verdict.compared, holdDrop: verdict.holdDrop } };
   // A later day's hold stays the record, and `shadow` keeps pointing at it: this is then a
@@ -324,8 +302,8 @@ export async function holdVersion(deps: BuildDeps, meta: QueueMeta, lock: BuildL
   // (R21), and promoting the due day (or `pnpm cli build --skip-gate`) settles both. The rule is
   // one step with the record's write (lua/held-record.lua): two holds at once keep the later day.
   await publish(deps, meta, lock, 'shadow');
-  await versionStore(deps).markShadow(meta.version, 'shadow', true);
-  const stays = await writeHeldVersion(redis, keys, held, deps.keyTtlHours * 3600);
+  await store.versions.markShadow(meta.version, 'shadow', true);
+  const stays = await store.writeHeld(held, deps.keyTtlHours * 3600);
   if (stays !== meta.version) {
     logger.warn('daily build held by the release gate; the later held day stays the one to promote', { version: meta.version, held: stays, reasons: verdict.reasons.map((r) => r.message) });
   } else {
@@ -346,7 +324,7 @@ type Planned = { shadow: boolean; reason?: string; run: BuildRun; lock: BuildLoc
  * again once it is released, since its holder may have built what this build would.
  */
 async function planAndLock(deps: BuildDeps, version: string, options: BuildOptions): Promise<Planned | BuildResult> {
-  const { redis, keys, logger } = deps;
+  const { logger } = deps;
   const started = performance.now();
   for (;;) {
     const planned = await plan(deps, version, options);
@@ -359,8 +337,7 @@ async function planAndLock(deps: BuildDeps, version: string, options: BuildOptio
     if (reason) logger.warn('daily build runs as a shadow', { version, reason });
     const run = new BuildRun(logger, version, options);
     // The version's lock, or a shadow's own, so a shadow never blocks the live build or a repair (R21).
-    const key = shadow ? keys.shadowBuildLock(version) : keys.buildLock(version);
-    const held = new Lease(redis, key, deps.lockTtlMs);
+    const held = deps.store.buildLock(version, shadow, deps.lockTtlMs);
     const lock = await run.phase('lock', 0, () => acquireBuildLock(held, logger));
     if (lock) return { shadow, reason, run, lock };
     const waitLeft = (deps.lockWaitMs ?? 0) - (performance.now() - started);
@@ -375,7 +352,7 @@ async function planAndLock(deps: BuildDeps, version: string, options: BuildOptio
 }
 
 export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {}): Promise<BuildResult> {
-  const { redis, keys, logger } = deps;
+  const { store, logger } = deps;
   const generatedAt = options.at ?? deps.now?.() ?? new Date();
   const version = versionFor(generatedAt, deps.businessTimeZone);
   const { signal } = options;
@@ -417,19 +394,19 @@ export async function runDailyBuild(deps: BuildDeps, options: BuildOptions = {})
     }
     logger.info('current version switched', { version, previous: switched.replaced, length: meta.length, gate: verdict?.outcome });
     // A held record of this day or an older one is moot once it is current.
-    await clearHeldVersion(redis, keys, version, false);
+    await store.clearHeld(version, false);
     await run.phase('legacy', 85, () => refillLegacySet(deps, build, lock, signal));
     const scoresWritten = await run.phase('scores', 90, () =>
       writeBackScores(deps.videos, candidates, generatedAt, { signal, onBatch: (written, total) => run.progress('scores', 90 + (9 * written) / total) }),
     );
     meta.completedAt = new Date().toISOString();
-    await versionStore(deps).markFinished(version, meta.completedAt);
+    await store.versions.markFinished(version, meta.completedAt);
     logger.info('daily build done', { version, length: meta.length, high: meta.highCount, fresh: meta.newCount, scoresWritten, timings: run.timings });
     await run.progress('done', 100);
     return { version, status: 'built', meta, scoresWritten, verdict, timings: run.timings };
   } catch (err) {
     // Cleanup failures are logged, not counted: the build already counts as failed, staging keys expire and the lock lapses.
-    await versionStore(deps).dropStaging(version, lock).catch((dropErr: unknown) => logger.warn('staging keys not dropped: they expire with their TTL', { version, err: dropErr }));
+    await store.versions.dropStaging(version, lock).catch((dropErr: unknown) => logger.warn('staging keys not dropped: they expire with their TTL', { version, err: dropErr }));
     logger.error('daily build failed', { version, err });
     throw err;
   } finally {

@@ -11,13 +11,12 @@
  * it `feed_version_held`) and writes the audit entry (D6).
  */
 import type { Logger } from '@feed/logger';
-import { clearHeldVersion, Lease, makeCurrent, readHeldVersion, VersionStore, type AuditEntry, type AuditTrail, type HeldVersion, type QueueMeta, type Redis, type RedisKeys } from '@feed/storage';
+import type { AuditEntry, AuditTrail, BuildStore, HeldVersion, QueueMeta, VersionStore } from '@feed/storage';
 import { acquireBuildLock, type BuildLock } from './build-lock';
 import { BuildVerificationError, publish } from './daily-build';
 
 export interface PromoteDeps {
-  redis: Redis;
-  keys: RedisKeys;
+  store: BuildStore;
   logger: Logger;
   keyTtlHours: number;
   lockTtlMs: number;
@@ -66,7 +65,7 @@ async function heldShadow(versions: VersionStore, held: HeldVersion): Promise<Qu
 }
 
 async function decideLocked(deps: PromoteDeps, held: HeldVersion, lock: BuildLock, decision: HeldDecision, current: string | null): Promise<Outcome> {
-  const { redis, keys } = deps;
+  const { store } = deps;
   const { version } = held;
   const older = current !== null && version < current;
   if (decision === 'dismiss') {
@@ -74,13 +73,13 @@ async function decideLocked(deps: PromoteDeps, held: HeldVersion, lock: BuildLoc
     if (!older) throw new PromoteRefusedError(409, `${version} is not older than current ${current}: promote it, or build the day with --skip-gate`);
     return { status: 'dismissed', current };
   }
-  const versions = new VersionStore(redis, keys);
+  const { versions } = store;
   // The script checks lock, held build and lengths again with the rename: refused there, nothing moved either.
   await publish(deps, await heldShadow(versions, held), lock, 'live', 'shadow').catch((err: unknown) => {
     throw err instanceof BuildVerificationError ? new PromoteRefusedError(409, `${err.message}: build the day again`) : err;
   });
   if (older) return { status: 'published', current };
-  const outcome = await makeCurrent(redis, keys, version);
+  const outcome = await store.makeCurrent(version);
   if (!outcome.switched) return { status: 'published', current: outcome.current };
   await versions.markSwitched(version, new Date().toISOString());
   // The legacy random set (R17) from the promoted queue, staged under this lock's token and swapped in whole.
@@ -97,17 +96,17 @@ async function decideLocked(deps: PromoteDeps, held: HeldVersion, lock: BuildLoc
  * admin user, the CLI's user@host or the dashboard job.
  */
 export async function promoteHeldVersion(deps: PromoteDeps, version: string, who: Pick<AuditEntry, 'actor' | 'via'>, decision: HeldDecision = 'promote'): Promise<PromoteResult> {
-  const { redis, keys, logger } = deps;
-  const held = await readHeldVersion(redis, keys);
+  const { store, logger } = deps;
+  const held = await store.heldVersion();
   if (!held || held.version !== version) throw new PromoteRefusedError(404, held ? `${version} is not held; the held version is ${held.version}` : `${version} is not held: no version is held`);
   await deps.audit.ready();
-  const lock = await acquireBuildLock(new Lease(redis, keys.buildLock(version), deps.lockTtlMs), logger);
+  const lock = await acquireBuildLock(store.buildLock(version, false, deps.lockTtlMs), logger);
   if (!lock) throw new PromoteRefusedError(409, `a build of ${version} holds its build lock; promote again when it finished`);
-  const before = await redis.get(keys.current);
+  const before = await store.versions.current();
   let outcome: Outcome;
   try {
     outcome = await decideLocked(deps, held, lock, decision, before);
-    await clearHeldVersion(redis, keys, version, true);
+    await store.clearHeld(version, true);
   } finally {
     // Logged, not counted: the lock lapses with its lease.
     await lock.release().catch((err: unknown) => logger.warn('build lock not released: it lapses with its lease', { version, err }));

@@ -1,16 +1,12 @@
 /**
- * Writes candidate ids to a Redis list or set in queue order, with the commands a bare pipelined
- * RPUSH (SADD) of ready-made id strings sends: WRITE_BATCH ids a command, IN_FLIGHT commands
- * pipelined. No second full copy of the ids is ever held: each batch's ids are made from the
- * columns' bytes when the batch is sent.
- *
- * A batch is one string of hex digits, encoded from the ids' bytes, and each id is a substring of
- * it: V8 makes a substring of 13 or more characters a slice of its parent (no copy), so an id
- * costs one small object and no Buffer or encoding call (`pnpm bench build` reports the write
- * against a bare pipelined RPUSH of the same ids: docs/benchmarks.md).
+ * Writes candidate ids (and their scores) to a build's staged keys in queue order, as a bare
+ * pipelined RPUSH (SADD) of ready-made strings would: WRITE_BATCH values a command, IN_FLIGHT
+ * commands pipelined, each batch made from the columns' bytes as it is sent (no second copy of
+ * the ids). A batch's ids are substrings of one hex string, which V8 keeps as slices (13+
+ * characters): no Buffer per id (`pnpm bench build`: docs/benchmarks.md).
  */
 import { ID_BYTES, type CandidateColumns } from './candidate-columns';
-import type { Redis } from '@feed/storage';
+import type { Append } from '@feed/storage';
 import { InFlight } from './in-flight';
 
 /** Ids per command: ~1 ms of Redis time, so other clients are never held up for long. */
@@ -42,7 +38,7 @@ function hexIds(idWords: Uint32Array, order: Uint32Array, start: number, count: 
   return ids;
 }
 
-export async function writeIds(redis: Redis, key: string, candidates: CandidateColumns, order: Uint32Array, command: 'RPUSH' | 'SADD', signal?: AbortSignal): Promise<void> {
+export async function writeIds(append: Append, candidates: CandidateColumns, order: Uint32Array, signal?: AbortSignal): Promise<void> {
   // The columns own their id bytes from offset 0, so the word view is aligned.
   const idWords = new Uint32Array(candidates.ids.buffer, candidates.ids.byteOffset, candidates.ids.byteLength / 4);
   const writes = new InFlight(IN_FLIGHT);
@@ -50,7 +46,7 @@ export async function writeIds(redis: Redis, key: string, candidates: CandidateC
     signal?.throwIfAborted();
     const ids = hexIds(idWords, order, start, Math.min(WRITE_BATCH, order.length - start));
     // Issued back to back on one connection: node-redis pipelines them and Redis applies them in order.
-    await writes.add(command === 'RPUSH' ? redis.rPush(key, ids) : redis.sAdd(key, ids));
+    await writes.add(append(ids));
   }
   await writes.drain();
 }
@@ -60,14 +56,14 @@ export async function writeIds(redis: Redis, key: string, candidates: CandidateC
  * position's score there, whatever the documents hold since (JavaScript's number-to-string
  * round-trips every double exactly).
  */
-export async function writeScores(redis: Redis, key: string, candidates: CandidateColumns, order: Uint32Array, signal?: AbortSignal): Promise<void> {
+export async function writeScores(append: Append, candidates: CandidateColumns, order: Uint32Array, signal?: AbortSignal): Promise<void> {
   const writes = new InFlight(IN_FLIGHT);
   for (let start = 0; start < order.length; start += WRITE_BATCH) {
     signal?.throwIfAborted();
     const count = Math.min(WRITE_BATCH, order.length - start);
     const scores = new Array<string>(count);
     for (let i = 0; i < count; i++) scores[i] = String(candidates.scores[order[start + i]]);
-    await writes.add(redis.rPush(key, scores));
+    await writes.add(append(scores));
   }
   await writes.drain();
 }

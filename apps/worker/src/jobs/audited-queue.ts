@@ -9,7 +9,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Job, Queue } from 'bullmq';
 import { logger } from '@feed/logger';
-import type { AuditTrail, Redis, RedisKeys } from '@feed/storage';
+import type { AuditTrail, VersionStore } from '@feed/storage';
 
 /** The dashboard request being served: who is signed in, and what they asked. */
 export interface DashboardRequest {
@@ -28,13 +28,12 @@ type How = 'add' | 'retry' | 'promote' | 'reschedule' | 'update-data';
 
 export interface AuditedQueueDeps {
   trail: AuditTrail;
-  redis: Redis;
-  keys: RedisKeys;
+  versions: Pick<VersionStore, 'current'>;
 }
 
 /** `queue` for the dashboard: the same queue, with the calls that start a job recorded once they succeeded. */
-export function auditedQueue(queue: Queue, { trail, redis, keys }: AuditedQueueDeps): Queue {
-  const currentVersion = () => redis.get(keys.current).catch(() => null);
+export function auditedQueue(queue: Queue, { trail, versions }: AuditedQueueDeps): Queue {
+  const currentVersion = () => versions.current().catch(() => null);
   // Before the queue is touched: with MongoDB down the click fails (503) and no build runs off the trail.
   const trailReady = () => trail.ready();
   const audit = async (how: How, job: Pick<Job, 'id' | 'name' | 'data'>, before: Record<string, unknown>) => {

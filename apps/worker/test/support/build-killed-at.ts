@@ -5,7 +5,7 @@
  */
 import { loadConfig } from '@feed/config';
 import { createLogger } from '@feed/logger';
-import { connectMongo, connectRedis, createRedisKeys, videoModel } from '@feed/storage';
+import { BuildStore, connectMongo, connectRedis, createRedisKeys, videoModel } from '@feed/storage';
 import { buildDepsFrom, runDailyBuild, type PublishPoint } from '../../src/daily-build/daily-build';
 
 /**
@@ -28,7 +28,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const mongo = await connectPatiently(config);
   const redis = await connectRedis(config);
-  const deps = buildDepsFrom(config, { redis, keys: createRedisKeys(config.redisKeyPrefix), videos: videoModel(mongo.connection), logger: createLogger({ silent: true }) });
+  const deps = buildDepsFrom(config, { store: new BuildStore(redis, createRedisKeys(config.redisKeyPrefix)), videos: videoModel(mongo.connection), logger: createLogger({ silent: true }) });
   await runDailyBuild(
     {
       ...deps,

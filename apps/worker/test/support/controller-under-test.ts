@@ -4,6 +4,7 @@
  */
 import { Queue } from 'bullmq';
 import { createLogger } from '@feed/logger';
+import { BuildStore } from '@feed/storage';
 import { bullConnectionFactory, BullConnections } from '../../src/jobs/bull-connection';
 import { BUILD_QUEUE, buildJobOptions, SCHEDULER_ID, type BuildJobData } from '../../src/jobs/build-queue';
 import { COUNTER_REPAIR_QUEUE, COUNTER_REPAIR_SCHEDULER_ID } from '../../src/jobs/counter-repair';
@@ -24,8 +25,7 @@ export function controllerUnderTest(s: TestServices, options: { cron: string; ti
   const buildQueue = new Queue<BuildJobData>(BUILD_QUEUE, { connection: connections.next(), prefix: s.keys.bullPrefix, defaultJobOptions: buildJobOptions(30_000) });
   const counterQueue = new Queue(COUNTER_REPAIR_QUEUE, { connection: connections.next(), prefix: s.keys.bullPrefix });
   const deps: ControllerDeps = {
-    redis: s.redis,
-    keys: s.keys,
+    store: new BuildStore(s.redis, s.keys),
     logger: createLogger({ silent: true }),
     metrics: createWorkerMetrics(),
     buildQueue,

@@ -3,7 +3,8 @@
  * new MongoDB field. Registering the same video twice on one day counts once.
  */
 import { versionFor } from '@feed/domain';
-import type { Redis, RedisKeys } from '@feed/storage';
+import type { Redis } from './redis-client';
+import type { RedisKeys } from './redis-keys';
 
 const KEEP_SECONDS = 2 * 24 * 3600;
 
