@@ -140,7 +140,7 @@ describe('planned Sentinel failovers under load (issue 51 part 0)', () => {
 
   sentinelIt('a REDIS_SENTINEL_MASTER the Sentinels do not know stops the API and the worker at start, naming the setting', async () => {
     for (const name of ['worker', 'api'] as const) {
-      const p = startProcess(tsx('tools/start-one.ts', name), { NODE_ENV: 'test', LOG_LEVEL: 'warn', MONGO_URL: mongoUrl, PORT: '0', WORKER_PORT: '0', ...sentinelEnv(), REDIS_SENTINEL_MASTER: 'nosuchmaster' });
+      const p = startProcess(tsx('tools/start-one.ts', name), { NODE_ENV: 'development', LOG_LEVEL: 'warn', MONGO_URL: mongoUrl, PORT: '0', WORKER_PORT: '0', ...sentinelEnv(), REDIS_SENTINEL_MASTER: 'nosuchmaster' });
       running.push(p);
       expect(await exitWithin(p, name, 60_000)).not.toBe(0);
       expect(p.output.join('')).toMatch(/REDIS_SENTINEL_MASTER=nosuchmaster.*know no primary of that name/);
