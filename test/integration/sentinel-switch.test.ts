@@ -4,7 +4,9 @@
  * the API and the worker runs, and this process writes through the storage client (a counter) and
  * through a BullMQ queue (jobs added). Every acknowledged increment and job must be on the final
  * primary, no position served twice, no 5xx; /readyz of both sampled every 0.5 s and logged.
- * A wrong REDIS_SENTINEL_MASTER stops both deployables at start, naming the setting.
+ * A wrong REDIS_SENTINEL_MASTER stops both deployables at start, naming the setting. The same
+ * once more (one failover) with an ACL user, passwords and TLS on the data nodes and the Sentinels
+ * (issue 51 part 1), where a wrong password or an untrusted CA stops both deployables at start.
  * Ports: data 7400-7401, Sentinels 7410-7412 (set CHILD_PORT_RANGE for the deployables' own).
  */
 import { spawnSync } from 'node:child_process';
@@ -15,7 +17,8 @@ import { bullConnectionFactory, closeRedis, connectRedis, videoModel, type Redis
 import { seedVideos } from '@feed/demo-data';
 import { exitWithin, startProcess, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { startTestDeployable } from '../support/deployables';
-import { SENTINEL_MASTER, startLocalSentinels, type LocalSentinels } from '../support/redis-sentinel';
+import { SENTINEL_MASTER, startLocalSentinels, type LocalSentinels, type SentinelSetUp } from '../support/redis-sentinel';
+import { makeCertificates, type TestCertificates } from '../support/redis-tls';
 import { testMongoUrl } from '../support/mongo';
 import { readThrough } from '../support/page-readers';
 
@@ -26,29 +29,61 @@ const sentinelIt = available ? it : it.skip;
 
 const SERVICE_ENV = { LOG_LEVEL: 'warn', CURRENT_CACHE_MS: '1000', REDIS_DEADLINE_MS: '1000', MONGO_DEADLINE_MS: '5000' };
 const VIDEOS = 1000;
-const FAILOVERS = 3;
 const mongoUrl = testMongoUrl('sentinel_switch');
 const today = versionFor(new Date(), 'Asia/Shanghai');
 let mongo: Connection;
 let sentinels: LocalSentinels;
+let certificates: TestCertificates | undefined;
 const running: Managed[] = [];
-const settings = () => ({ redisUrl: '', redisClusterNodes: undefined, redisSentinels: sentinels.sentinels, redisSentinelMaster: SENTINEL_MASTER });
-const sentinelEnv = () => ({ REDIS_SENTINELS: sentinels.sentinels.join(','), REDIS_SENTINEL_MASTER: SENTINEL_MASTER });
+const PASSWORD = 'sentinel-switch-data-secret';
+const SENTINEL_PASSWORD = 'sentinel-switch-sentinel-secret';
+/** The deployables' settings for the set-up under test (plain, or every credential and TLS). */
+let secured = false;
+const sentinelEnv = (): Record<string, string> => ({
+  REDIS_SENTINELS: sentinels.sentinels.join(','),
+  REDIS_SENTINEL_MASTER: SENTINEL_MASTER,
+  ...(secured && { REDIS_USERNAME: 'feed', REDIS_PASSWORD: PASSWORD, REDIS_TLS: 'true', REDIS_TLS_CA_FILE: certificates!.ca, REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD, REDIS_SENTINEL_TLS: 'true' }),
+});
+const settings = () => ({
+  redisUrl: '',
+  redisClusterNodes: undefined,
+  redisSentinels: sentinels.sentinels,
+  redisSentinelMaster: SENTINEL_MASTER,
+  ...(secured && { redisUsername: 'feed', redisPassword: PASSWORD, redisTls: true, redisTlsCaFile: certificates!.ca, redisSentinelPassword: SENTINEL_PASSWORD, redisSentinelTls: true }),
+});
 
 beforeAll(async () => {
   if (!available) return;
   mongo = await mongoose.createConnection(mongoUrl).asPromise();
   await seedVideos(videoModel(mongo), { videos: VIDEOS, fresh: 10 });
-  sentinels = await startLocalSentinels(BASE_PORT);
 }, 120_000);
 
 afterAll(async () => {
   if (!available) return;
-  await Promise.all(running.splice(0).map((p) => p.stop('SIGKILL')));
-  await sentinels?.stop();
   await mongo.dropDatabase();
   await mongo.close();
 });
+
+/** Sentinels of the set-up for the describe block around, stopped after it. */
+function withSentinels(setUp: () => SentinelSetUp) {
+  beforeAll(async () => {
+    if (available) sentinels = await startLocalSentinels(BASE_PORT, setUp());
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(running.splice(0).map((p) => p.stop('SIGKILL')));
+    await sentinels?.stop();
+  });
+}
+
+/** A deployable started with `env` over the set-up's settings exits at start, its output matching `message`. */
+async function expectRefusedAtStart(env: Record<string, string>, message: RegExp): Promise<void> {
+  for (const name of ['worker', 'api'] as const) {
+    const p = startProcess(tsx('tools/start-one.ts', name), { NODE_ENV: 'development', LOG_LEVEL: 'warn', MONGO_URL: mongoUrl, PORT: '0', WORKER_PORT: '0', ...sentinelEnv(), ...env });
+    running.push(p);
+    expect(await exitWithin(p, name, 60_000)).not.toBe(0);
+    expect(p.output.join('')).toMatch(message);
+  }
+}
 
 /** Both deployables' /readyz every 0.5 s until stopped: one line per sample in the output. */
 function sampleReadiness(bases: Record<string, string>) {
@@ -90,8 +125,9 @@ function writeAcross(redis: Redis, queue: Queue) {
   };
 }
 
-describe('planned Sentinel failovers under load (issue 51 part 0)', () => {
-  sentinelIt('three SENTINEL FAILOVERs in a row: no acknowledged write lost, no position twice, no 5xx', async () => {
+/** `failovers` planned failovers under load: no acknowledged write lost, no position twice, no 5xx. */
+async function failOverUnderLoad(failovers: number): Promise<void> {
+  {
     const bases: Record<string, string> = {};
     for (const name of ['worker', 'api'] as const) {
       const deployable = await startTestDeployable(tsx('tools/start-one.ts', name), { mongoUrl }, { ...SERVICE_ENV, ...sentinelEnv() }, { startupMs: 90_000 });
@@ -107,7 +143,7 @@ describe('planned Sentinel failovers under load (issue 51 part 0)', () => {
     let done = false;
     const reading = readThrough(bases.api, { clients: 8, wrapAfter: VIDEOS, until: () => done, maxMs: 240_000 });
     try {
-      for (let n = 1; n <= FAILOVERS; n++) {
+      for (let n = 1; n <= failovers; n++) {
         const old = await sentinels.primary();
         // A Sentinel refuses while the former primary is not yet a replica in sync (NOGOODSLAVE, INPROG): retried.
         await waitUntil(`SENTINEL FAILOVER ${n} accepted`, async () => (await sentinels.cli(BASE_PORT + 10, 'sentinel', 'failover', SENTINEL_MASTER)) === 'OK', 60_000);
@@ -125,7 +161,7 @@ describe('planned Sentinel failovers under load (issue 51 part 0)', () => {
     const primary = await sentinels.primary();
     const stored = { increments: Number(await sentinels.cli(primary, 'hget', 'sentinel-switch-acks', 'n')), jobs: await queue.count() };
     console.info(
-      `${FAILOVERS} planned failovers: pages ${result.pages.length}, not ring ${result.pages.filter((p) => p.version !== today).length}, 5xx ${result.errors.length}, ` +
+      `${failovers} planned failovers: pages ${result.pages.length}, not ring ${result.pages.filter((p) => p.version !== today).length}, 5xx ${result.errors.length}, ` +
         `positions twice ${result.servedTwice}; increments acknowledged ${acked.increments} stored ${stored.increments}; jobs acknowledged ${acked.jobs} stored ${stored.jobs}`,
     );
     await queue.close();
@@ -136,14 +172,35 @@ describe('planned Sentinel failovers under load (issue 51 part 0)', () => {
     expect(stored.increments).toBeGreaterThanOrEqual(acked.increments);
     expect(stored.jobs).toBeGreaterThanOrEqual(acked.jobs);
     await Promise.all(running.splice(0).map((p) => p.stop('SIGKILL')));
-  }, 600_000);
+  }
+}
+
+describe('planned Sentinel failovers under load (issue 51 part 0)', () => {
+  withSentinels(() => ({}));
+
+  sentinelIt('three SENTINEL FAILOVERs in a row: no acknowledged write lost, no position twice, no 5xx', () => failOverUnderLoad(3), 600_000);
 
   sentinelIt('a REDIS_SENTINEL_MASTER the Sentinels do not know stops the API and the worker at start, naming the setting', async () => {
-    for (const name of ['worker', 'api'] as const) {
-      const p = startProcess(tsx('tools/start-one.ts', name), { NODE_ENV: 'development', LOG_LEVEL: 'warn', MONGO_URL: mongoUrl, PORT: '0', WORKER_PORT: '0', ...sentinelEnv(), REDIS_SENTINEL_MASTER: 'nosuchmaster' });
-      running.push(p);
-      expect(await exitWithin(p, name, 60_000)).not.toBe(0);
-      expect(p.output.join('')).toMatch(/REDIS_SENTINEL_MASTER=nosuchmaster.*know no primary of that name/);
-    }
+    await expectRefusedAtStart({ REDIS_SENTINEL_MASTER: 'nosuchmaster' }, /REDIS_SENTINEL_MASTER=nosuchmaster.*know no primary of that name/);
   }, 150_000);
+});
+
+describe('with an ACL user, passwords and TLS on the data nodes and the Sentinels (issue 51 part 1)', () => {
+  withSentinels(() => {
+    certificates = makeCertificates();
+    secured = true;
+    return { tls: certificates, password: PASSWORD, sentinelPassword: SENTINEL_PASSWORD };
+  });
+  afterAll(() => {
+    certificates?.remove();
+    secured = false;
+  });
+
+  sentinelIt('a SENTINEL FAILOVER under load: no acknowledged write lost, no position twice, no 5xx', () => failOverUnderLoad(1), 600_000);
+
+  sentinelIt('a wrong password, a wrong Sentinel password or an untrusted CA stops the API and the worker at start, naming the setting', async () => {
+    await expectRefusedAtStart({ REDIS_PASSWORD: 'wrong' }, /REDIS_USERNAME\/REDIS_PASSWORD: .*refused the credentials/);
+    await expectRefusedAtStart({ REDIS_SENTINEL_PASSWORD: 'wrong' }, /REDIS_SENTINEL_USERNAME\/REDIS_SENTINEL_PASSWORD: the Sentinel .*refused the credentials/);
+    await expectRefusedAtStart({ REDIS_TLS_CA_FILE: certificates!.otherCa }, /REDIS_TLS_CA_FILE\/REDIS_TLS_SERVERNAME: the certificate of .* is not trusted/);
+  }, 400_000);
 });

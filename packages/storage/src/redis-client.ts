@@ -90,7 +90,7 @@ function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, acces
   let watcher: ReturnType<typeof watchSentinels> | undefined;
   const drop = () => {
     generation++;
-    current?.destroy();
+    if (current?.isOpen) current.destroy();
     [address, current] = [undefined, undefined];
   };
   // Commands go to the new client only once it is connected and is the primary.
@@ -105,10 +105,10 @@ function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, acces
       await client.connect();
       if (!(await isPrimary(raw))) throw new Error(`${next.host}:${next.port}, named by the Sentinels, is not a primary (ROLE)`);
     } catch (err) {
-      client.destroy();
+      if (client.isOpen) client.destroy(); // destroying a closed client throws
       throw err;
     }
-    if (mine !== generation || closed || holding) return client.destroy();
+    if (mine !== generation || closed || holding) return void (client.isOpen && client.destroy());
     [address, current] = [next, client];
   };
   const follow = async (now = false) => {
@@ -129,10 +129,11 @@ function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, acces
     },
     async connect() {
       watcher ??= watchSentinels(target.sentinels, target.name, sentinelOptions, heard);
-      await watcher.listening;
       for (let attempt = 0; !closed; attempt++) {
         try {
-          return await use(await askSentinels(target.sentinels, target.name, sentinelOptions));
+          const named = await askSentinels(target.sentinels, target.name, sentinelOptions);
+          await watcher.listening; // a failover starting before would go unheard
+          return await use(named);
         } catch (err) {
           if (misconfiguration(err as Error, 'REDIS', `${target.name}'s primary`)) throw err;
         }
@@ -151,7 +152,7 @@ function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, acces
     destroy() {
       closed = true;
       watcher?.close();
-      current?.destroy();
+      if (current?.isOpen) current.destroy();
     },
   };
   // While no primary is in use (before the first, during a failover's hold), commands go to a client never connected: they are refused ("The client is closed").
@@ -224,7 +225,7 @@ export async function connectRedis(config: RedisSettings, options: RedisOptions 
   } catch (err) {
     const wrong = misconfiguration(err as Error, 'REDIS', describeRedisTarget(config));
     if (!wrong && options.background) return redis;
-    redis.destroy();
+    if (redis.isOpen) redis.destroy();
     if (wrong) throw wrong;
     if (options.connectWithinMs === undefined) throw err;
     throw new Error(`Redis unreachable at ${describeRedisTarget(config)}: no connection within ${options.connectWithinMs} ms`);

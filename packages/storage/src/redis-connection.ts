@@ -66,7 +66,10 @@ function tlsOptions(config: RedisSettings, on: boolean | undefined): TlsOptions 
 const defined = <T extends object>(value: T): T => Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 
 /** The data nodes' access (REDIS_USERNAME, REDIS_PASSWORD, REDIS_TLS*) and the Sentinels' own (REDIS_SENTINEL_*, the same TLS files). */
-export const dataAccess = (config: RedisSettings): RedisAccess => defined({ username: config.redisUsername, password: config.redisPassword, tls: tlsOptions(config, config.redisTls) });
+export function dataAccess(config: RedisSettings): RedisAccess {
+  const tls = config.redisTls || (redisTarget(config).mode === 'standalone' && config.redisUrl.startsWith('rediss:'));
+  return defined({ username: config.redisUsername, password: config.redisPassword, tls: tlsOptions(config, tls) });
+}
 export const sentinelAccess = (config: RedisSettings): RedisAccess =>
   defined({ username: config.redisSentinelUsername, password: config.redisSentinelPassword, tls: tlsOptions(config, config.redisSentinelTls) });
 

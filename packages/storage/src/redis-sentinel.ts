@@ -9,13 +9,16 @@
  */
 import { createClient, type RedisClientOptions } from 'redis';
 import IORedis, { type RedisOptions as IORedisOptions } from 'ioredis';
-import { CONNECT_TIMEOUT_MS, misconfiguration, RedisMisconfigured, type RedisNode } from './redis-connection';
+import { misconfiguration, RedisMisconfigured, type RedisNode } from './redis-connection';
 
 /** node-redis options for a Sentinel (its address, its credentials and TLS, the connection policy). */
 export type SentinelOptions = (sentinel: RedisNode) => RedisClientOptions;
 
 /** Longest hold without `+switch-master` (Sentinel's own failover-timeout is usually longer; the hold then resumes on what they name). */
 const HOLD_MS = 10_000;
+
+/** Longest wait for a first subscription before connecting anyway. */
+const LISTEN_MS = 10_000;
 
 const STARTS = ['+try-failover', '+failover-state-send-slaveof-noone'];
 const ABORTS = ['-failover-abort-not-elected', '-failover-abort-no-good-slave', '-failover-abort-slave-timeout', '+failover-end-for-timeout'];
@@ -31,18 +34,20 @@ export async function askSentinels(sentinels: RedisNode[], name: string, options
   const failures: string[] = [];
   for (const sentinel of sentinels) {
     const client = createClient({ ...options(sentinel), socket: { ...options(sentinel).socket, reconnectStrategy: false } });
-    client.on('error', () => undefined);
+    // A refused AUTH or certificate is an 'error' event: connect() then waits on, or fails as "The client is closed".
+    let emitted: Error | undefined;
+    const failed = new Promise<never>((_, reject) => client.on('error', (err: Error) => reject((emitted ??= err))));
     try {
-      await client.connect();
-      const reply = await client.sendCommand<[string, string] | null>(['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name]);
+      await Promise.race([client.connect(), failed]);
+      const reply = await Promise.race([client.sendCommand<[string, string] | null>(['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name]), failed]);
       if (reply) return { host: reply[0], port: Number(reply[1]) };
       denied++;
     } catch (err) {
-      const wrong = misconfiguration(err as Error, 'REDIS_SENTINEL', `the Sentinel ${sentinel.host}:${sentinel.port}`);
+      const wrong = misconfiguration(emitted ?? (err as Error), 'REDIS_SENTINEL', `the Sentinel ${sentinel.host}:${sentinel.port}`);
       if (wrong) throw wrong;
       failures.push((err as Error).message);
     } finally {
-      client.destroy();
+      if (client.isOpen) client.destroy(); // destroying a closed client throws
     }
   }
   if (denied > 0 && failures.length === 0) throw new RedisMisconfigured(`REDIS_SENTINEL_MASTER=${name}: the Sentinels ${label(sentinels)} know no primary of that name`);
@@ -83,13 +88,14 @@ export function watchSentinels(sentinels: RedisNode[], name: string, options: Se
   };
   const clients = sentinels.map((sentinel) => createClient(options(sentinel)).on('error', () => undefined));
   const subscribed = clients.map((client) => client.connect().then(() => client.subscribe([...STARTS, ...ABORTS, '+switch-master'], heard)));
-  // Listening once one Sentinel is subscribed, or when none can be within the connect timeout (an outage: connecting fails anyway).
-  const listening = Promise.race([Promise.any(subscribed), new Promise((resolve) => setTimeout(resolve, CONNECT_TIMEOUT_MS).unref())]).then(() => undefined, () => undefined);
+  // Listening once one Sentinel is subscribed (a TLS handshake and AUTH on a loaded host took over 2 s), or after
+  // LISTEN_MS without (an ACL user without +subscribe: then failovers are followed only as connection errors).
+  const listening = Promise.race([Promise.any(subscribed), new Promise((resolve) => setTimeout(resolve, LISTEN_MS).unref())]).then(() => undefined, () => undefined);
   return {
     listening,
     close() {
       clearTimeout(holdTimer);
-      for (const client of clients) client.destroy();
+      for (const client of clients) if (client.isOpen) client.destroy();
     },
   };
 }

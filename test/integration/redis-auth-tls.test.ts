@@ -1,0 +1,70 @@
+/**
+ * Redis credentials and TLS on one server (issue 51 part 1): a real redis-server serving TLS only,
+ * with requirepass and an ACL user, certificates made by openssl. The storage client and BullMQ
+ * connect with REDIS_USERNAME/REDIS_PASSWORD/REDIS_TLS/REDIS_TLS_CA_FILE or with a URL carrying
+ * them; a wrong password, none, or an untrusted CA is refused at connect with the setting named.
+ * (The Sentinel topology with both on: sentinel-switch.test.ts.) Port 7420.
+ */
+import { spawnSync } from 'node:child_process';
+import { Queue } from 'bullmq';
+import { bullConnectionFactory, closeRedis, connectRedis, type RedisSettings } from '@feed/storage';
+import { startProcess, waitUntil, type Managed } from '../../tools/support/processes';
+import { redisCli } from '../support/redis-cluster';
+import { makeCertificates, type TestCertificates } from '../support/redis-tls';
+
+const PORT = 7420;
+const PASSWORD = 'auth-tls-test-secret';
+const available = ['redis-server', 'openssl'].every((tool) => spawnSync(tool, ['version']).error === undefined);
+const tlsIt = available ? it : it.skip;
+let certificates: TestCertificates;
+let server: Managed;
+
+beforeAll(async () => {
+  if (!available) return;
+  certificates = makeCertificates();
+  const acl = ['--user', 'feed', 'on', `>${PASSWORD}`, '~*', '&*', '+@all'];
+  server = startProcess(['--port', '0', '--tls-port', String(PORT), ...certificates.serverArgs, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--requirepass', PASSWORD, ...acl], {}, 'redis-server');
+  const ping = () => redisCli(PORT, '--tls', '--cacert', certificates.ca, '-a', PASSWORD, '--no-auth-warning', 'ping');
+  await waitUntil(`TLS redis on ${PORT}`, async () => (await ping()) === 'PONG', 10_000);
+}, 30_000);
+
+afterAll(async () => {
+  await server?.stop();
+  certificates?.remove();
+});
+
+const settings = (extra: Partial<RedisSettings>): RedisSettings => ({ redisUrl: `redis://127.0.0.1:${PORT}`, redisClusterNodes: undefined, redisTls: true, redisTlsCaFile: certificates.ca, ...extra });
+
+describe('Redis with an ACL user, a password and TLS (issue 51 part 1)', () => {
+  tlsIt('when the ACL user, its password and the CA are set, then the storage client and BullMQ both work; a URL carrying them alone works too', async () => {
+    for (const config of [settings({ redisUsername: 'feed', redisPassword: PASSWORD }), settings({ redisUrl: `rediss://feed:${PASSWORD}@127.0.0.1:${PORT}`, redisTls: false })]) {
+      const redis = await connectRedis(config, { failFast: true });
+      await redis.set('auth-tls-test', 'yes');
+      expect(await redis.get('auth-tls-test')).toBe('yes');
+      await redis.del('auth-tls-test');
+      await closeRedis(redis);
+      const connection = bullConnectionFactory(config)();
+      const queue = new Queue('auth-tls-test', { connection, prefix: 'auth-tls-test' });
+      await queue.add('probe', {});
+      expect(await queue.count()).toBe(1);
+      await queue.obliterate({ force: true });
+      await queue.close();
+      connection.disconnect();
+    }
+  });
+
+  tlsIt('when the password is wrong or missing, or the CA did not sign the certificate, then connecting stops at once naming the setting, in the background too', async () => {
+    const cases: Array<[Partial<RedisSettings>, RegExp]> = [
+      [{ redisUsername: 'feed', redisPassword: 'wrong' }, /REDIS_USERNAME\/REDIS_PASSWORD: .* refused the credentials: WRONGPASS/],
+      [{}, /REDIS_USERNAME\/REDIS_PASSWORD: .* refused the credentials: NOAUTH/],
+      [{ redisPassword: PASSWORD, redisTlsCaFile: certificates.otherCa }, /REDIS_TLS_CA_FILE\/REDIS_TLS_SERVERNAME: the certificate of .* is not trusted/],
+    ];
+    for (const [extra, message] of cases) {
+      for (const background of [false, true]) {
+        const started = performance.now();
+        await expect(connectRedis(settings(extra), { failFast: true, background })).rejects.toThrow(message);
+        expect(performance.now() - started).toBeLessThan(5_000);
+      }
+    }
+  });
+});
