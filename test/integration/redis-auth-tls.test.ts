@@ -3,7 +3,8 @@
  * with requirepass and an ACL user, certificates made by openssl. The storage client and BullMQ
  * connect with REDIS_USERNAME/REDIS_PASSWORD/REDIS_TLS/REDIS_TLS_CA_FILE or with a URL carrying
  * them; a wrong password, none, or an untrusted CA is refused at connect with the setting named.
- * (The Sentinel topology with both on: sentinel-switch.test.ts.) Port 7420.
+ * The same on a 3-master Cluster (TLS on the cluster bus too). (The Sentinel topology with both
+ * on: sentinel-switch.test.ts.) Ports: 7420; the Cluster 7421-7423, its bus 7431-7433.
  */
 import { spawnSync } from 'node:child_process';
 import { Queue } from 'bullmq';
@@ -18,6 +19,8 @@ const available = ['redis-server', 'openssl'].every((tool) => spawnSync(tool, ['
 const tlsIt = available ? it : it.skip;
 let certificates: TestCertificates;
 let server: Managed;
+const CLUSTER_PORTS = [7421, 7422, 7423];
+const cluster: Managed[] = [];
 
 beforeAll(async () => {
   if (!available) return;
@@ -29,6 +32,7 @@ beforeAll(async () => {
 }, 30_000);
 
 afterAll(async () => {
+  await Promise.all(cluster.map((node) => node.stop()));
   await server?.stop();
   certificates?.remove();
 });
@@ -67,4 +71,41 @@ describe('Redis with an ACL user, a password and TLS (issue 51 part 1)', () => {
       }
     }
   });
+});
+
+describe('a Redis Cluster with a password and TLS (issue 51 part 1)', () => {
+  const secure = () => ['--tls', '--cacert', certificates.ca, '-a', PASSWORD, '--no-auth-warning'];
+  beforeAll(async () => {
+    if (!available) return;
+    for (const port of CLUSTER_PORTS) {
+      const args = ['--port', '0', '--tls-port', String(port), '--cluster-port', String(port + 10), ...certificates.serverArgs, '--tls-cluster', 'yes', '--cluster-enabled', 'yes'];
+      const dir = `${certificates.dir}/node-${port}`;
+      spawnSync('mkdir', ['-p', dir]);
+      cluster.push(startProcess([...args, '--cluster-config-file', `${dir}/nodes.conf`, '--dir', dir, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--requirepass', PASSWORD, '--masterauth', PASSWORD], {}, 'redis-server'));
+    }
+    for (const port of CLUSTER_PORTS) await waitUntil(`TLS cluster node ${port}`, async () => (await redisCli(port, ...secure(), 'ping')) === 'PONG', 10_000);
+    const created = spawnSync('redis-cli', [...secure(), '--cluster', 'create', ...CLUSTER_PORTS.map((port) => `127.0.0.1:${port}`), '--cluster-yes'], { encoding: 'utf8' });
+    if (created.status !== 0) throw new Error(`cluster create: ${created.stdout}${created.stderr}`);
+    await waitUntil('cluster_state:ok', async () => (await Promise.all(CLUSTER_PORTS.map((port) => redisCli(port, ...secure(), 'cluster', 'info')))).every((info) => info.includes('cluster_state:ok')), 20_000);
+  }, 60_000);
+
+  const clusterSettings = (extra: Partial<RedisSettings>): RedisSettings => ({ redisUrl: '', redisClusterNodes: CLUSTER_PORTS.map((port) => `127.0.0.1:${port}`), redisTls: true, redisTlsCaFile: certificates.ca, ...extra });
+
+  tlsIt('when the password and the CA are set, then the storage client reaches every master and BullMQ works; a wrong password or an untrusted CA is refused naming the setting', async () => {
+    const redis = await connectRedis(clusterSettings({ redisPassword: PASSWORD }), { failFast: true });
+    const keys = Array.from({ length: 30 }, (_, i) => `auth-tls-cluster-${i}`);
+    await Promise.all(keys.map((key) => redis.set(key, key)));
+    expect(await Promise.all(keys.map((key) => redis.get(key)))).toEqual(keys);
+    await Promise.all(keys.map((key) => redis.del(key)));
+    await closeRedis(redis);
+    const connection = bullConnectionFactory(clusterSettings({ redisPassword: PASSWORD }))();
+    const queue = new Queue('auth-tls-cluster', { connection, prefix: '{auth-tls-test}' });
+    await queue.add('probe', {});
+    expect(await queue.count()).toBe(1);
+    await queue.obliterate({ force: true });
+    await queue.close();
+    connection.disconnect();
+    await expect(connectRedis(clusterSettings({ redisPassword: 'wrong' }), { failFast: true })).rejects.toThrow(/REDIS_USERNAME\/REDIS_PASSWORD: REDIS_CLUSTER_NODES=.* refused the credentials/);
+    await expect(connectRedis(clusterSettings({ redisPassword: PASSWORD, redisTlsCaFile: certificates.otherCa }), { failFast: true })).rejects.toThrow(/REDIS_TLS_CA_FILE\/REDIS_TLS_SERVERNAME: the certificate of REDIS_CLUSTER_NODES=.* is not trusted/);
+  }, 60_000);
 });
