@@ -141,6 +141,12 @@ export function sentinelBullConnection(target: { sentinels: RedisNode[]; name: s
     }
     const connection = new IORedis({ ...options, sentinels: target.sentinels, name: target.name, failoverDetector: true, natMap });
     made.add(connection);
+    // ioredis keeps a lost connection's failoverDetector subscribed; its +switch-master during the reconnect
+    // would abort it for good ("Connection is closed", status end: BullMQ silent after a SIGKILLed primary).
+    connection.on('close', () => {
+      const detector: { cleanup(): void } | null | undefined = Reflect.get(Reflect.get(connection, 'connector') as object, 'failoverDetector');
+      detector?.cleanup();
+    });
     connection.once('end', () => {
       made.delete(connection);
       if (made.size > 0) return;
