@@ -1,5 +1,6 @@
 /**
- * `pnpm start`: the whole service on localhost — embedded MongoDB (when MONGO_URL is unset),
+ * `pnpm start`: the whole service on localhost — embedded MongoDB (when MONGO_URL is unset), a
+ * private redis-server (when no Redis is configured and none answers on 6379: local-redis.ts),
  * demo data when the database is empty, the worker (whose controller builds at once when no
  * version is current, R21), then the API. The embedded database is new each run, so a queue
  * left in Redis by an earlier run names videos that no longer exist: then a forced rebuild runs
@@ -14,6 +15,7 @@ import { closeRedis, connectMongo, connectRedis, createRedisKeys, videoModel } f
 import { seedVideos } from '@feed/demo-data';
 import { startWorker, type RunningWorker } from '@feed/worker';
 import { useLocalMongo } from './support/local-mongo';
+import { useLocalRedis } from './support/local-redis';
 
 const DEMO_VIDEOS = 2000;
 const DEMO_FRESH = 120;
@@ -52,13 +54,14 @@ async function rebuildForEmbeddedData(worker: RunningWorker): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  const localRedis = await useLocalRedis();
   const localMongo = await useLocalMongo();
   const config = loadConfig();
   let worker: RunningWorker | undefined;
   let api: RunningApi | undefined;
   const stop = async () => {
     await Promise.all([api?.stop(), worker?.stop()]);
-    await localMongo.stop();
+    await Promise.all([localMongo.stop(), localRedis.stop()]);
   };
   exitOnSignals('feed service', stop);
   const staleQueue = await prepareDemo(config, localMongo.embedded !== undefined);

@@ -22,8 +22,8 @@ import { readThrough, type Reading } from '../support/page-readers';
 
 /** Ring pages again within this long of the cluster saying cluster_state:ok (SPEC R22: "within seconds"). */
 const HEAL_BOUND_MS = 5_000;
-const BASE_PORT = 27000;
-const SENTINEL_BASE_PORT = 27020;
+const BASE_PORT = 7460;
+const SENTINEL_BASE_PORT = 7480;
 const available = ['redis-server', 'redis-cli'].every((tool) => spawnSync(tool, ['--version']).status === 0);
 if (!available && process.env.CI) throw new Error('redis-server/redis-cli not installed: the Redis failover tests are required under CI');
 /** `it` when redis-server is installed, `it.skip` otherwise. */
@@ -109,7 +109,7 @@ describe('a Redis Cluster failing over under the API and the worker (R22)', () =
   let cluster: LocalCluster;
   beforeAll(async () => {
     if (!available) return;
-    cluster = await startLocalCluster(BASE_PORT, { replicas: 1, nodeTimeoutMs: 2000, busOffset: 100 });
+    cluster = await startLocalCluster(BASE_PORT, { replicas: 1, nodeTimeoutMs: 2000, busOffset: 10 });
     await startService({ REDIS_CLUSTER_NODES: cluster.nodes.join(',') });
   }, 240_000);
 

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { waitUntil } from '../../tools/support/processes';
 import { redisCli, stopChild } from './redis-cluster';
+import type { TestCertificates } from './redis-tls';
 
 export const SENTINEL_MASTER = 'feedmaster';
 
@@ -23,13 +24,23 @@ export interface LocalSentinels {
   stop(): Promise<void>;
 }
 
+/** With `tls`, every node serves TLS only (replication and Sentinel links too); `password`: data nodes' requirepass, also of the ACL user `feed`; `sentinelPassword`: the Sentinels'. */
+export interface SentinelSetUp {
+  tls?: TestCertificates;
+  password?: string;
+  sentinelPassword?: string;
+}
+
 /** Data nodes on basePort (primary) and basePort+1 (replica), Sentinels on basePort+10..12. */
-export async function startLocalSentinels(basePort: number): Promise<LocalSentinels> {
+export async function startLocalSentinels(basePort: number, setUp: SentinelSetUp = {}): Promise<LocalSentinels> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'feed-sentinel-'));
   const [primary, replica] = [basePort, basePort + 1];
   const sentinelPorts = [basePort + 10, basePort + 11, basePort + 12];
   const processes = new Map<number, ChildProcess>();
-  const dataArgs = (port: number) => ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...(port === replica ? ['--replicaof', '127.0.0.1', String(primary)] : [])];
+  const { tls, password, sentinelPassword } = setUp;
+  const listen = (port: number) => (tls ? ['--port', '0', '--tls-port', String(port), ...tls.serverArgs, '--tls-replication', 'yes'] : ['--port', String(port)]);
+  const auth = password ? ['--requirepass', password, '--masterauth', password, '--user', 'feed', 'on', `>${password}`, '~*', '&*', '+@all'] : [];
+  const dataArgs = (port: number) => [...listen(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...auth, ...(port === replica ? ['--replicaof', '127.0.0.1', String(primary)] : [])];
   const start = (port: number) => {
     let args = dataArgs(port);
     if (sentinelPorts.includes(port)) {
@@ -37,12 +48,14 @@ export async function startLocalSentinels(basePort: number): Promise<LocalSentin
       writeFileSync(
         conf,
         [
-          `port ${port}`,
+          ...(tls ? ['port 0', `tls-port ${port}`, ...tls.serverArgs.map((arg, i) => (i % 2 === 0 ? `${arg.slice(2)} ${tls.serverArgs[i + 1]}` : '')).filter(Boolean), 'tls-replication yes'] : [`port ${port}`]),
+          ...(sentinelPassword ? [`requirepass ${sentinelPassword}`, `sentinel sentinel-pass ${sentinelPassword}`] : []),
           'bind 127.0.0.1',
           `dir ${dir}`,
           `sentinel monitor ${SENTINEL_MASTER} 127.0.0.1 ${primary} 2`,
           `sentinel down-after-milliseconds ${SENTINEL_MASTER} 1000`,
           `sentinel failover-timeout ${SENTINEL_MASTER} 3000`,
+          ...(password ? [`sentinel auth-pass ${SENTINEL_MASTER} ${password}`] : []),
           '',
         ].join('\n'),
       );
@@ -50,7 +63,11 @@ export async function startLocalSentinels(basePort: number): Promise<LocalSentin
     }
     processes.set(port, spawn('redis-server', args, { stdio: 'ignore' }));
   };
-  const cli = redisCli;
+  const flags = (port: number) => {
+    const secret = sentinelPorts.includes(port) ? sentinelPassword : password;
+    return [...(tls ? ['--tls', '--cacert', tls.ca] : []), ...(secret ? ['-a', secret, '--no-auth-warning'] : [])];
+  };
+  const cli = (port: number, ...args: string[]) => redisCli(port, ...flags(port), ...args);
   const kill = (port: number, signal: NodeJS.Signals = 'SIGKILL') => stopChild(processes.get(port)!, signal);
   const ping = (port: number) => waitUntil(`redis on ${port}`, () => cli(port, 'ping').then((r) => r === 'PONG', () => false), 10_000);
   const stop = async () => {

@@ -93,6 +93,14 @@ function settingsFor(env: NodeJS.ProcessEnv) {
       .custom((value: string, helpers) => (isPublishedSecret(value) ? helpers.error('any.invalid') : value), 'a private secret')
       .messages({ 'any.invalid': '{{#label}} is a value published in the repository (it carries the feed-insecure- marker or is a placeholder): set a private secret' });
   };
+  // Managed Redis issues tokens shorter than 32 characters: only published values are refused.
+  const redisSecret = (description: string) =>
+    isProduction(env)
+      ? Joi.string()
+          .custom((value: string, helpers) => (isPublishedSecret(value) ? helpers.error('any.invalid') : value), 'a private secret')
+          .messages({ 'any.invalid': '{{#label}} is a value published in the repository: set a private secret' })
+          .description(description)
+      : Joi.string().description(description);
   return {
     nodeEnv: setting('NODE_ENV', Joi.string<NodeEnv>().valid('development', 'production', 'test').default('development').description('Runtime mode: JSON logs and required secrets in production')),
     logLevel: setting('LOG_LEVEL', Joi.string().valid('error', 'warn', 'info', 'http', 'debug').default('info').description('Lowest log level written')),
@@ -122,6 +130,16 @@ function settingsFor(env: NodeJS.ProcessEnv) {
         .description('Comma-separated host:port of Redis Sentinels; when set, the primary of REDIS_SENTINEL_MASTER is used instead of REDIS_URL (not with REDIS_CLUSTER_NODES)'),
     ),
     redisSentinelMaster: setting('REDIS_SENTINEL_MASTER', Joi.string().default('mymaster').description('With REDIS_SENTINELS: the name the Sentinels monitor the primary under')),
+    redisUsername: optional('REDIS_USERNAME', Joi.string().description('Redis ACL user of the data nodes, on every topology (not beside a REDIS_URL that names one)')),
+    redisPassword: optional('REDIS_PASSWORD', redisSecret('Password or auth token of the data nodes, on every topology (not beside a REDIS_URL that carries one)')),
+    redisTls: setting('REDIS_TLS', booleanString.default(false).description('TLS to the data nodes, on every topology (a rediss:// REDIS_URL turns it on too)')),
+    redisTlsCaFile: optional('REDIS_TLS_CA_FILE', Joi.string().description('PEM file of the CA that signs the Redis certificates (data nodes, and Sentinels with REDIS_SENTINEL_TLS); unset = the system CAs')),
+    redisTlsCertFile: optional('REDIS_TLS_CERT_FILE', Joi.string().description('PEM client certificate, for a Redis that asks for one (with REDIS_TLS_KEY_FILE)')),
+    redisTlsKeyFile: optional('REDIS_TLS_KEY_FILE', Joi.string().description('PEM key of REDIS_TLS_CERT_FILE')),
+    redisTlsServername: optional('REDIS_TLS_SERVERNAME', Joi.string().description('Name the Redis certificates are checked against (and sent as SNI); unset = the host connected to')),
+    redisSentinelUsername: optional('REDIS_SENTINEL_USERNAME', Joi.string().description('With REDIS_SENTINELS: ACL user on the Sentinels (their own, apart from the data nodes\')')),
+    redisSentinelPassword: optional('REDIS_SENTINEL_PASSWORD', redisSecret('With REDIS_SENTINELS: password of the Sentinels (their requirepass or ACL user)')),
+    redisSentinelTls: setting('REDIS_SENTINEL_TLS', booleanString.default(false).description('With REDIS_SENTINELS: TLS to the Sentinels (the REDIS_TLS_* files)')),
     redisKeyPrefix: setting('REDIS_KEY_PREFIX', Joi.string().allow('').pattern(/^[A-Za-z0-9:_-]*$/).default('').description('Prefix for every Redis key (isolates tests or tenants); empty in production')),
     authJwtSecret: setting('AUTH_JWT_SECRET', secret('HS256 secret of user tokens; the token sub is the user id', 'feed-insecure-local-jwt-secret')),
     adminUser: setting('ADMIN_USER', Joi.string().default('admin').description('User name for the job dashboard and admin endpoints')),
@@ -228,6 +246,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // who knows the admin password sign user tokens.
   if (validated.NODE_ENV === 'production' && oneHoldsTheOther(String(validated.AUTH_JWT_SECRET).trim(), String(validated.ADMIN_PASSWORD).trim())) {
     throw new ConfigError('invalid configuration: AUTH_JWT_SECRET: must differ from ADMIN_PASSWORD and not contain it; ADMIN_PASSWORD: must differ from AUTH_JWT_SECRET and not contain it');
+  }
+  if ((validated.REDIS_USERNAME ?? validated.REDIS_PASSWORD) !== undefined && /\/\/[^@/]+@/.test(String(validated.REDIS_URL))) {
+    throw new ConfigError('invalid configuration: REDIS_URL: carries credentials while REDIS_USERNAME/REDIS_PASSWORD are set: ambiguous, set them in one place');
   }
   // Each field is its declaration's toValue of the validated variable: the types line up by construction.
   return Object.fromEntries(settings.map(([key, { env: name, toValue }]) => [key, toValue(validated[name])])) as Config;

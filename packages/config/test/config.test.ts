@@ -81,6 +81,29 @@ describe('configuration (D2)', () => {
   });
 });
 
+describe('Redis credentials and TLS (issue 51 part 1)', () => {
+  const production = { NODE_ENV: 'production', MONGO_URL: 'mongodb://db:27017/feed', AUTH_JWT_SECRET: privateSecret(), ADMIN_PASSWORD: privateSecret() };
+
+  it('when given, then they apply to the data nodes and, apart, to the Sentinels; TLS is off unless asked for', () => {
+    expect(loadConfig({})).toMatchObject({ redisTls: false, redisSentinelTls: false });
+    const env = { REDIS_USERNAME: 'feed', REDIS_PASSWORD: 'tok', REDIS_TLS: 'true', REDIS_TLS_CA_FILE: '/ca.pem', REDIS_SENTINEL_PASSWORD: 'sp', REDIS_SENTINEL_TLS: 'true' };
+    expect(loadConfig(env)).toMatchObject({ redisUsername: 'feed', redisPassword: 'tok', redisTls: true, redisTlsCaFile: '/ca.pem', redisSentinelPassword: 'sp', redisSentinelTls: true });
+  });
+
+  it('when production is given a published Redis password, then start-up stops naming it; a short private token (managed Redis) starts', () => {
+    for (const name of ['REDIS_PASSWORD', 'REDIS_SENTINEL_PASSWORD']) {
+      expect(() => loadConfig({ ...production, [name]: 'feed-insecure-redis-password' })).toThrow(new RegExp(`${name}.*published in the repository`));
+      expect(loadConfig({ ...production, [name]: privateSecret().slice(0, 16) }).nodeEnv).toBe('production');
+    }
+  });
+
+  it('when REDIS_URL carries credentials and REDIS_USERNAME or REDIS_PASSWORD is set too, then start-up stops as ambiguous; the URL alone still works', () => {
+    expect(loadConfig({ REDIS_URL: 'rediss://feed:tok@redis.internal:6380' }).redisUrl).toBe('rediss://feed:tok@redis.internal:6380');
+    expect(() => loadConfig({ REDIS_URL: 'redis://:tok@redis.internal:6379', REDIS_PASSWORD: 'other' })).toThrow(/REDIS_URL.*ambiguous/);
+    expect(() => loadConfig({ REDIS_URL: 'redis://feed:tok@redis.internal:6379', REDIS_USERNAME: 'feed' })).toThrow(/REDIS_URL.*ambiguous/);
+  });
+});
+
 describe('the settings as documented: each declared once, README and .env.example follow (D2)', () => {
   const ROOT = path.resolve(__dirname, '../../..');
 

@@ -8,7 +8,10 @@
 import { createClient, createCluster, RESP_TYPES } from 'redis';
 import { logger, oncePerMessage } from '@feed/logger';
 import { withDeadline } from './deadline';
-import { describeRedisTarget, nodeRedisSocket, reconnectDelay, redisTarget, type RedisNode, type RedisSettings } from './redis-connection';
+import {
+  CONNECT_TIMEOUT_MS, dataAccess, describeRedisTarget, misconfiguration, nodeRedisOptions, reconnectDelay, redisTarget, sentinelOptions, type RedisAccess, type RedisNode, type RedisSettings,
+} from './redis-connection';
+import { askSentinels, isPrimary, watchSentinels, type SentinelEvent, type SentinelOptions } from './redis-sentinel';
 
 type StandaloneClient = ReturnType<typeof createClient>;
 type ClusterClient = ReturnType<typeof createCluster>;
@@ -72,62 +75,71 @@ function clusterAdapter(cluster: ClusterClient): Redis {
   return Object.assign(cluster, { scanKeys, mGetBuffers: (keys: string[]) => binary.mGet(keys), hGetBuffer: async (key: string, field: Buffer) => (await binary.hGet(key, field)) ?? null });
 }
 
-/** The primary's address as the first Sentinel that answers names it. */
-async function askSentinels(sentinels: RedisNode[], name: string): Promise<RedisNode> {
-  for (const sentinel of sentinels) {
-    const client = createClient({ socket: { ...sentinel, connectTimeout: nodeRedisSocket.connectTimeout, reconnectStrategy: false } });
-    client.on('error', () => undefined);
-    try {
-      await client.connect();
-      const reply = await client.sendCommand<[string, string] | null>(['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name]);
-      if (reply) return { host: reply[0], port: Number(reply[1]) };
-    } catch {
-      // the next Sentinel
-    } finally {
-      client.destroy();
-    }
-  }
-  throw new Error(`no Sentinel of ${sentinels.map((s) => `${s.host}:${s.port}`).join(',')} names a primary ${name}`);
-}
-
 /**
- * The primary behind Sentinels, as a standalone client of the address they name, under the
- * policy (fail-fast included). While the client reports errors (the primary lost; Sentinel also
- * disconnects the clients of a primary it turns into a replica) the Sentinels are asked again, at
- * most every 500 ms; when they name another node, a client of it takes over and the old one is
- * dropped. Not node-redis's createSentinel: it retries each command until a primary answers, so
- * commands the API gave up on pile up and run late on the new primary (pages degraded for
- * seconds after the promotion, claims moving offsets for pages never served).
+ * The primary behind Sentinels, as a standalone client of the node they name once `ROLE` there
+ * says primary (redis-sentinel.ts: the guidelines, the hold). While the client reports errors
+ * the Sentinels are asked again, at most every 500 ms. Not node-redis's createSentinel: it retries
+ * each command until a primary answers, so commands the API gave up on pile up and run late on the
+ * new primary (claims moving offsets for pages never served); here they fail fast.
  */
-function sentinelPrimary(sentinels: RedisNode[], name: string, failFast: boolean | undefined): Redis {
+function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, access: RedisAccess, sentinelOptions: SentinelOptions, failFast: boolean | undefined): Redis {
   const listeners: Array<(err: Error) => void> = [];
   let address: RedisNode | undefined;
   let current: Redis | undefined;
   let closed = false;
+  let generation = 0;
+  let holding = false;
   let lastAsked = -Infinity;
-  const use = (next: RedisNode) => {
-    const client = standaloneAdapter(createClient({ socket: { ...nodeRedisSocket, ...next }, disableOfflineQueue: failFast }));
+  let watcher: ReturnType<typeof watchSentinels> | undefined;
+  const drop = () => {
+    generation++;
+    if (current?.isOpen) current.destroy();
+    [address, current] = [undefined, undefined];
+  };
+  // Commands go to the new client only once it is connected and is the primary.
+  const use = async (next: RedisNode) => {
+    drop();
+    const mine = generation;
+    const raw = createClient({ ...nodeRedisOptions(access, next), disableOfflineQueue: failFast });
+    const client = standaloneAdapter(raw);
     for (const listener of listeners) client.on('error', listener);
     client.on('error', () => void follow());
-    const previous = current;
+    try {
+      await client.connect();
+      if (!(await isPrimary(raw))) throw new Error(`${next.host}:${next.port}, named by the Sentinels, is not a primary (ROLE)`);
+    } catch (err) {
+      if (client.isOpen) client.destroy(); // destroying a closed client throws
+      throw err;
+    }
+    if (mine !== generation || closed || holding) return void (client.isOpen && client.destroy());
     [address, current] = [next, client];
-    previous?.destroy();
-    return client.connect();
   };
-  const follow = async () => {
-    if (closed || performance.now() - lastAsked < REDISCOVER_EVERY_MS) return;
+  const follow = async (now = false) => {
+    if (closed || holding || (!now && performance.now() - lastAsked < REDISCOVER_EVERY_MS)) return;
     lastAsked = performance.now();
-    const named = await askSentinels(sentinels, name).catch(() => undefined);
-    if (named && !closed && (named.host !== address?.host || named.port !== address.port)) await use(named).catch(() => undefined);
+    const named = await askSentinels(target.sentinels, target.name, sentinelOptions).catch(() => undefined);
+    if (named && !closed && (named.host !== address?.host || named.port !== address.port || !current?.isOpen)) await use(named).catch(() => setTimeout(() => void follow(), REDISCOVER_EVERY_MS));
+  };
+  const heard = (event: SentinelEvent) => {
+    holding = event.kind === 'hold';
+    if (holding) drop();
+    else if (event.kind === 'switch') void use(event.to).catch(() => follow(true));
+    else void follow(true);
   };
   const controls = {
     get isOpen() {
       return current?.isOpen ?? !closed;
     },
     async connect() {
+      watcher ??= watchSentinels(target.sentinels, target.name, sentinelOptions, heard);
       for (let attempt = 0; !closed; attempt++) {
-        const named = await askSentinels(sentinels, name).catch(() => undefined);
-        if (named) return use(named);
+        try {
+          const named = await askSentinels(target.sentinels, target.name, sentinelOptions);
+          await watcher.listening; // a failover starting before would go unheard
+          return await use(named);
+        } catch (err) {
+          if (misconfiguration(err as Error, 'REDIS', `${target.name}'s primary`)) throw err;
+        }
         await new Promise((resolve) => setTimeout(resolve, reconnectDelay(attempt)));
       }
     },
@@ -137,16 +149,17 @@ function sentinelPrimary(sentinels: RedisNode[], name: string, failFast: boolean
     },
     async close() {
       closed = true;
+      watcher?.close();
       await current?.close();
     },
     destroy() {
       closed = true;
-      current?.destroy();
+      watcher?.close();
+      if (current?.isOpen) current.destroy();
     },
   };
-  // Until the Sentinels name a primary, commands go to a client never connected: they are refused ("The client is closed").
+  // While no primary is in use (before the first, during a failover's hold), commands go to a client never connected: they are refused ("The client is closed").
   const unconnected = standaloneAdapter(createClient({ disableOfflineQueue: true }));
-  // Every command goes to the client of the primary the Sentinels named last.
   return new Proxy(unconnected, {
     get(target, prop) {
       if (prop in controls) return Reflect.get(controls, prop);
@@ -178,37 +191,51 @@ function followFailovers(cluster: ClusterClient): void {
   });
 }
 
-/** Connects (or, with `background`, starts connecting) and returns a client for either mode. */
+/**
+ * Connects (or, with `background`, starts connecting: at most CONNECT_TIMEOUT_MS is spent on a
+ * first answer) and returns a client for any topology. Refused credentials, an untrusted
+ * certificate or a master name no Sentinel knows stop the caller whatever the options, with an
+ * error naming the setting: no reconnect cures them.
+ */
 export async function connectRedis(config: RedisSettings, options: RedisOptions = {}): Promise<Redis> {
   // Timeouts, reconnects and fail-fast: the policy in redis-connection.ts.
   const target = redisTarget(config);
-  const socket = nodeRedisSocket;
+  const access = dataAccess(config);
+  const defaults = { ...nodeRedisOptions(access), disableOfflineQueue: options.failFast };
   const redis =
     target.mode === 'cluster'
-      ? clusterAdapter(createCluster({ rootNodes: target.nodes.map((node) => ({ socket: node })), defaults: { socket, disableOfflineQueue: options.failFast } }))
+      ? clusterAdapter(createCluster({ rootNodes: target.nodes.map((node) => ({ socket: node })), defaults }))
       : target.mode === 'sentinel'
-        ? sentinelPrimary(target.sentinels, target.name, options.failFast)
-        : standaloneAdapter(createClient({ url: target.url, socket, disableOfflineQueue: options.failFast }));
+        ? sentinelPrimary(target, access, sentinelOptions(config), options.failFast)
+        : standaloneAdapter(createClient({ url: target.url, ...defaults }));
   // A Redis outage repeats the same error on every reconnect: one line per distinct message per 30 s.
   redis.on('error', oncePerMessage(30_000, (err) => logger.warn('redis error', { err: err.message })));
-  const connecting = redis.connect();
-  if (options.background) {
-    connecting.catch(() => undefined);
-    return redis;
-  }
-  if (options.connectWithinMs === undefined) {
-    await connecting;
-    return redis;
-  }
+  const decided = new Promise<void>((resolve, reject) =>
+    redis.on('error', (err) => {
+      const wrong = misconfiguration(err, 'REDIS', describeRedisTarget(config));
+      if (wrong) reject(wrong);
+      else if (options.background) resolve();
+    }),
+  );
+  // A server that wants a password and got none accepts the connection: the first command says NOAUTH.
+  const connecting = redis.connect().then(() => redis.exists('connect-check'));
+  connecting.catch(() => undefined);
+  decided.catch(() => undefined);
   try {
-    await withDeadline(connecting, options.connectWithinMs, 'connecting');
+    const connected = options.connectWithinMs === undefined ? connecting : withDeadline(connecting, options.connectWithinMs, 'connecting');
+    await Promise.race([connected, decided, ...(options.background ? [delay(CONNECT_TIMEOUT_MS)] : [])]);
     return redis;
-  } catch {
-    connecting.catch(() => undefined);
-    redis.destroy();
+  } catch (err) {
+    const wrong = misconfiguration(err as Error, 'REDIS', describeRedisTarget(config));
+    if (!wrong && options.background) return redis;
+    if (redis.isOpen) redis.destroy();
+    if (wrong) throw wrong;
+    if (options.connectWithinMs === undefined) throw err;
     throw new Error(`Redis unreachable at ${describeRedisTarget(config)}: no connection within ${options.connectWithinMs} ms`);
   }
 }
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 /**
  * Deletes every key under `prefix` (tests and benchmarks), including the legacy staging key,

@@ -18,7 +18,7 @@ describe('Redis connection policy', () => {
     expect(redisTarget(config)).toEqual({ mode: 'sentinel', name: 'feed', sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26380 }] });
     const bull = bullConnectionFactory(config)();
     bull.disconnect();
-    expect(bull.options).toMatchObject({ name: 'feed', sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26380 }], maxRetriesPerRequest: null });
+    expect(bull.options).toMatchObject({ name: 'feed', sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26380 }], maxRetriesPerRequest: null, failoverDetector: true });
   });
 
   it('when reconnecting, then both families back off 50 ms doubling to 2 s, for ever', () => {
