@@ -50,6 +50,9 @@ describe('new guest device ids per client address (R23, issue 52)', () => {
     await page(api, device('v6-dev-3', '2001:db8:7:2::1')).expect(200);
     for (let i = 0; i < 3; i++) await page(api, device(`v4-dev-${i}`, i % 2 ? '::ffff:198.51.100.9' : '198.51.100.9')).expect(200);
     await page(api, device('v4-dev-3', '::ffff:198.51.100.9')).expect(429);
+    // What a trusted proxy forwards that is no address at all counts as the proxy's own.
+    for (let i = 0; i < 3; i++) await page(api, device(`junk-dev-${i}`, `junk-${i}`)).expect(200);
+    await page(api, device('junk-dev-3', 'junk-3')).expect(429);
   });
 
   it('when no proxy is trusted (the default), then X-Forwarded-For is ignored: distinct forwarded addresses share the peer\'s budget', async () => {

@@ -5,7 +5,7 @@
  * device is recorded (first seen now), so its later requests are never limited, nor are signed-in
  * users'. The address is Express's `req.ip`: the socket's peer unless TRUST_PROXY names the
  * proxies whose X-Forwarded-For is believed; an IPv6 address counts by its /64 (one subscriber's
- * least share), an IPv4-mapped one as its IPv4. Redis unreachable or past the request's Redis
+ * least share), an IPv4-mapped one as its IPv4, a forwarded value that is no address as the peer. Redis unreachable or past the request's Redis
  * budget, the request goes on (R17).
  */
 import type { RequestHandler } from 'express';
@@ -17,9 +17,9 @@ import type { UserHistory } from '../users/user-history';
 import { DEVICE_ID, guestIdentity } from './identity';
 import { budgetOf } from './request-budget';
 
-/** The budget's owner: an IPv4 address, or an IPv6 address's /64 (a host has all of its /64 to cycle through). */
-export function addressOwner(ip: string): string {
-  if (!ipaddr.isValid(ip)) return ip;
+/** The budget's owner: an IPv4 address, or an IPv6 address's /64 (a host has all of its /64 to cycle through); no address, the peer's. */
+export function addressOwner(ip: string, peer = 'unknown'): string {
+  if (!ipaddr.isValid(ip)) return ipaddr.isValid(peer) ? addressOwner(peer) : 'unknown';
   const address = ipaddr.process(ip);
   return address.kind() === 'ipv4' ? address.toString() : `${(address as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`;
 }
@@ -34,7 +34,7 @@ export function newDeviceLimit(history: UserHistory, takePoint: NewDeviceLimiter
     let waitMs: number | null;
     try {
       if (await deadline.run(() => history.knownGuest(key), 'device record')) return next();
-      waitMs = await deadline.run(() => takePoint(addressOwner(req.ip ?? 'unknown')), 'new-device limit');
+      waitMs = await deadline.run(() => takePoint(addressOwner(req.ip ?? '', req.socket.remoteAddress)), 'new-device limit');
       if (waitMs === null) await deadline.run(() => history.registerGuest(key), 'device record');
     } catch (err) {
       logger.warn('new device not checked: Redis unavailable', { err: err instanceof Error ? err.message : String(err) });
