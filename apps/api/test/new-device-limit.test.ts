@@ -42,6 +42,19 @@ describe('new guest device ids per client address (R23, issue 52)', () => {
     expect(await limited(api)).toBe(2);
   });
 
+  it('when one host cycles the addresses of its IPv6 /64, or writes its IPv4 address IPv4-mapped, then they share one budget', async () => {
+    const api = testApi(s, { shortRecommendV2Percent: 30, trustProxy: 'loopback' });
+    for (const [i, address] of ['2001:db8:7:1::1', '2001:db8:7:1:ffff::2', '2001:0db8:0007:0001:a:b:c:d'].entries()) await page(api, device(`v6-dev-${i}`, address)).expect(200);
+    await page(api, device('v6-dev-3', '2001:db8:7:1::4')).expect(429);
+    // Another /64 is another subscriber.
+    await page(api, device('v6-dev-3', '2001:db8:7:2::1')).expect(200);
+    for (let i = 0; i < 3; i++) await page(api, device(`v4-dev-${i}`, i % 2 ? '::ffff:198.51.100.9' : '198.51.100.9')).expect(200);
+    await page(api, device('v4-dev-3', '::ffff:198.51.100.9')).expect(429);
+    // What a trusted proxy forwards that is no address at all counts as the proxy's own.
+    for (let i = 0; i < 3; i++) await page(api, device(`junk-dev-${i}`, `junk-${i}`)).expect(200);
+    await page(api, device('junk-dev-3', 'junk-3')).expect(429);
+  });
+
   it('when no proxy is trusted (the default), then X-Forwarded-For is ignored: distinct forwarded addresses share the peer\'s budget', async () => {
     const api = split.api;
     for (let i = 1; i <= 3; i++) await page(api, device(`spoof-dev-${i}`, `192.0.2.${i}`)).expect(200);

@@ -1,6 +1,7 @@
 import request, { type Response } from '../../../test/support/contract';
 import type { Express } from 'express';
 import { videoModel } from '@feed/storage';
+import { versionFor } from '@feed/domain';
 import { demoVideo } from '@feed/demo-data';
 import type { Api } from '../src/app';
 import { useTestServices } from '../../../test/support/services';
@@ -88,6 +89,13 @@ describe('recently viewed (V1, V2)', () => {
     expect(vids(await feed(user, 1).expect(200))).toEqual([ids[1]]);
     await request(app).get('/api/app/vid/user/count').query({ vid: 'nope' }).set(user).expect(400);
     await request(app).get('/api/app/vid/user/count').query({ vid: '0123456789abcdef01234567' }).set(user).expect(404);
+  });
+
+  it('when one device registers watches of every video, then its day keeps no more than the free watches (a device cannot fill Redis)', async () => {
+    const device = { 'X-Device-Id': 'watch-filler-1' };
+    for (const vid of ids) await request(app).get('/api/app/vid/user/count').query({ vid }).set(device).expect(200);
+    await request(app).get('/api/app/vid/user/count').set(device).expect(200, { watchCount: 0, totalWatchCount: 10 });
+    expect(await s.redis.sCard(s.keys.watches('g:watch-filler-1', versionFor(new Date(), s.config.businessTimeZone)))).toBe(10);
   });
 
   it('when a user has seen the whole ring, then the response says so instead of looping', async () => {

@@ -14,7 +14,8 @@
  * underpowered step waits, it never passes. A readout whose counts are no rate (negative,
  * fractional, NaN, likes above views) also waits, naming the count.
  * The guards read trusted units only (signed-in users, devices first seen before the step); new
- * devices are reported beside them (`fresh`). Before any verdict but a failure, a sample-ratio
+ * devices are reported beside them (`fresh`); the engagement guards also read signed-in users
+ * alone, where a failure halts too (ids registered ahead cannot mask it). Before any verdict but a failure, a sample-ratio
  * check compares each arm's units with the split asked for: a mismatch (p < 0.001) is no verdict
  * on the ring but a broken sample (docs/design.md, "Made-up devices").
  */
@@ -59,6 +60,8 @@ export interface StepReadout {
   units?: PerArm;
   /** New devices' views and "not interested" (first seen since the step began): reported, not judged. */
   fresh?: { ring: Pick<VariantCounts, 'views' | 'notInterested'>; legacy: Pick<VariantCounts, 'views' | 'notInterested'> };
+  /** Signed-in users' counts alone: their failing engagement guard halts too, whatever devices seen before the step add. */
+  users?: { ring: VariantCounts; legacy: VariantCounts };
 }
 
 /** The sample-ratio check's threshold: units this unlikely under the split asked for are a broken sample. */
@@ -265,14 +268,15 @@ function judgeEngagement(guard: EngagementGuardName, readout: StepReadout, guard
  * unreadable, else `pass`.
  */
 export function judgeStep(readout: StepReadout, guards: StepGuards = DEFAULT_STEP_GUARDS, ringShare?: number): StepJudgement {
-  const tests = Math.max(1, guards.engagement.length);
+  const tests = Math.max(1, guards.engagement.length * (readout.users ? 2 : 1));
   const perTestConfidence = 1 - (1 - guards.confidence) / tests;
   const results = [
     ...OPERATIONAL_GUARDS.map((guard) => judgeOperational(guard, readout, guards)),
     ...guards.engagement.map((guard) => judgeEngagement(guard, readout, guards, perTestConfidence)),
   ];
   const because = (outcomes: GuardOutcome[]) => results.filter((r) => outcomes.includes(r.outcome)).map((r) => `${r.guard}: ${r.reason ?? r.outcome}`);
-  const failed = because(['fail']);
+  const users = readout.users ? guards.engagement.map((guard) => judgeEngagement(guard, { ...readout, ...readout.users }, guards, perTestConfidence)) : [];
+  const failed = [...because(['fail']), ...users.filter((r) => r.outcome === 'fail').map((r) => `${r.guard} among signed-in users: ${r.reason}`)];
   const pending = because(['underpowered', 'unreadable']);
   const ratio = readout.units && ringShare !== undefined ? sampleRatioCheck(readout.units, ringShare) : null;
   const mismatch = ratio?.mismatch

@@ -26,7 +26,7 @@ type RedisCommands = Pick<
   | 'get' | 'set' | 'del' | 'exists' | 'expire' | 'pExpire' | 'pExpireAt' | 'ttl' | 'pTTL' | 'pExpireTime' | 'rename' | 'strLen' | 'mGet'
   | 'hGet' | 'hmGet' | 'hSet' | 'hGetAll' | 'hLen' | 'hExists' | 'hDel' | 'hIncrBy'
   | 'lRange' | 'lLen' | 'rPush'
-  | 'sAdd' | 'sCard' | 'sMembers' | 'sRandMemberCount'
+  | 'sAdd' | 'sRem' | 'sCard' | 'sMembers' | 'sRandMemberCount'
   | 'xAdd' | 'xRevRange'
   | 'evalSha' | 'eval' | 'memoryUsage'
 >;

@@ -51,6 +51,8 @@ export const unitsField = (variant: Variant, percent: number) => `${variant}:uni
 /** An action of a guest device first seen in the hour `firstSeen` (YYYYMMDDHH), beside its count in `variantField`: the judge leaves out devices new to a step. */
 export const freshField = (variant: Variant, event: VariantEvent, firstSeen: string) => `${variant}:${event}:new@${firstSeen}`;
 const FRESH_FIELD = /^(ring|legacy):([a-z-]+):new@(\d{10})$/;
+/** Any guest device's action, beside its count in `variantField`: the judge also reads signed-in users alone. */
+export const guestField = (variant: Variant, event: VariantEvent) => `${variant}:${event}:guest`;
 
 const DAY_MS = 24 * HOUR_MS;
 /** A client's readout hash lives three days: the two before today are read for first successes (lua/readout-admit.lua). */
@@ -90,15 +92,19 @@ const COUNT_OF = Object.fromEntries(Object.entries(STEP_FIELDS).map(([count, eve
 /**
  * A ramp step's readout (R23 over D7): both variants' counts summed over the `hours` hours up to
  * `now`, less the actions of guest devices first seen in the step's start hour or later (`fresh`,
- * reported beside), with the units served at the step's `percent`.
+ * reported beside), with the units served at the step's `percent` and signed-in users' counts alone (`users`).
  */
 export async function readStepReadout(redis: Redis, keys: RedisKeys, now: Date, hours: number, step?: { startedAt: Date; percent: number }): Promise<StepReadout> {
   const readout = emptyReadout();
   const [viewers, units] = [{ ring: 0, legacy: 0 }, { ring: 0, legacy: 0 }];
   const fresh = { ring: { views: 0, notInterested: 0 }, legacy: { views: 0, notInterested: 0 } };
+  const users = emptyReadout();
   for (const hash of await hourHashes(redis, keys, now, hours)) {
     for (const variant of VARIANTS) {
-      for (const [count, event] of Object.entries(STEP_FIELDS) as Array<[keyof VariantCounts, string]>) readout[variant][count] += Number(hash[`${variant}:${event}`] ?? 0);
+      for (const [count, event] of Object.entries(STEP_FIELDS) as Array<[keyof VariantCounts, string]>) {
+        readout[variant][count] += Number(hash[`${variant}:${event}`] ?? 0);
+        users[variant][count] += Number(hash[`${variant}:${event}`] ?? 0) - Number(hash[`${variant}:${event}:guest`] ?? 0);
+      }
       viewers[variant] += Number(hash[variantField(variant, VIEWERS)] ?? 0);
       if (step) units[variant] += Number(hash[unitsField(variant, step.percent)] ?? 0);
     }
@@ -110,7 +116,7 @@ export async function readStepReadout(redis: Redis, keys: RedisKeys, now: Date, 
       if (count === 'views' || count === 'notInterested') fresh[variant as Variant][count] += Number(n);
     }
   }
-  return { ...readout, viewers, ...(step ? { units, fresh } : {}) };
+  return { ...readout, viewers, ...(step ? { units, fresh, users: { ring: users.ring, legacy: users.legacy } } : {}) };
 }
 
 /** The sums over the `hours` hours up to `now` (the current, partial hour included). */

@@ -30,11 +30,16 @@ export class WatchCounter {
     return { watchCount: Math.max(0, this.totalWatch - used), totalWatchCount: this.totalWatch };
   }
 
-  /** Registers a watch of `videoId` today (idempotent per user, video and day). */
+  /**
+   * Registers a watch of `videoId` today (idempotent per user, video and day). Past the free
+   * watches the video is taken out again: a day's set stays within `totalWatch` (a made-up
+   * device cannot store the catalogue), and the count is 0 either way.
+   */
   async register(userKey: string, videoId: string, now = new Date()): Promise<WatchCount> {
     const key = this.key(userKey, now);
     // Pipelined on one connection, so SCARD sees the SADD; no transaction is needed for a count.
-    const [, , used] = await Promise.all([this.redis.sAdd(key, videoId), this.redis.expire(key, KEEP_SECONDS), this.redis.sCard(key)]);
+    const [added, , used] = await Promise.all([this.redis.sAdd(key, videoId), this.redis.expire(key, KEEP_SECONDS), this.redis.sCard(key)]);
+    if (Number(added) > 0 && Number(used) > this.totalWatch) await this.redis.sRem(key, videoId);
     return { watchCount: Math.max(0, this.totalWatch - Number(used)), totalWatchCount: this.totalWatch };
   }
 }

@@ -21,7 +21,7 @@
  * 5xx, degraded, empty; the worker's ramp judges a step on them (R23).
  */
 import { logger } from '@feed/logger';
-import { addVariantStats, admitReadoutAction, freshField, statsHour, unitsField, variantField, VIEWERS, type GuestSight, type Redis, type RedisKeys, type Variant, type VariantEvent, type VariantHealthEvent } from '@feed/storage';
+import { addVariantStats, admitReadoutAction, freshField, guestField, statsHour, unitsField, variantField, VIEWERS, type GuestSight, type Redis, type RedisKeys, type Variant, type VariantEvent, type VariantHealthEvent } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics } from '../metrics';
 
@@ -69,6 +69,7 @@ export class VariantReadout {
     }
     if (admitted <= 0) return;
     this.count(arm.variant, event);
+    if (identity.userId === undefined) this.add(guestField(arm.variant, event));
     if (firstSeen && now.getTime() - firstSeen.getTime() < FRESH_FOR_MS) this.add(freshField(arm.variant, event, statsHour(firstSeen)));
     if (admitted === 1 && event === 'view') {
       this.countHealth(arm.variant, VIEWERS);

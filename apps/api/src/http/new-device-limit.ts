@@ -4,16 +4,25 @@
  * Redis) and past it is answered 429 with Retry-After, before anything is recorded; admitted, the
  * device is recorded (first seen now), so its later requests are never limited, nor are signed-in
  * users'. The address is Express's `req.ip`: the socket's peer unless TRUST_PROXY names the
- * proxies whose X-Forwarded-For is believed. Redis unreachable or past the request's Redis
+ * proxies whose X-Forwarded-For is believed; an IPv6 address counts by its /64 (one subscriber's
+ * least share), an IPv4-mapped one as its IPv4, a forwarded value that is no address as the peer. Redis unreachable or past the request's Redis
  * budget, the request goes on (R17).
  */
 import type { RequestHandler } from 'express';
+import ipaddr from 'ipaddr.js';
 import { AppError } from '@feed/http';
 import { logger } from '@feed/logger';
 import type { NewDeviceLimiter } from '@feed/storage';
 import type { UserHistory } from '../users/user-history';
 import { DEVICE_ID, guestIdentity } from './identity';
 import { budgetOf } from './request-budget';
+
+/** The budget's owner: an IPv4 address, or an IPv6 address's /64 (a host has all of its /64 to cycle through); no address, the peer's. */
+export function addressOwner(ip: string, peer = 'unknown'): string {
+  if (!ipaddr.isValid(ip)) return ipaddr.isValid(peer) ? addressOwner(peer) : 'unknown';
+  const address = ipaddr.process(ip);
+  return address.kind() === 'ipv4' ? address.toString() : `${(address as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`;
+}
 
 export function newDeviceLimit(history: UserHistory, takePoint: NewDeviceLimiter, onLimited: () => void): RequestHandler {
   return async (req, res, next) => {
@@ -25,7 +34,7 @@ export function newDeviceLimit(history: UserHistory, takePoint: NewDeviceLimiter
     let waitMs: number | null;
     try {
       if (await deadline.run(() => history.knownGuest(key), 'device record')) return next();
-      waitMs = await deadline.run(() => takePoint(req.ip ?? 'unknown'), 'new-device limit');
+      waitMs = await deadline.run(() => takePoint(addressOwner(req.ip ?? '', req.socket.remoteAddress)), 'new-device limit');
       if (waitMs === null) await deadline.run(() => history.registerGuest(key), 'device record');
     } catch (err) {
       logger.warn('new device not checked: Redis unavailable', { err: err instanceof Error ? err.message : String(err) });
