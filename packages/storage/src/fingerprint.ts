@@ -5,6 +5,8 @@
  * probability of about 200 / 2^32 ≈ 5e-8 per candidate.
  */
 import { fnv1a32 } from '@feed/domain';
+import { runScript } from './lua-scripts';
+import type { Redis } from './redis-client';
 
 export const FINGERPRINT_BYTES = 4;
 
@@ -27,3 +29,10 @@ export function decodeFingerprints(blob: Buffer | null | undefined): Set<number>
   for (let i = 0; i + FINGERPRINT_BYTES <= blob.length; i += FINGERPRINT_BYTES) set.add(blob.readUInt32BE(i));
   return set;
 }
+
+/** Appends `videoId`'s fingerprint to the bounded list at `key` (newest last, oldest dropped past `max`), expiring in `ttlMs`. */
+export const recordFingerprint = (redis: Redis, key: string, videoId: string, max: number, ttlMs: number): Promise<number> =>
+  runScript<number>(redis, 'record-fingerprint', [key], [fingerprint(videoId), String(max), String(ttlMs)]);
+
+/** Removes `videoId`'s fingerprint from the list at `key`; the number removed. */
+export const removeFingerprint = (redis: Redis, key: string, videoId: string): Promise<number> => runScript<number>(redis, 'remove-fingerprint', [key], [fingerprint(videoId)]);

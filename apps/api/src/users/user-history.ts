@@ -6,7 +6,7 @@
  * hour it was first seen: a made-up device id costs tens of bytes.
  */
 import { READOUT_CLIENT_HOURLY_CAP } from '@feed/domain';
-import { decodeFingerprints, fingerprint, fingerprintNumber, guestSlot, isKnownGuest, readGuest, recordGuestView, registerGuest, runScript, type GuestSight, type Redis, type RedisKeys } from '@feed/storage';
+import { decodeFingerprints, fingerprint, fingerprintNumber, guestSlot, isKnownGuest, readGuest, recordGuestView, recordFingerprint, registerGuest, removeFingerprint, type GuestSight, type Redis, type RedisKeys } from '@feed/storage';
 import { isGuestKey } from '../http/identity';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -34,7 +34,7 @@ export class UserHistory {
 
   /** Appends to one of the user's bounded lists (newest last, oldest dropped past `max`). */
   private append(key: string, videoId: string, max: number, ttlMs: number): Promise<number> {
-    return runScript<number>(this.redis, 'record-fingerprint', [key], [fingerprint(videoId), String(max), String(ttlMs)]);
+    return recordFingerprint(this.redis, key, videoId, max, ttlMs);
   }
 
   private get viewsTtlMs() {
@@ -76,7 +76,7 @@ export class UserHistory {
   }
 
   undoNotInterested(userKey: string, videoId: string): Promise<number> {
-    return runScript<number>(this.redis, 'remove-fingerprint', [this.keys.notInterested(userKey)], [fingerprint(videoId)]);
+    return removeFingerprint(this.redis, this.keys.notInterested(userKey), videoId);
   }
 
   async load(userKey: string): Promise<UserFilter> {
