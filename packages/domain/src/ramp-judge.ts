@@ -1,23 +1,12 @@
 /**
- * SPEC R23, second part: the judge of one ramp step. It reads the step's readout (D7, first
- * successes only, per variant that served the user) and the feed's health per variant, and says
- * pass, fail or wait:
- * - operational guards: the ring's 5xx rate, degradations and empty pages (each over the feed
- *   requests the variant answered) must not exceed legacy's by more than the guard's margin, an
- *   absolute difference of rates (0.005 = half a percentage point), read on the observed rates;
- * - engagement guards: likes, collects and shares per view must not be lower than legacy's, and
- *   "not interested" per view not higher, beyond chance: the pooled two-proportion z-test at the
- *   stated confidence. With several engagement guards the confidence is split over them
- *   (Bonferroni), so an equal V2 halts a step by chance with at most 1 - confidence, not once in
- *   ten steps; each guard's intervals are stated at the confidence it was tested at.
- * No verdict before both variants have `minViews` views and `minRequests` requests: an
- * underpowered step waits, it never passes. A readout whose counts are no rate (negative,
- * fractional, NaN, likes above views) also waits, naming the count.
- * The guards read trusted units only (signed-in users, devices first seen before the step); new
- * devices are reported beside them (`fresh`); the engagement guards also read signed-in users
- * alone, where a failure halts too (ids registered ahead cannot mask it). Before any verdict but a failure, a sample-ratio
- * check compares each arm's units with the split asked for: a mismatch (p < 0.001) is no verdict
- * on the ring but a broken sample (docs/design.md, "Made-up devices").
+ * SPEC R23, second part: the judge of one ramp step. It reads the step's readout (D7) and the
+ * feed's health per variant, and says pass, fail or wait. Operational guards: the ring's 5xx,
+ * degradation and empty-page rates must not exceed legacy's by more than a margin. Engagement
+ * guards: likes, collects and shares per view must not be lower than legacy's, nor "not
+ * interested" higher, beyond chance (a two-proportion z-test, confidence split by Bonferroni).
+ * An underpowered step or an unreadable readout waits, never passes. Guards read trusted units
+ * only, and a sample-ratio check before any verdict but a failure reports a broken sample. The
+ * statistics and their reasons: docs/design.md, "The ramp's judge" and "Made-up devices".
  */
 import { twoProportionTest, twoSidedPValue, isValidSample, type Interval, type ProportionEstimate, type ProportionSample } from './two-proportion';
 

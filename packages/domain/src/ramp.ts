@@ -3,20 +3,11 @@
  * holder's driver calls `advanceRamp` on each check with what it observed (the time, the rollout
  * in force, the step's readout when `rampNeedsReadout` says so); the machine answers with the
  * next state and at most one rollout write. Nothing here reads a clock or a store or checks
- * ranges: the edges' schema (storage's ramp-schema.ts) hands it only values within them.
- *
- * States: `running` (a step's percent in force, its dwell under way), `waiting` (dwell over, too
- * few samples: judged again `recheckMs` later; it never passes underpowered), `halted` (a guard
- * failed: back to the last step that passed, 0 before any), `done` (the last step in force; a
- * step of 100 % is not judged: legacy has no users left to compare with), `paused` (a manual
- * percent, a cleared override, an explicit pause, or the kill switch: a ramp never writes over a
- * human; or a sample-ratio mismatch, alerted, at the step's percent; on-call resumes it or starts anew).
- *
- * A state and its write are stored together in one atomic step over the revisions read
- * (storage's rollout-commit.lua): a step's dwell starts with its write, and a tick or command
- * that lost a race changes nothing. `notices` is an outbox for the audit trail (D6) and alerts:
- * the driver records them once stored, then drops them with `ackNotices` (a crash in between
- * records a notice twice rather than never; `seq` tells).
+ * ranges: storage's ramp-schema.ts does. States: `running`, `waiting` (too few samples; it never
+ * passes underpowered), `halted` (a guard failed), `done`, `paused` (a human acted, or a
+ * sample-ratio mismatch). A state and its write are stored together atomically; `notices` is an
+ * outbox for the audit trail (D6) and alerts, dropped with `ackNotices`. The states in full:
+ * docs/design.md, "The ramp's states".
  */
 import { judgeStep, stepGuards, type StepGuards, type StepJudgement, type StepReadout } from './ramp-judge';
 

@@ -1,23 +1,15 @@
 /**
  * The ring read (SPEC R11, R22) in Redis: one offset per user per version, and the version's
- * immutable queue.
- *
- * Offsets are spread over `offsetBuckets` small hashes per version, each with a hash tag of its
- * own (`recommend:short:offset:{V:b}`), so on a cluster the claims land on every master instead
- * of the one that owns the version's slot. A user's bucket and field come from SHA-1 of the user
- * key: 4 bytes pick the bucket, the next 8 are the field. Eight binary bytes keep a bucket a
- * listpack of ~20 B a user (a "u:<24-hex>" field would cost 28); two users share an offset only
- * when 72+ bits of their hashes collide (fewer than 1 in 10^7 at 10M users a day).
- *
- *  - `claimPositions` (lua/ring-claim.lua) takes the user's next positions and moves the cursor;
- *    no clock is read on the way (R11: no decision compares two machines' clocks);
- *  - `unclaimPositions` (lua/ring-unclaim.lua) gives a claim back when its answer came too late to
- *    be served: exactly its own positions, whatever claims of the user ran since;
- *  - `readOffset` is the read-only peek (one HGET): explain and the inspector;
- *  - `readQueueRange` reads queue positions with the wrap (the API's in-process copy is the usual
- *    source; this is the path until it is loaded).
- * The ids at the claimed positions may come from anywhere that holds the published queue: it
- * never changes once published (a forced rebuild in place gets a new build id in the meta).
+ * immutable queue. Offsets are spread over `offsetBuckets` small hashes per version, each with a
+ * hash tag of its own, so on a cluster claims land on every master; a user's bucket and field
+ * come from SHA-1 of the user key.
+ *  - `claimPositions` (lua/ring-claim.lua) takes the user's next positions and moves the cursor,
+ *    reading no clock (R11);
+ *  - `unclaimPositions` (lua/ring-unclaim.lua) gives back exactly a claim whose answer came too late;
+ *  - `readOffset` is the read-only peek for explain and the inspector;
+ *  - `readQueueRange` reads queue positions with the wrap until the API's in-process copy is loaded.
+ * Bucket and field sizing, and why ids may come from any copy of the queue: docs/design.md,
+ * "Layout at scale".
  */
 import { createHash } from 'node:crypto';
 import { runScript } from './lua-scripts';

@@ -1,18 +1,14 @@
 /**
- * The feed (SPEC R11–R17, V2): which videos a user gets next.
- *
- * One ordered chain of named strategies; a page comes from the first that works:
- *  - `ring`:             the day's ring queue (current version);
- *  - `previous-version`: the ring of the version before it, when current's keys are gone;
- *  - `legacy-set`:       random ids from the legacy set (SRANDMEMBER); the only Redis strategy
- *                        for users outside the rollout;
- *  - `mongo-fallback`:   a random page of recent approved videos from MongoDB, without Redis.
- * A page served by any strategy after the chain's first is a degradation: logged with the
- * reasons of the strategies that failed, and counted in `feed_degradations_total{kind}`.
- * Every call reads the request's budget (request-budget.ts: one Redis deadline, one MongoDB
- * budget), so a stalled Redis costs at most the one, a frozen MongoDB is a 503 within the other,
- * and a ring page that could not be completed gives back the positions it claimed (R11, R17).
- * `peekPage` (HEAD) runs the same chain without claiming or counting anything.
+ * The feed (SPEC R11–R17, V2): which videos a user gets next. One ordered chain of named
+ * strategies; a page comes from the first that works:
+ *  - `ring`: the day's ring queue (current version);
+ *  - `previous-version`: the ring of the version before, when current's keys are gone;
+ *  - `legacy-set`: random legacy ids (the only Redis strategy for users outside the rollout);
+ *  - `mongo-fallback`: a random page of recent approved videos from MongoDB, without Redis.
+ * A page from any strategy after the first is a degradation, logged and counted in
+ * `feed_degradations_total{kind}`. Every call reads the request's budget (request-budget.ts), and
+ * an incomplete ring page gives back its claimed positions (R11, R17). `peekPage` (HEAD) runs the
+ * chain without claiming or counting. Details: docs/design.md, "Degradation".
  */
 import { BLOCK_SIZE, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';

@@ -1,17 +1,12 @@
 /**
  * The API's in-process copies of published queues (SPEC R22): a published queue never changes,
  * so each instance reads it once per version and build, and claims then touch only the user's
- * offset bucket. A copy is 12 bytes a video (the ids' bytes; 12 MB per million videos), loaded in
- * the background in chunks, and used only once verified: every chunk full, and after the last the
- * version complete (VersionStore.completeness) with the length and build id it had before the
- * first (a forced rebuild in place during the load discards it). Until a copy is ready the feed reads
- * the claimed positions from Redis (LRANGE). At most `queueCopiesMax` are kept, together at most
- * `maxBytes` (their share of API_MEMORY_BUDGET_MB), least recently used dropped first: today's,
- * yesterday's (R17's fallback) and one being replaced. A queue larger than `maxBytes` alone is
- * never copied: its positions stay in Redis.
- * Loads are preloads: an instance starts one when its read-state refresh first names a version or
- * build id (`preload`), after a random delay of up to `jitterMs`, so at the daily switch the
- * instances' LRANGEs to the master that owns `{V}` are spread in time, not all at the first miss.
+ * offset bucket. A copy is loaded in the background in chunks and used only once verified against
+ * the version's meta; until then the feed reads claimed positions from Redis. At most
+ * `queueCopiesMax` copies are kept within `maxBytes` (their share of API_MEMORY_BUDGET_MB), least
+ * recently used dropped first: today's, yesterday's (R17's fallback) and one being replaced.
+ * Loads are jittered preloads, so instances do not all hit one master at the daily switch.
+ * Verification, sizing and preload timing: docs/design.md, "Layout at scale".
  */
 import { logger } from '@feed/logger';
 import { VersionStore, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';

@@ -1,24 +1,12 @@
 /**
  * The V2 vs legacy readout (SPEC D7): each page served and each engagement is counted for the
  * variant the user's rollout bucket gives them at that moment (`ring` or `legacy`, whatever
- * strategy actually served: a degraded ring user stays `ring`), in Prometheus counters and in
- * Redis's hourly tally. Redis gets one batch per instance every few seconds, not a write per
- * event; a crash loses at most that batch, which a rate over a day does not notice.
- *
- * An action counts once per first success, as R3 counts it: the callers record a like or collect
- * only when the service made the user's record (a toggled like is one like), a comment only when
- * its Idempotency-Key is new, a user's share only when it made the share record. Views, "not
- * interested" and guests' shares count once per client (user or guest device), video and variant
- * by the client's readout hash in Redis, and every kind of action at most
- * READOUT_CLIENT_HOURLY_CAP times per client and hour (lua/readout-admit.lua): no client moves a
- * verdict by repeating a request. A guest's views are admitted by its device record instead (the
- * same answers; storage's guest-devices.ts), and a guest first seen in the last 48 h has each
- * action counted beside under its first-seen hour, so the ramp's judge can leave out devices new
- * to a step (R23); each client's first counted view of an hour is a unit under the percent in
- * force, the sample-ratio check's counts.
- *
- * Beside engagement, each feed request's health is tallied per variant (`countHealth`): answered,
- * 5xx, degraded, empty; the worker's ramp judges a step on them (R23).
+ * strategy served), in Prometheus counters and in Redis's hourly tally, written in one batch per
+ * instance every few seconds. An action counts once per first success, as R3 counts it, and at
+ * most READOUT_CLIENT_HOURLY_CAP times per client and hour (lua/readout-admit.lua), so no client
+ * moves a verdict by repeating a request. New guest devices are tallied beside so the ramp's
+ * judge can leave them out (R23), and each feed request's health is tallied per variant
+ * (`countHealth`) for the same judge. The counting rules: docs/design.md, "Rollout and audit".
  */
 import { logger } from '@feed/logger';
 import { addVariantStats, admitReadoutAction, freshField, guestField, statsHour, unitsField, variantField, VIEWERS, type GuestSight, type Redis, type RedisKeys, type Variant, type VariantEvent, type VariantHealthEvent } from '@feed/storage';

@@ -1,16 +1,12 @@
 /**
  * The driver of the self-driving rollout ramp (SPEC R23): run by the worker replica that holds
  * the controller's lease, once per check, so exactly one replica drives a ramp; the state is in
- * Redis, so a restart (or another replica taking the lease) resumes where it was.
- *
- * One tick, in order: read the ramp and the rollout in force; when the step is due for judgement,
- * read its readout (D7's hourly hashes); ask the state machine (`advanceRamp`); commit its state
- * and its rollout write in one step over the revisions read (storage's `commit`): a human's
- * command that came first wins and the tick changes nothing, its notices included. Then record
- * the committed notices in the audit trail (each automatic step: start, step started/passed,
- * waiting, halted with reasons, paused on a sample-ratio mismatch, done), raise the halt's or the
- * mismatch's alert, and acknowledge them; a crash between recording and acknowledging records a
- * notice twice rather than never. A stored record this code cannot read is reported (log, `feed_ramp_unreadable`, the inspector) and left alone.
+ * Redis, so a restart or a new lease holder resumes where it was. One tick reads the ramp and
+ * the rollout in force, reads the step's readout (D7) when it is due for judgement, asks the
+ * state machine (`advanceRamp`), and commits its state and rollout write together over the
+ * revisions read, so a human's earlier command wins. It then audits and alerts on the committed
+ * notices and acknowledges them. The tick's order and failure cases: docs/design.md, "The ramp's
+ * driver".
  */
 import { ackNotices, advanceRamp, rampNeedsReadout, rampReadoutHours, type RampNotice, type RampState } from '@feed/domain';
 import type { Logger } from '@feed/logger';
