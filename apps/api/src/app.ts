@@ -113,7 +113,6 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   // Whose X-Forwarded-For names the client (the new-device limit's address); none unless configured.
   app.set('trust proxy', config.trustProxy);
   app.use(requestId((id) => annotateRequestSpan({ 'http.request_id': id })));
-  app.use(requestBudget({ redisMs: config.redisDeadlineMs, mongoMs: config.mongoDeadlineMs }));
   // Latency per route; the access log line only when LOG_LEVEL enables 'http' (winston would
   // otherwise build and discard the line on every request).
   const accessLog = logger.isLevelEnabled('http');
@@ -139,6 +138,8 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     if (hasBody && !req.is('application/json')) return next(unsupportedMediaType(`request body must be application/json, not ${req.header('content-type') ?? 'untyped'}`));
     json(req, res, next);
   });
+  // The budget starts once the request is read (a slow body is bounded by the 408 timeouts, not by it).
+  app.use(requestBudget({ redisMs: config.redisDeadlineMs, mongoMs: config.mongoDeadlineMs }));
   const limitNewDevices = newDeviceLimit(history, newDeviceLimiter(redis, keys, config.newDevicesPerAddress, config.newDevicesWindowS), () => metrics.newDevicesLimited.inc());
   app.use((req, res, next) => (guestOperations.has(`${req.method} ${req.path}`) ? limitNewDevices(req, res, next) : next()));
   // The feed routes first: they take nearly all the traffic.
