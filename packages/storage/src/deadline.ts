@@ -75,7 +75,12 @@ export class MongoBudget {
   async run<T>(call: (signal: AbortSignal) => Promise<T>, what: string): Promise<T> {
     const left = Math.floor(this.endsAt - performance.now());
     if (left <= 0) throw new DeadlineExceededError(`${what} skipped: MongoDB budget of ${this.ms} ms used up`);
-    return withDeadline(call(AbortSignal.timeout(left)), left, what);
+    const signal = AbortSignal.timeout(left);
+    // The driver rejects an aborted operation with the signal's reason, which can come before the
+    // race's own timer: either way the budget ran out, so the caller sees one error (a 503).
+    return withDeadline(call(signal), left, what).catch((err: unknown) => {
+      throw signal.aborted && !(err instanceof DeadlineExceededError) ? new DeadlineExceededError(`${what} timed out after ${left} ms`) : err;
+    });
   }
 }
 

@@ -79,4 +79,10 @@ describe('RequestBudget', () => {
     await expect(budget.mongo.run(call, 'find')).rejects.toThrow(DeadlineExceededError);
     expect(call).not.toHaveBeenCalled();
   });
+
+  it("when the driver rejects with the abort signal's reason before the race's timer, then it is still a deadline error", async () => {
+    const budget = new RequestBudget({ redisMs: 100, mongoMs: 50 });
+    const aborted = budget.mongo.run((signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), 'insert');
+    await expect(aborted).rejects.toThrow(DeadlineExceededError);
+  });
 });
