@@ -58,12 +58,19 @@ export function throttledProxy(target: { host: string; port: number }, bytesPerS
  */
 export async function delayingProxy(target: { host: string; port: number }): Promise<DelayingProxy> {
   const settings = { replyDelayMs: 0 };
-  const lastDue = new WeakMap<net.Socket, number>();
+  // One chain per client: a chunk is written only after the one before it. Timers of different
+  // durations aimed at the same millisecond may fire out of order, and a reordered reply stream
+  // desynchronises the client's parser (a claim whose answer never came, seen under load).
+  const written = new WeakMap<net.Socket, Promise<void>>();
   const running = await proxy(target, (chunk, client) => {
-    const due = Math.max(Date.now() + settings.replyDelayMs, lastDue.get(client) ?? 0);
-    lastDue.set(client, due);
-    if (due <= Date.now()) client.write(chunk);
-    else setTimeout(() => client.write(chunk), due - Date.now());
+    const due = Date.now() + settings.replyDelayMs;
+    const previous = written.get(client) ?? Promise.resolve();
+    written.set(
+      client,
+      previous
+        .then(() => (due > Date.now() ? new Promise<void>((resolve) => setTimeout(resolve, due - Date.now())) : undefined))
+        .then(() => void client.write(chunk)),
+    );
   });
   return Object.assign(settings, running);
 }
