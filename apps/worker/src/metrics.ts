@@ -120,7 +120,7 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
     dependencyUp: declareLabels(
       new Gauge({
         name: 'feed_dependency_up',
-        help: 'Whether a store answered the probe of this scrape within 500 ms (1) or not (0)',
+        help: 'Whether a store answered the probe of this scrape within 250 ms (1) or not (0)',
         labelNames: ['dependency'],
         registers: [registry],
         async collect() {

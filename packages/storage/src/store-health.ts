@@ -15,7 +15,7 @@ export type Store = (typeof STORES)[number];
 /** How long a store must fail every probe before readiness acts on it. */
 export const FAILING_AFTER_MS = 3_000;
 /** Longest a scrape waits for a probe: a store that has not answered by then is reported down. */
-export const SCRAPE_WAIT_MS = 500;
+export const SCRAPE_WAIT_MS = 250;
 
 type Probed = { up: boolean; at: number; failingSince?: number };
 export type StoreStates = Record<Store, 'ok' | 'down'> & { failing: Store[] };
