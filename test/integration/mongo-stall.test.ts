@@ -4,7 +4,9 @@
  * ends within MONGO_DEADLINE_MS: each answer arrives while the server is still stopped (SIGCONT
  * comes after every answer, so a request that waited for the stall would never be answered), a
  * page that could not be completed gives its claimed positions back, HEAD answers GET's status,
- * and documents the instance holds are still served.
+ * and documents the instance holds are still served. Redis is a private server with an ACL user,
+ * a password and TLS (the standalone topology with both on, issue 51 part 1); /readyz is logged
+ * every 0.5 s during the first stall.
  */
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
@@ -14,6 +16,8 @@ import { demoVideo } from '@feed/demo-data';
 import { closeRedis, connectMongo, connectRedis, createRedisKeys, deleteKeysWithPrefix, videoModel, type MongoHandle, type Redis } from '@feed/storage';
 import { freePort, startMongoProcess, waitUntil, type Managed } from '../../tools/support/processes';
 import { bearer, offsetOf, publishQueue, setOffset } from '../support/feed-fixtures';
+import { sampleReadiness } from '../support/page-readers';
+import { makeCertificates, secureEnv, startSecureRedis, type SecureRedis } from '../support/redis-tls';
 
 const VERSION = '20260801';
 const MONGO_DEADLINE_MS = 500;
@@ -23,6 +27,8 @@ const prefix = `mstall:${randomBytes(3).toString('hex')}:`;
 const keys = createRedisKeys(prefix);
 
 let mongoServer: Managed;
+let secure: SecureRedis;
+let redisServer: Awaited<ReturnType<typeof startSecureRedis>>;
 let mongo: MongoHandle;
 let redis: Redis;
 let client: Redis;
@@ -35,10 +41,13 @@ beforeAll(async () => {
   const port = await freePort();
   mongoServer = await startMongoProcess(port);
   const mongoUrl = `mongodb://127.0.0.1:${port}/mongo_stall`;
+  secure = { tls: makeCertificates(), password: 'mongo-stall-redis-secret' };
+  redisServer = await startSecureRedis(secure);
   const config = loadConfig({
     NODE_ENV: 'test',
     MONGO_URL: mongoUrl,
-    REDIS_URL: process.env.TEST_REDIS_URL!,
+    REDIS_URL: redisServer.url,
+    ...secureEnv(secure),
     REDIS_KEY_PREFIX: prefix,
     MONGO_DEADLINE_MS: String(MONGO_DEADLINE_MS),
     // Long enough that the documents of served pages are still held at the second stall.
@@ -65,6 +74,8 @@ afterAll(async () => {
   if (client) await deleteKeysWithPrefix(client, prefix);
   await Promise.all([redis && closeRedis(redis), client && closeRedis(client), mongo?.close()]);
   await mongoServer.stop('SIGKILL');
+  await redisServer?.stop();
+  secure?.tls.remove();
 });
 
 const device = (name: string) => ({ 'X-Device-Id': `${name}-${prefix.slice(7, 13)}` });
@@ -91,6 +102,7 @@ describe('a frozen MongoDB (SIGSTOP)', () => {
   it('when MongoDB is stopped, then first pages of new devices are 503 within the budget, HEAD says the same, no offset moves, readiness says MongoDB is down; after SIGCONT all is normal', async () => {
     const devices = ['first-a', 'first-b', 'first-c', 'first-d'];
     await waitUntil('ready (warm) before the stall', async () => (await call('GET', '/readyz', {})).status === 200, 15_000);
+    const readiness = sampleReadiness({ api: base });
     mongoServer.child.kill('SIGSTOP');
     const stalled = await Promise.all(devices.map((name) => page(device(name))));
     const heads = await Promise.all(devices.map((name) => page(device(name), 'HEAD')));
@@ -114,6 +126,7 @@ describe('a frozen MongoDB (SIGSTOP)', () => {
 
     // After the stall: each device's first page is the ring's start, as if nothing had happened.
     await waitUntil('ready after the stall', async () => (await call('GET', '/readyz', {})).status === 200, 15_000);
+    console.log(`MongoDB stopped, then resumed:\n${await readiness.stop()}`);
     // The like answered 503 was cut at the budget (its socket closed): if its write reached MongoDB,
     // it lands once MongoDB resumes and the service counts its first success for D7 then; the
     // client's retry finds it made (or makes it). Either way the readout counts one like.

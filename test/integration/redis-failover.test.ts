@@ -7,25 +7,27 @@
  * Then both /readyz say ready with Redis ok, and the controller (through BullMQ) rebuilds a
  * current queue deleted after the failover. No restart of either process. The same for a primary
  * and its replica behind three Sentinels (the third topology): primary SIGKILLed, back as replica.
+ * Both with an ACL user, passwords and TLS on every node, cluster bus, replication and Sentinel
+ * included (issue 51 part 1; plain Redis is the rest of the suite's). /readyz is logged every 0.5 s
+ * during each fault. Ports: blocks in CHILD_PORT_RANGE.
  */
 import { spawnSync } from 'node:child_process';
 import mongoose, { type Connection } from 'mongoose';
 import { versionFor } from '@feed/domain';
 import { createRedisKeys, videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
-import { tsx, waitUntil, type Managed } from '../../tools/support/processes';
+import { freePortBlock, tsx, waitUntil, type Managed } from '../../tools/support/processes';
 import { startTestDeployable } from '../support/deployables';
 import { startLocalCluster, type LocalCluster } from '../support/redis-cluster';
 import { SENTINEL_MASTER, startLocalSentinels, type LocalSentinels } from '../support/redis-sentinel';
 import { testMongoUrl } from '../support/mongo';
-import { readThrough, type Reading } from '../support/page-readers';
+import { readThrough, sampleReadiness, type Reading } from '../support/page-readers';
+import { makeCertificates, secureEnv, type SecureRedis } from '../support/redis-tls';
 
 /** Ring pages again within this long of the cluster saying cluster_state:ok (SPEC R22: "within seconds"). */
 const HEAL_BOUND_MS = 5_000;
-const BASE_PORT = 7460;
-const SENTINEL_BASE_PORT = 7480;
-const available = ['redis-server', 'redis-cli'].every((tool) => spawnSync(tool, ['--version']).status === 0);
-if (!available && process.env.CI) throw new Error('redis-server/redis-cli not installed: the Redis failover tests are required under CI');
+const available = ['redis-server', 'redis-cli'].every((tool) => spawnSync(tool, ['--version']).status === 0) && spawnSync('openssl', ['version']).status === 0;
+if (!available && process.env.CI) throw new Error('redis-server/redis-cli/openssl not installed: the Redis failover tests are required under CI');
 /** `it` when redis-server is installed, `it.skip` otherwise. */
 const clusterIt = available ? it : it.skip;
 
@@ -40,6 +42,7 @@ const VIDEOS = 1000;
 const keys = createRedisKeys();
 const mongoUrl = testMongoUrl('failover');
 let mongo: Connection;
+let secure: SecureRedis;
 const running: Managed[] = [];
 let api: string;
 let worker: string;
@@ -48,9 +51,11 @@ const today = versionFor(new Date(), 'Asia/Shanghai');
 beforeAll(async () => {
   mongo = await mongoose.createConnection(mongoUrl).asPromise();
   await seedVideos(videoModel(mongo), { videos: VIDEOS, fresh: 10 });
+  if (available) secure = { tls: makeCertificates(), password: 'failover-data-secret', sentinelPassword: 'failover-sentinel-secret' };
 }, 60_000);
 
 afterAll(async () => {
+  secure?.tls.remove();
   await mongo.dropDatabase();
   await mongo.close();
 });
@@ -84,9 +89,11 @@ async function readAcross(what: string, fault: () => Promise<number>): Promise<R
   let healedAt: number | undefined;
   // The queue holds every seeded video: a device served more than that has wrapped (R11).
   const reading = readThrough(api, { clients: 8, wrapAfter: VIDEOS, until: () => healedAt !== undefined && performance.now() > healedAt + HEAL_BOUND_MS + 3_000 });
+  const readiness = sampleReadiness({ api, worker });
   const faultStarted = performance.now();
   healedAt = await fault();
   const result = await reading;
+  console.info(`failover ${what}:\n${await readiness.stop()}`);
   const late = result.pages.filter((p) => p.at > healedAt! + HEAL_BOUND_MS);
   const lastNonRing = result.pages.filter((p) => p.version !== today).at(-1);
   console.info(
@@ -105,12 +112,13 @@ const expectHealed = (result: Reading & { healedAt: number }) => {
   expect(result.pages.filter((p) => p.at > result.healedAt + HEAL_BOUND_MS && p.version !== today).length).toBe(0);
 };
 
-describe('a Redis Cluster failing over under the API and the worker (R22)', () => {
+describe('a Redis Cluster with an ACL user, passwords and TLS failing over under the API and the worker (R22, issue 51)', () => {
   let cluster: LocalCluster;
   beforeAll(async () => {
     if (!available) return;
-    cluster = await startLocalCluster(BASE_PORT, { replicas: 1, nodeTimeoutMs: 2000, busOffset: 10 });
-    await startService({ REDIS_CLUSTER_NODES: cluster.nodes.join(',') });
+    // Six nodes from the base, their cluster bus ports 10 above.
+    cluster = await startLocalCluster(await freePortBlock(16), { replicas: 1, nodeTimeoutMs: 2000, busOffset: 10, secure });
+    await startService({ REDIS_CLUSTER_NODES: cluster.nodes.join(','), ...secureEnv(secure) });
   }, 240_000);
 
   afterAll(async () => {
@@ -167,12 +175,13 @@ describe('a Redis Cluster failing over under the API and the worker (R22)', () =
   }, 120_000);
 });
 
-describe('a primary behind Redis Sentinel failing over under the API and the worker (R22)', () => {
+describe('a primary behind Redis Sentinels, with an ACL user, passwords and TLS on both, failing over under the API and the worker (R22, issue 51)', () => {
   let sentinels: LocalSentinels;
   beforeAll(async () => {
     if (!available) return;
-    sentinels = await startLocalSentinels(SENTINEL_BASE_PORT);
-    await startService({ REDIS_SENTINELS: sentinels.sentinels.join(','), REDIS_SENTINEL_MASTER: SENTINEL_MASTER });
+    // Data nodes on the base and the next port, Sentinels 10-12 above.
+    sentinels = await startLocalSentinels(await freePortBlock(13), secure);
+    await startService({ REDIS_SENTINELS: sentinels.sentinels.join(','), REDIS_SENTINEL_MASTER: SENTINEL_MASTER, ...secureEnv(secure) });
   }, 240_000);
 
   afterAll(async () => {

@@ -1,6 +1,7 @@
 /**
  * Guests reading feed pages from a running API while a test does something to its stores: what
- * each page was (ring version or not), every failed answer, every position served twice.
+ * each page was (ring version or not), every failed answer, every position served twice. And
+ * `sampleReadiness`: what /readyz said every 0.5 s meanwhile, for the test's log.
  */
 import { randomBytes } from 'node:crypto';
 
@@ -67,4 +68,41 @@ export async function readThrough(api: string, options: ReadOptions): Promise<Re
     }
   }
   return { pages, errors, servedTwice };
+}
+
+/**
+ * Asks each deployable's /readyz every `everyMs` (1 s timeout) until `stop` (at most `maxMs`), which resolves with
+ * one line per deployable: its answers in runs, e.g. `api 200 ready redis=ok x4, 200 degraded redis=down x3`.
+ */
+export function sampleReadiness(bases: Record<string, string>, everyMs = 500, maxMs = 180_000): { stop(): Promise<string> } {
+  const seen = new Map<string, Array<{ said: string; times: number }>>(Object.keys(bases).map((name) => [name, []]));
+  let stopped = false;
+  const ask = async (base: string) => {
+    try {
+      const res = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(1_000) });
+      const body = (await res.json()) as Record<string, string>;
+      return `${res.status} ${body.status} redis=${body.redis} mongo=${body.mongo}`;
+    } catch (err) {
+      return (err as Error).name === 'TimeoutError' ? 'no answer in 1 s' : `error ${String((err as { cause?: { code?: string } }).cause?.code ?? err)}`;
+    }
+  };
+  const sampling = (async () => {
+    for (const end = performance.now() + maxMs; !stopped && performance.now() < end; ) {
+      const started = performance.now();
+      const said = await Promise.all(Object.values(bases).map(ask));
+      for (const [i, name] of Object.keys(bases).entries()) {
+        const runs = seen.get(name)!;
+        if (runs.at(-1)?.said === said[i]) runs.at(-1)!.times++;
+        else runs.push({ said: said[i], times: 1 });
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, everyMs - (performance.now() - started))));
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await sampling;
+      return [...seen].map(([name, runs]) => `/readyz ${name} every ${everyMs} ms: ${runs.map((r) => `${r.said} x${r.times}`).join(', ')}`).join('\n');
+    },
+  };
 }

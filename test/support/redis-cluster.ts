@@ -1,13 +1,15 @@
 /**
  * A real Redis Cluster on loopback, from Debian's redis-server, for the cluster tests: 3 masters,
  * optionally each with a replica (the failover tests kill, restart and fail over nodes). Nodes run
- * in the foreground as child processes and are stopped by pid.
+ * in the foreground as child processes and are stopped by pid. With `secure`, every node serves TLS
+ * only (client, replication and cluster bus) and wants the ACL user's or the default password.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { cliFlags, credentialArgs, type SecureRedis } from './redis-tls';
 
 const run = promisify(execFile);
 
@@ -18,6 +20,8 @@ export interface ClusterOptions {
   nodeTimeoutMs?: number;
   /** The cluster bus port is the node's port plus this (default Redis's 10000). */
   busOffset?: number;
+  /** TLS and credentials on every node (redis-tls.ts). */
+  secure?: SecureRedis;
 }
 
 export interface LocalCluster {
@@ -39,7 +43,6 @@ export interface LocalCluster {
 
 /** redis-cli against the server on `port`; its output trimmed. */
 export const redisCli = (port: number, ...args: string[]) => run('redis-cli', ['-p', String(port), ...args]).then((r) => r.stdout.trim());
-const cli = redisCli;
 
 /** Signals a child process and resolves once it has exited (at once when it already has). */
 export const stopChild = (p: ChildProcess, signal: NodeJS.Signals) =>
@@ -51,11 +54,10 @@ export const stopChild = (p: ChildProcess, signal: NodeJS.Signals) =>
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function waitForPing(port: number): Promise<void> {
+async function waitForPing(port: number, flags: string[] = []): Promise<void> {
   for (let attempt = 0; attempt < 100; attempt++) {
     try {
-      const { stdout } = await run('redis-cli', ['-p', String(port), 'ping']);
-      if (stdout.trim() === 'PONG') return;
+      if ((await redisCli(port, ...flags, 'ping')) === 'PONG') return;
     } catch {
       // not up yet
     }
@@ -68,13 +70,18 @@ export async function startLocalCluster(basePort: number, options: ClusterOption
   const dir = mkdtempSync(path.join(os.tmpdir(), 'feed-cluster-'));
   const ports = Array.from({ length: 3 * (1 + (options.replicas ?? 0)) }, (_, i) => basePort + i);
   const processes = new Map<number, ChildProcess>();
+  const { secure } = options;
+  const flags = cliFlags(secure?.tls, secure?.password);
+  const cli = (port: number, ...args: string[]) => redisCli(port, ...flags, ...args);
+  const listen = (port: number) => (secure ? ['--port', '0', '--tls-port', String(port), ...secure.tls.serverArgs, '--tls-cluster', 'yes', '--tls-replication', 'yes', ...credentialArgs(secure.password)] : ['--port', String(port)]);
   const start = (port: number) =>
     processes.set(
       port,
       spawn(
         'redis-server',
         [
-          ...['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, `nodes-${port}.conf`), '--save', '', '--appendonly', 'no', '--dir', dir],
+          ...listen(port),
+          ...['--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, `nodes-${port}.conf`), '--save', '', '--appendonly', 'no', '--dir', dir],
           ...(options.nodeTimeoutMs ? ['--cluster-node-timeout', String(options.nodeTimeoutMs)] : []),
           ...(options.busOffset ? ['--cluster-port', String(port + options.busOffset)] : []),
         ],
@@ -98,8 +105,8 @@ export async function startLocalCluster(basePort: number, options: ClusterOption
   };
   for (const port of ports) start(port);
   try {
-    await Promise.all(ports.map(waitForPing));
-    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(options.replicas ?? 0), '--cluster-yes']);
+    await Promise.all(ports.map((port) => waitForPing(port, flags)));
+    await run('redis-cli', [...flags, '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(options.replicas ?? 0), '--cluster-yes']);
     await untilOk(10_000);
     // Replicas in sync before any test kills their master.
     for (const port of ports) {
@@ -119,14 +126,14 @@ export async function startLocalCluster(basePort: number, options: ClusterOption
     async masterOf(key: string) {
       const [any] = live();
       const slot = Number(await cli(any, 'cluster', 'keyslot', key));
-      const slots = JSON.parse(await run('redis-cli', ['-p', String(any), '--json', 'cluster', 'slots']).then((r) => r.stdout)) as Array<[number, number, [string, number]]>;
+      const slots = JSON.parse(await cli(any, '--json', 'cluster', 'slots')) as Array<[number, number, [string, number]]>;
       const range = slots.find(([from, to]) => from <= slot && slot <= to)!;
       return range[2][1];
     },
     kill: (port: number) => kill(port),
     async restart(port: number) {
       start(port);
-      await waitForPing(port);
+      await waitForPing(port, flags);
     },
     untilOk,
     stop,

@@ -1,12 +1,15 @@
 /**
  * Certificates for Redis TLS tests, made with openssl in a temporary folder: a CA, a server
  * certificate it signs for 127.0.0.1 and localhost, and a second CA that signed nothing here
- * (a client trusting only it must refuse the server).
+ * (a client trusting only it must refuse the server). `SecureRedis`: such certificates with an ACL
+ * user and passwords, as the failover, rolling-deploy and stall tests run their Redis (issue 51 part 1).
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import { freePort, startProcess, waitUntil } from '../../tools/support/processes';
 
 export interface TestCertificates {
   dir: string;
@@ -38,4 +41,38 @@ export function makeCertificates(): TestCertificates {
     serverArgs: ['--tls-cert-file', file('redis.crt'), '--tls-key-file', file('redis.key'), '--tls-ca-cert-file', file('ca.crt'), '--tls-auth-clients', 'no'],
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/** TLS only, an ACL user `feed` and the default user with `password` (replicas log in with it); `sentinelPassword`: the Sentinels'. */
+export interface SecureRedis {
+  tls: TestCertificates;
+  password: string;
+  sentinelPassword?: string;
+}
+
+/** redis-server flags of a data node's credentials: requirepass, masterauth, the ACL user `feed`. */
+export const credentialArgs = (password: string) => ['--requirepass', password, '--masterauth', password, '--user', 'feed', 'on', `>${password}`, '~*', '&*', '+@all'];
+
+/** redis-cli flags for a node with `password` and, with `tls`, TLS. */
+export const cliFlags = (tls: TestCertificates | undefined, password: string | undefined) => [...(tls ? ['--tls', '--cacert', tls.ca] : []), ...(password ? ['-a', password, '--no-auth-warning'] : [])];
+
+/** The deployables' settings for `secure`: the ACL user, its password, TLS with the CA; the Sentinels' password and TLS when they have one. */
+export const secureEnv = (secure: SecureRedis): Record<string, string> => ({
+  REDIS_USERNAME: 'feed',
+  REDIS_PASSWORD: secure.password,
+  REDIS_TLS: 'true',
+  REDIS_TLS_CA_FILE: secure.tls.ca,
+  ...(secure.sentinelPassword && { REDIS_SENTINEL_PASSWORD: secure.sentinelPassword, REDIS_SENTINEL_TLS: 'true' }),
+});
+
+/** A redis-server of the test's own on a free port (CHILD_PORT_RANGE), TLS only with `secure`'s credentials, answering PING; its URL without credentials. */
+export async function startSecureRedis(secure: SecureRedis): Promise<{ port: number; url: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const server = startProcess(['--port', '0', '--tls-port', String(port), ...secure.tls.serverArgs, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...credentialArgs(secure.password)], {}, 'redis-server');
+  const ping = () => promisify(execFile)('redis-cli', ['-p', String(port), ...cliFlags(secure.tls, secure.password), 'ping']).then((r) => r.stdout.trim() === 'PONG');
+  await waitUntil(`TLS redis on ${port}`, ping, 10_000).catch(async (err: unknown) => {
+    await server.stop('SIGKILL');
+    throw new Error(`${String(err)}: ${server.output.join('').slice(-1000)}`);
+  });
+  return { port, url: `redis://127.0.0.1:${port}`, stop: () => server.stop() };
 }

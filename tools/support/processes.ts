@@ -34,6 +34,16 @@ export async function freePort(): Promise<number> {
   throw new Error(`no free port in ${CHILD_PORTS.from}-${CHILD_PORTS.to}`);
 }
 
+/** The first of `span` consecutive ports free on 127.0.0.1 now (a Redis Cluster or Sentinel set-up numbered from a base), in CHILD_PORTS. */
+export async function freePortBlock(span: number): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const base = CHILD_PORTS.from + Math.floor(Math.random() * (CHILD_PORTS.to - CHILD_PORTS.from - span));
+    const free = await Promise.all(Array.from({ length: span }, (_, i) => canListen(base + i)));
+    if (free.every(Boolean)) return base;
+  }
+  throw new Error(`no ${span} free ports in a row in ${CHILD_PORTS.from}-${CHILD_PORTS.to}`);
+}
+
 /**
  * A port nothing else can take while it is held: every connection to it is reset, as to a server
  * that is down. A free port left unheld can be taken by a parallel test's server in the meantime.
