@@ -4,7 +4,8 @@
  * endpoints a load balancer would route to. The balancer adds an instance once its /readyz says
  * 200 (scale-out) and keeps routing to a SIGTERMed one for the propagation delay (Kubernetes:
  * seconds). Every failed request is counted, and each user's served videos must be the queue's
- * positions in order: none served twice, none skipped.
+ * positions in order: none served twice, none skipped. Redis is a private TLS-only server with an
+ * ACL user and a password (issue 51 part 1); each instance's /readyz is logged every 0.5 s.
  */
 import { videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
@@ -12,6 +13,7 @@ import { versionFor } from '@feed/domain';
 import { exited, tsx, waitUntil } from '../../tools/support/processes';
 import { bearer, publishQueue } from '../support/feed-fixtures';
 import { startTestDeployable, type TestDeployable } from '../support/deployables';
+import { sampleReadiness } from '../support/page-readers';
 import { useTestServices } from '../support/services';
 
 const VERSION = versionFor(new Date(), 'Asia/Shanghai');
@@ -19,7 +21,8 @@ const CLIENTS = 20;
 const PAGE = 5;
 /** Each client's pause between its requests: load enough to keep every instance busy, on a shared machine. */
 const PACE_MS = 40;
-const s = useTestServices('rolling');
+const s = useTestServices('rolling', {}, { secureRedis: true });
+const readiness: Array<ReturnType<typeof sampleReadiness>> = [];
 let queue: string[];
 
 beforeAll(async () => {
@@ -34,8 +37,11 @@ beforeEach(async () => {
 
 /** An API instance, started with the defaults (SHUTDOWN_DELAY_MS 5 s) and ready: /readyz 200. A busy machine must not turn a slow Redis answer into a fallback page (as in useTestServices). */
 async function startInstance(): Promise<TestDeployable> {
-  const api = await startTestDeployable(tsx('apps/api/src/main.ts'), { prefix: s.prefix, mongoUrl: s.config.mongoUrl! }, { LOG_LEVEL: 'warn', REDIS_DEADLINE_MS: '5000' }, { until: '/readyz', startupMs: 120_000 });
+  const api = await startTestDeployable(tsx('apps/api/src/main.ts'), { prefix: s.prefix, mongoUrl: s.config.mongoUrl! }, { ...s.redisEnv, LOG_LEVEL: 'warn', REDIS_DEADLINE_MS: '5000' }, { until: '/readyz', startupMs: 120_000 });
   s.disposeAfter(() => api.process.stop('SIGKILL'));
+  const sampler = sampleReadiness({ [`instance ${readiness.length + 1} (${api.base})`]: api.base });
+  readiness.push(sampler);
+  s.disposeAfter(() => sampler.stop());
   return api;
 }
 
@@ -131,6 +137,7 @@ describe('scaling and rolling restarts under load (D4)', () => {
     // Scale-in to one.
     await scaleIn(endpoints, load, replacements[0], 3_000);
     const requests = await load.stop();
+    console.log((await Promise.all(readiness.map((r) => r.stop()))).join('\n'));
     const failedAt = (api: TestDeployable) => load.failures.filter((f) => f.startsWith(api.base)).length;
     console.log(
       `rolling restart: ${load.failures.length} failed of ${requests} requests; SIGTERMed with 3 s propagation: ${failedAt(initial[0]) + failedAt(replacements[0])} failed of ${(load.perInstance.get(initial[0].base) ?? 0) + (load.perInstance.get(replacements[0].base) ?? 0)}; with none: ${failedAt(initial[1])} failed of ${load.perInstance.get(initial[1].base)}`,

@@ -1,12 +1,14 @@
 /**
  * Test access to the real services: Redis, with a key prefix of its own per test (deleted after
  * it), and the MongoDB of the run (global setup), with a database per test file (dropped after).
+ * With `secureRedis`, Redis is a private TLS-only server with an ACL user instead (issue 51 part 1).
  */
 import { randomBytes } from 'node:crypto';
 import mongoose, { type Connection } from 'mongoose';
 import { loadConfig, type Config } from '@feed/config';
 import { connectRedis, createRedisKeys, deleteKeysWithPrefix, type Redis, type RedisKeys } from '@feed/storage';
 import { testMongoUrl } from './mongo';
+import { makeCertificates, secureEnv, startSecureRedis, type SecureRedis } from './redis-tls';
 
 export interface TestServices {
   /** The key prefix of the running test (outside a test: the file's). */
@@ -16,6 +18,8 @@ export interface TestServices {
   config: Config;
   redis: Redis;
   mongo: Connection;
+  /** REDIS_URL and, with `secureRedis`, the credentials and TLS settings: a deployable's env on these services. */
+  redisEnv: Record<string, string>;
   /** Runs `dispose` after the running test, before its keys are deleted (also when it fails). */
   disposeAfter(dispose: () => unknown): void;
 }
@@ -27,11 +31,11 @@ export interface TestServices {
  * then that prefix's keys are deleted. Whatever holds the config (an app, a queue) is built in
  * `beforeEach`. The connections and the database are the file's: seed MongoDB in `beforeAll`.
  */
-export function useTestServices(name: string, env: Record<string, string> = {}): TestServices {
+export function useTestServices(name: string, env: Record<string, string> = {}, options: { secureRedis?: boolean } = {}): TestServices {
   const filePrefix = `test:${name}:${process.pid}:${randomBytes(3).toString('hex')}:`;
-  const fileConfig = loadConfig({
+  const configOn = (redisEnv: Record<string, string>) => loadConfig({
     NODE_ENV: 'test',
-    REDIS_URL: process.env.TEST_REDIS_URL!,
+    ...redisEnv,
     MONGO_URL: testMongoUrl(name),
     REDIS_KEY_PREFIX: filePrefix,
     // The read path's Redis deadline is the subject of the fault tests only (they set their own):
@@ -41,13 +45,23 @@ export function useTestServices(name: string, env: Record<string, string> = {}):
     MONGO_DEADLINE_MS: '10000',
     ...env,
   });
+  let fileConfig = configOn({ REDIS_URL: process.env.TEST_REDIS_URL! });
+  let secure: { settings: SecureRedis; server?: Awaited<ReturnType<typeof startSecureRedis>> } | undefined;
   const disposals: Array<() => unknown> = [];
   let tests = 0;
   const s = { disposeAfter: (dispose: () => unknown) => void disposals.push(dispose) } as TestServices;
+  s.redisEnv = { REDIS_URL: process.env.TEST_REDIS_URL! };
   const moveTo = (prefix: string) => Object.assign(s, { prefix, keys: createRedisKeys(prefix), config: { ...fileConfig, redisKeyPrefix: prefix } });
   moveTo(filePrefix);
 
   beforeAll(async () => {
+    if (options.secureRedis) {
+      secure = { settings: { tls: makeCertificates(), password: `${name}-redis-secret` } };
+      secure.server = await startSecureRedis(secure.settings);
+      s.redisEnv = { REDIS_URL: secure.server.url, ...secureEnv(secure.settings) };
+      fileConfig = configOn(s.redisEnv);
+      moveTo(filePrefix);
+    }
     s.redis = await connectRedis(fileConfig);
     s.mongo = await mongoose.createConnection(fileConfig.mongoUrl!).asPromise();
   });
@@ -63,6 +77,8 @@ export function useTestServices(name: string, env: Record<string, string> = {}):
     await s.redis.close();
     await s.mongo.dropDatabase();
     await s.mongo.close();
+    await secure?.server?.stop();
+    secure?.settings.tls.remove();
   });
   return s;
 }
