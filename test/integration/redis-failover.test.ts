@@ -8,7 +8,8 @@
  * current queue deleted after the failover. No restart of either process. The same for a primary
  * and its replica behind three Sentinels (the third topology): primary SIGKILLed, back as replica.
  * Both with an ACL user, passwords and TLS on every node, cluster bus, replication and Sentinel
- * included (issue 51 part 1; plain Redis is the rest of the suite's). /readyz is logged every 0.5 s
+ * included, the certificate naming a host, not 127.0.0.1 (REDIS_TLS_SERVERNAME; issue 51 part 1;
+ * plain Redis is the rest of the suite's). /readyz is logged every 0.5 s
  * during each fault. Ports: blocks in CHILD_PORT_RANGE.
  */
 import { spawnSync } from 'node:child_process';
@@ -39,6 +40,7 @@ const clusterIt = available ? it : it.skip;
  */
 const SERVICE_ENV = { LOG_LEVEL: 'warn', CURRENT_CACHE_MS: '1000', REDIS_DEADLINE_MS: '1000', MONGO_DEADLINE_MS: '5000' };
 const VIDEOS = 1000;
+const SERVER_NAME = 'redis.feed.test';
 const keys = createRedisKeys();
 const mongoUrl = testMongoUrl('failover');
 let mongo: Connection;
@@ -51,7 +53,8 @@ const today = versionFor(new Date(), 'Asia/Shanghai');
 beforeAll(async () => {
   mongo = await mongoose.createConnection(mongoUrl).asPromise();
   await seedVideos(videoModel(mongo), { videos: VIDEOS, fresh: 10 });
-  if (available) secure = { tls: makeCertificates(), password: 'failover-data-secret', sentinelPassword: 'failover-sentinel-secret' };
+  // A certificate for a host name only: every connection (reconnects to promoted nodes too) must send REDIS_TLS_SERVERNAME.
+  if (available) secure = { tls: makeCertificates(SERVER_NAME), serverName: SERVER_NAME, password: 'failover-data-secret', sentinelPassword: 'failover-sentinel-secret' };
 }, 60_000);
 
 afterAll(async () => {
@@ -71,6 +74,8 @@ async function startService(env: Record<string, string>): Promise<void> {
   await waitUntil('a first ring page', async () => (await readThrough(api, { clients: 1, pages: 1 })).pages[0]?.version === today, 120_000).catch((err: unknown) => {
     throw new Error(`${String(err)}; their output: ${running.map((p) => p.output.join('').slice(-3000)).join('\n---\n')}`);
   });
+  // Ready as a balancer would have seen them before any fault (an API is warming until /readyz is first asked).
+  await waitUntil('both /readyz ready with Redis ok before the faults', bothReady, 60_000);
 }
 
 const stopService = () => Promise.all(running.splice(0).map((p) => p.stop('SIGKILL')));

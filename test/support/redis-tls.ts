@@ -23,14 +23,15 @@ export interface TestCertificates {
   remove(): void;
 }
 
-export function makeCertificates(): TestCertificates {
+/** With `serverName`, the server certificate names only that host (not 127.0.0.1): a client must send it (REDIS_TLS_SERVERNAME). */
+export function makeCertificates(serverName?: string): TestCertificates {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'feed-redis-tls-'));
   const file = (name: string) => path.join(dir, name);
   const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
   const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   for (const ca of ['ca', 'other-ca']) openssl('req', '-x509', '-new', ...newKey, '-keyout', file(`${ca}.key`), '-out', file(`${ca}.crt`), '-days', '2', '-subj', `/CN=feed-test-${ca}`);
-  openssl('req', '-new', ...newKey, '-keyout', file('redis.key'), '-out', file('redis.csr'), '-subj', '/CN=localhost');
-  writeFileSync(file('ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  openssl('req', '-new', ...newKey, '-keyout', file('redis.key'), '-out', file('redis.csr'), '-subj', `/CN=${serverName ?? 'localhost'}`);
+  writeFileSync(file('ext'), `subjectAltName=${serverName ? `DNS:${serverName}` : 'IP:127.0.0.1,DNS:localhost'}\n`);
   openssl('x509', '-req', '-in', file('redis.csr'), '-CA', file('ca.crt'), '-CAkey', file('ca.key'), '-CAcreateserial', '-out', file('redis.crt'), '-days', '2', '-extfile', file('ext'));
   return {
     dir,
@@ -46,6 +47,8 @@ export function makeCertificates(): TestCertificates {
 /** TLS only, an ACL user `feed` and the default user with `password` (replicas log in with it); `sentinelPassword`: the Sentinels'. */
 export interface SecureRedis {
   tls: TestCertificates;
+  /** The name the certificate was made for (makeCertificates' `serverName`): REDIS_TLS_SERVERNAME. */
+  serverName?: string;
   password: string;
   sentinelPassword?: string;
 }
@@ -62,6 +65,7 @@ export const secureEnv = (secure: SecureRedis): Record<string, string> => ({
   REDIS_PASSWORD: secure.password,
   REDIS_TLS: 'true',
   REDIS_TLS_CA_FILE: secure.tls.ca,
+  ...(secure.serverName && { REDIS_TLS_SERVERNAME: secure.serverName }),
   ...(secure.sentinelPassword && { REDIS_SENTINEL_PASSWORD: secure.sentinelPassword, REDIS_SENTINEL_TLS: 'true' }),
 });
 
