@@ -17,7 +17,7 @@ import { closeRedis, connectMongo, connectRedis, createRedisKeys, deleteKeysWith
 import { freePort, startMongoProcess, waitUntil, type Managed } from '../../tools/support/processes';
 import { bearer, offsetOf, publishQueue, setOffset } from '../support/feed-fixtures';
 import { sampleReadiness } from '../support/page-readers';
-import { makeCertificates, secureEnv, startSecureRedis, type SecureRedis } from '../support/redis-tls';
+import { secureEnv, secureRedis, startSecureRedis, type SecureRedis } from '../support/redis-tls';
 
 const VERSION = '20260801';
 const MONGO_DEADLINE_MS = 500;
@@ -41,7 +41,7 @@ beforeAll(async () => {
   const port = await freePort();
   mongoServer = await startMongoProcess(port);
   const mongoUrl = `mongodb://127.0.0.1:${port}/mongo_stall`;
-  secure = { tls: makeCertificates(), password: 'mongo-stall-redis-secret' };
+  secure = secureRedis('mongo-stall-redis-secret');
   redisServer = await startSecureRedis(secure);
   const config = loadConfig({
     NODE_ENV: 'test',

@@ -23,7 +23,7 @@ import { startLocalCluster, type LocalCluster } from '../support/redis-cluster';
 import { SENTINEL_MASTER, startLocalSentinels, type LocalSentinels } from '../support/redis-sentinel';
 import { testMongoUrl } from '../support/mongo';
 import { readThrough, sampleReadiness, type Reading } from '../support/page-readers';
-import { makeCertificates, secureEnv, type SecureRedis } from '../support/redis-tls';
+import { secureEnv, secureRedis, type SecureRedis } from '../support/redis-tls';
 
 /** Ring pages again within this long of the cluster saying cluster_state:ok (SPEC R22: "within seconds"). */
 const HEAL_BOUND_MS = 5_000;
@@ -40,7 +40,6 @@ const clusterIt = available ? it : it.skip;
  */
 const SERVICE_ENV = { LOG_LEVEL: 'warn', CURRENT_CACHE_MS: '1000', REDIS_DEADLINE_MS: '1000', MONGO_DEADLINE_MS: '5000' };
 const VIDEOS = 1000;
-const SERVER_NAME = 'redis.feed.test';
 const keys = createRedisKeys();
 const mongoUrl = testMongoUrl('failover');
 let mongo: Connection;
@@ -54,7 +53,7 @@ beforeAll(async () => {
   mongo = await mongoose.createConnection(mongoUrl).asPromise();
   await seedVideos(videoModel(mongo), { videos: VIDEOS, fresh: 10 });
   // A certificate for a host name only: every connection (reconnects to promoted nodes too) must send REDIS_TLS_SERVERNAME.
-  if (available) secure = { tls: makeCertificates(SERVER_NAME), serverName: SERVER_NAME, password: 'failover-data-secret', sentinelPassword: 'failover-sentinel-secret' };
+  if (available) secure = secureRedis('failover-data-secret', 'failover-sentinel-secret');
 }, 60_000);
 
 afterAll(async () => {

@@ -35,9 +35,9 @@ beforeEach(async () => {
   await s.redis.sAdd(s.keys.legacyIds, queue);
 });
 
-/** An API instance, started with the defaults (SHUTDOWN_DELAY_MS 5 s) and ready: /readyz 200. A busy machine must not turn a slow Redis answer into a fallback page (as in useTestServices). */
+/** An API instance, started with the defaults (SHUTDOWN_DELAY_MS 5 s) and ready: /readyz 200. A busy machine must not turn a slow Redis answer into a fallback page, nor a slow MongoDB one into a 503 (as in useTestServices; seen at load 16-19: "video lookup timed out after 967 ms"). */
 async function startInstance(): Promise<TestDeployable> {
-  const api = await startTestDeployable(tsx('apps/api/src/main.ts'), { prefix: s.prefix, mongoUrl: s.config.mongoUrl! }, { ...s.redisEnv, LOG_LEVEL: 'warn', REDIS_DEADLINE_MS: '5000' }, { until: '/readyz', startupMs: 120_000 });
+  const api = await startTestDeployable(tsx('apps/api/src/main.ts'), { prefix: s.prefix, mongoUrl: s.config.mongoUrl! }, { ...s.redisEnv, LOG_LEVEL: 'warn', REDIS_DEADLINE_MS: '5000', MONGO_DEADLINE_MS: '5000' }, { until: '/readyz', startupMs: 120_000 });
   s.disposeAfter(() => api.process.stop('SIGKILL'));
   const sampler = sampleReadiness({ [`instance ${readiness.length + 1} (${api.base})`]: api.base });
   readiness.push(sampler);
@@ -63,7 +63,7 @@ function startLoad(endpoints: Set<string>) {
       try {
         const res = await fetch(`${base}/api/app/recommend/vid/list?pageSize=${PAGE}`, { headers: bearer(user) });
         const body = (await res.json()) as { queueVersion?: string; vInfos?: Array<{ vid: string }> };
-        if (res.status !== 200 || body.queueVersion !== VERSION) failures.push(`${base}: ${res.status} ${body.queueVersion}`);
+        if (res.status !== 200 || body.queueVersion !== VERSION) failures.push(`${base}: ${res.status} ${body.queueVersion ?? JSON.stringify(body).slice(0, 300)}`);
         else seen.push(...body.vInfos!.map((v) => v.vid));
       } catch (err) {
         failures.push(`${base}: ${String((err as { cause?: { code?: string } }).cause?.code ?? err)}`);

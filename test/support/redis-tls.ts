@@ -44,7 +44,7 @@ export function makeCertificates(serverName?: string): TestCertificates {
   };
 }
 
-/** TLS only, an ACL user `feed` and the default user with `password` (replicas log in with it); `sentinelPassword`: the Sentinels'. */
+/** TLS only, the ACL user `feed` with `password` (credentialArgs); `sentinelPassword`: the Sentinels'. */
 export interface SecureRedis {
   tls: TestCertificates;
   /** The name the certificate was made for (makeCertificates' `serverName`): REDIS_TLS_SERVERNAME. */
@@ -53,11 +53,17 @@ export interface SecureRedis {
   sentinelPassword?: string;
 }
 
-/** redis-server flags of a data node's credentials: requirepass, masterauth, the ACL user `feed`. */
-export const credentialArgs = (password: string) => ['--requirepass', password, '--masterauth', password, '--user', 'feed', 'on', `>${password}`, '~*', '&*', '+@all'];
+/** New certificates for a host name only (clients must send it: REDIS_TLS_SERVERNAME) and these passwords. */
+export const secureRedis = (password: string, sentinelPassword?: string): SecureRedis => ({ tls: makeCertificates('redis.feed.test'), serverName: 'redis.feed.test', password, sentinelPassword });
 
-/** redis-cli flags for a node with `password` and, with `tls`, TLS. */
-export const cliFlags = (tls: TestCertificates | undefined, password: string | undefined) => [...(tls ? ['--tls', '--cacert', tls.ca] : []), ...(password ? ['-a', password, '--no-auth-warning'] : [])];
+/**
+ * redis-server flags of a data node's credentials: the ACL user `feed` with `password`; the default
+ * user (replication's masterauth) with another, so that a client dropping REDIS_USERNAME is refused.
+ */
+export const credentialArgs = (password: string) => ['--requirepass', `${password}-default`, '--masterauth', `${password}-default`, '--user', 'feed', 'on', `>${password}`, '~*', '&*', '+@all'];
+
+/** redis-cli flags for a node with credentialArgs(`password`) and, with `tls`, TLS. */
+export const cliFlags = (tls: TestCertificates | undefined, password: string | undefined) => [...(tls ? ['--tls', '--cacert', tls.ca] : []), ...(password ? ['--user', 'feed', '--pass', password, '--no-auth-warning'] : [])];
 
 /** The deployables' settings for `secure`: the ACL user, its password, TLS with the CA; the Sentinels' password and TLS when they have one. */
 export const secureEnv = (secure: SecureRedis): Record<string, string> => ({

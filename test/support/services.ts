@@ -8,7 +8,7 @@ import mongoose, { type Connection } from 'mongoose';
 import { loadConfig, type Config } from '@feed/config';
 import { connectRedis, createRedisKeys, deleteKeysWithPrefix, type Redis, type RedisKeys } from '@feed/storage';
 import { testMongoUrl } from './mongo';
-import { makeCertificates, secureEnv, startSecureRedis, type SecureRedis } from './redis-tls';
+import { secureEnv, secureRedis, startSecureRedis, type SecureRedis } from './redis-tls';
 
 export interface TestServices {
   /** The key prefix of the running test (outside a test: the file's). */
@@ -56,7 +56,7 @@ export function useTestServices(name: string, env: Record<string, string> = {}, 
 
   beforeAll(async () => {
     if (options.secureRedis) {
-      secure = { settings: { tls: makeCertificates(), password: `${name}-redis-secret` } };
+      secure = { settings: secureRedis(`${name}-redis-secret`) };
       secure.server = await startSecureRedis(secure.settings);
       s.redisEnv = { REDIS_URL: secure.server.url, ...secureEnv(secure.settings) };
       fileConfig = configOn(s.redisEnv);
