@@ -4,7 +4,7 @@
  */
 import { Queue, Worker } from 'bullmq';
 import { createLogger } from '@feed/logger';
-import { videoModel } from '@feed/storage';
+import { BuildStore, videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import type { BullConnections } from '../src/jobs/bull-connection';
 import { SCHEDULER_ID, toBuildOptions, type BuildJobData } from '../src/jobs/build-queue';
@@ -177,7 +177,7 @@ describe('the desired-state controller (R21)', () => {
       expect(await s.redis.hGetAll(s.keys.repairStopped)).toMatchObject({ reason, version: target, detail: expect.stringContaining('repairs stopped') });
       expect(await deps.metrics.registry.metrics()).toContain(`feed_repair_stopped{reason="${reason}"} 1`);
       expect(errors).toEqual(['desired state repair stopped']);
-      expect((await buildSchedule(buildQueue, s.redis, s.keys, TZ)).error).toMatch(new RegExp(`^repair stopped: .*${MAX_REPAIR_ATTEMPTS} repair builds of \\d+ completed today without fixing it`));
+      expect((await buildSchedule(buildQueue, new BuildStore(s.redis, s.keys), TZ)).error).toMatch(new RegExp(`^repair stopped: .*${MAX_REPAIR_ATTEMPTS} repair builds of \\d+ completed today without fixing it`));
       // The state changes (on-call made another version current): the controller repairs again.
       await publishComplete('20260722');
       await s.redis.del(s.keys.legacyIds);
