@@ -41,6 +41,8 @@ const repairJob = (version: string) => buildQueue.getJob(`repair-${version}`);
 
 describe('the desired-state controller (R21)', () => {
   it('when Redis is empty, then it upserts both schedulers and queues one build of today; a second check queues nothing more', async () => {
+    const lastRepair = async () => (await buildSchedule(buildQueue, new BuildStore(s.redis, s.keys), TZ)).lastRepair;
+    expect(await lastRepair()).toBeNull();
     expect(await reasons()).toEqual(['counter-scheduler-missing', 'no-version', 'scheduler-missing']);
     expect(await buildQueue.getJobScheduler(SCHEDULER_ID)).toMatchObject({ pattern: CRON, tz: TZ });
     expect(await counterQueue.getJobScheduler(COUNTER_REPAIR_SCHEDULER_ID)).toBeTruthy();
@@ -48,6 +50,8 @@ describe('the desired-state controller (R21)', () => {
     expect(await reasons()).toEqual([]);
     expect(await buildQueue.getJobCountByTypes('waiting')).toBe(1);
     expect(await s.redis.hGet(s.keys.lastRepair, 'reason')).toBe('no-version');
+    // The inspector shows the controller's last repair (BuildStore.lastRepair).
+    expect(await lastRepair()).toMatchObject({ reason: 'no-version' });
   });
 
   it('when the repair build failed for good (MongoDB was down), then the next check queues it again', async () => {
