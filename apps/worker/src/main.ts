@@ -72,7 +72,7 @@ export async function startWorker(config: Config = loadConfig()) {
     driveRamp: (signal) => driveRamp({ store: rollout, logger, metrics, environment, trail, signal }),
   });
 
-  const app = createWorkerApp({ config, queue: jobs.queue, metrics, redis, keys, videos, health });
+  const app = createWorkerApp({ config, queue: jobs.queue, metrics, store, rollout, videos, health });
   const server = createHttpServer(app, { headersTimeoutMs: config.httpHeadersTimeoutMs, requestTimeoutMs: config.httpRequestTimeoutMs, maxConnections: config.httpMaxConnections }).listen(config.workerPort);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   logger.info('worker listening', { port: config.workerPort });
