@@ -37,11 +37,6 @@ export class UserHistory {
     private readonly options: UserHistoryOptions,
   ) {}
 
-  /** Appends to one of the user's bounded lists (newest last, oldest dropped past `max`). */
-  private append(key: string, videoId: string, max: number, ttlMs: number): Promise<number> {
-    return recordFingerprint(this.redis, key, videoId, max, ttlMs);
-  }
-
   private get viewsTtlMs() {
     return Math.round(this.options.viewHistoryTtlDays * DAY_MS);
   }
@@ -53,7 +48,7 @@ export class UserHistory {
   /** A guest's view answers whether the readout counts it and when the device was first seen (the readout's admission for guests). */
   async recordView(userKey: string, videoId: string): Promise<GuestSight | undefined> {
     if (!isGuestKey(userKey)) {
-      await this.append(this.keys.views(userKey), videoId, this.options.viewHistorySize, this.viewsTtlMs);
+      await recordFingerprint(this.redis, this.keys.views(userKey), videoId, this.options.viewHistorySize, this.viewsTtlMs);
       return undefined;
     }
     const { slot, options } = this.guest(userKey);
@@ -77,7 +72,7 @@ export class UserHistory {
   }
 
   markNotInterested(userKey: string, videoId: string): Promise<number> {
-    return this.append(this.keys.notInterested(userKey), videoId, this.options.notInterestedMax, NOT_INTERESTED_TTL_MS);
+    return recordFingerprint(this.redis, this.keys.notInterested(userKey), videoId, this.options.notInterestedMax, NOT_INTERESTED_TTL_MS);
   }
 
   undoNotInterested(userKey: string, videoId: string): Promise<number> {
