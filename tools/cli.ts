@@ -30,6 +30,7 @@ import {
   resumeStoredRamp,
   startStoredRamp,
   resolveRollout,
+  UserHistory,
   VERSION_PATTERN,
   videoModel,
   type AuditTrail,
@@ -39,7 +40,7 @@ import {
   type RedisKeys,
 } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
-import { explainNextPage, guestIdentity, userIdentity, UserHistory, VideoCatalog } from '@feed/api';
+import { explainNextPage, guestIdentity, userIdentity, VideoCatalog } from '@feed/api';
 import { Queue } from 'bullmq';
 import { BUILD_QUEUE, buildDepsFrom, buildSchedule, bullConnectionFactory, promoteHeldVersion, runDailyBuild, summarizeVersions } from '@feed/worker';
 import { useLocalMongo } from './support/local-mongo';
@@ -190,13 +191,13 @@ program
   .option('--version <V>', 'one version (YYYYMMDD)', versionArg)
   .action(async ({ version }: { version?: string }) => {
     await withRedis(async ({ config, redis, keys }) => {
-      const summary = await summarizeVersions(redis, keys, version ? [version] : undefined);
+      const summary = await summarizeVersions(new BuildStore(redis, keys), version ? [version] : undefined);
       if (version && !summary.versions[0].meta && summary.shadow?.version !== version) throw new Error(`version ${version} has no meta in Redis (expired or never built)`);
       // The schedule as BullMQ holds it: a missing scheduler is an error, not a computed date.
       const connection = bullConnectionFactory(config)();
       const queue = new Queue(BUILD_QUEUE, { connection, prefix: keys.bullPrefix });
       try {
-        const schedule = await buildSchedule(queue, redis, keys, config.businessTimeZone);
+        const schedule = await buildSchedule(queue, new BuildStore(redis, keys), config.businessTimeZone);
         print({ ...summary, schedule });
         if (schedule.error) process.stderr.write(`error: ${schedule.error}\n`);
       } finally {

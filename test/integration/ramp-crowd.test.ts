@@ -9,7 +9,7 @@
 import http from 'node:http';
 import { createLogger } from '@feed/logger';
 import type { RampState } from '@feed/domain';
-import { auditTrail, Deadline, guestSlot, observeRollout, registerGuest, startStoredRamp } from '@feed/storage';
+import { auditTrail, Deadline, guestSlot, observeRollout, registerGuest, RolloutStore, startStoredRamp } from '@feed/storage';
 import { guestIdentity, userIdentity, type Api } from '@feed/api';
 import { createWorkerMetrics, driveRamp } from '@feed/worker';
 import request from '../support/contract';
@@ -90,7 +90,7 @@ async function trustedMask(api: Api, perArm: number): Promise<void> {
 /** The worker's check once the dwell is over: the step judged on what the API tallied. */
 async function judge(api: Api): Promise<{ state: RampState; percent: number }> {
   await api.readout.flush();
-  const state = await driveRamp({ redis: s.redis, keys: s.keys, logger: createLogger({ silent: true }), metrics: createWorkerMetrics(), environment: ENVIRONMENT, trail: auditTrail(s.mongo, s.prefix), now: () => new Date(Date.now() + 61_000) });
+  const state = await driveRamp({ store: new RolloutStore(s.redis, s.keys), logger: createLogger({ silent: true }), metrics: createWorkerMetrics(), environment: ENVIRONMENT, trail: auditTrail(s.mongo, s.prefix), now: () => new Date(Date.now() + 61_000) });
   return { state: state!, percent: (await observeRollout(s.redis, s.keys, ENVIRONMENT)).percent };
 }
 

@@ -11,8 +11,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { offsetBucketsFor } from '@feed/domain';
-import { admitReadoutAction, claimPositions, connectRedis, createRedisKeys, fingerprint, readRingVersion, runScript, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
-import { QueueCopies, UserHistory } from '@feed/api';
+import { admitReadoutAction, claimPositions, connectRedis, createRedisKeys, fingerprint, readRingVersion, runScript, UserHistory, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
+import { QueueCopies } from '@feed/api';
 import { freePort, startRedis } from '../support/processes';
 import { argValue, benchRedis } from './support';
 

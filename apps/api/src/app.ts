@@ -5,7 +5,7 @@ import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { annotateRequestSpan } from '@feed/telemetry';
-import { auditTrail, CounterTallies, createRedisKeys, Deadline, interactionModels, newDeviceLimiter, redisClockMs, storeHealth, videoModel, WatchCounter, type CounterHooks, type Redis } from '@feed/storage';
+import { auditTrail, CounterTallies, createRedisKeys, Deadline, interactionModels, newDeviceLimiter, redisClockMs, storeHealth, UserHistory, videoModel, WatchCounter, type connectRedis, type CounterHooks } from '@feed/storage';
 import { answerOptions, errorHandler, methodNotAllowed, notFoundRoute, requestId, requestIdOf, routeStrictly, unsupportedMediaType } from '@feed/http';
 import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
 import { FeedService } from './feed/feed-service';
@@ -24,7 +24,6 @@ import { InteractionService } from './interactions/interaction-service';
 import { healthRoutes, MONGO_PROBE_MS } from './routes/health-routes';
 import { requestBudget } from './http/request-budget';
 import { newDeviceLimit } from './http/new-device-limit';
-import { UserHistory } from './users/user-history';
 import { bodyOperations, guestOperations } from './openapi';
 
 /** The headers the H5 client sends (a preflight must allow each). */
@@ -35,7 +34,8 @@ export const clientCors = (origin: Config['corsAllowedOrigins']) => cors({ origi
 
 export interface ApiDeps {
   config: Config;
-  redis: Redis;
+  /** The connection, handed only to storage's stores and the feed's collaborators (no command is sent here). */
+  redis: Awaited<ReturnType<typeof connectRedis>>;
   mongo: Connection;
   metrics?: ApiMetrics;
   /** Test hook for the crash point between an interaction's two writes. */

@@ -8,7 +8,6 @@ export { createApiMetrics, declareHttpRoutes, HTTP_STATUSES, type ApiMetrics } f
 export { explainNextPage, type Explanation } from './feed/explain';
 export { VideoCatalog } from './feed/video-catalog';
 export { guestIdentity, userIdentity, type Identity } from './http/identity';
-export { UserHistory } from './users/user-history';
 export { InteractionService } from './interactions/interaction-service';
 export { QueueCopies } from './feed/queue-copies';
 export { openApiDocument } from './openapi';

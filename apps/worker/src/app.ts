@@ -11,11 +11,11 @@ import type { Queue } from 'bullmq';
 import { adminUserOf, answerOptions, basicAuth, errorHandler, methodNotAllowed, notFoundRoute, requestId, routeStrictly, sendError, unavailable } from '@feed/http';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
-import { auditTrail, storeHealth, VersionStore, type Redis, type RedisKeys, type StoreHealth, type VideoModel } from '@feed/storage';
+import { auditTrail, type BuildStore, type RolloutStore, type StoreHealth, type VideoModel } from '@feed/storage';
 import { asDashboardRequest, auditedQueue } from './jobs/audited-queue';
 import { DASHBOARD_DESCRIPTION } from './jobs/build-queue';
 import { inspectorRoutes } from './inspect/inspector-routes';
-import { PROBE_MS, readiness } from './readiness';
+import { readiness } from './readiness';
 import { DASHBOARD_PATH, workerOpenApiDocument } from './openapi';
 import type { WorkerMetrics } from './metrics';
 
@@ -27,11 +27,12 @@ export interface WorkerAppDeps {
   config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'businessTimeZone' | 'redisKeyPrefix' | 'shortRecommendKeyTTLHours' | 'buildLockTtlMs'>;
   queue: Queue;
   metrics: WorkerMetrics;
-  redis: Redis;
-  keys: RedisKeys;
+  /** The build's store (versions, pointers, the held record, repairs) and the rollout's, for the dashboard and the inspector. */
+  store: BuildStore;
+  rollout: RolloutStore;
   videos: VideoModel;
-  /** The stores' probes, shared with `/metrics` (main.ts); absent: the app's own. */
-  health?: StoreHealth;
+  /** The stores' probes, shared with `/metrics` (main.ts). */
+  health: StoreHealth;
 }
 
 /** Longest an admin request may wait on Redis (bull-board's ioredis queues commands while Redis is down). */
@@ -54,7 +55,7 @@ function answerWithin(ms: number): RequestHandler {
 /** The statuses bull-board's handlers may answer with. */
 type BoardStatus = ReturnType<Parameters<ExpressAdapter['setErrorHandler']>[0]>['status'];
 
-export function createWorkerApp({ config, queue, metrics, redis, keys, videos, health = storeHealth({ redis, keys, mongo: videos.db }, PROBE_MS) }: WorkerAppDeps): Express {
+export function createWorkerApp({ config, queue, metrics, store, rollout, videos, health }: WorkerAppDeps): Express {
   const app = express();
   routeStrictly(app);
   app.disable('x-powered-by');
@@ -77,7 +78,7 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos, h
   board.setBasePath(DASHBOARD_PATH);
   // On-call's trail in MongoDB (D6): the dashboard gets the queue through auditedQueue, so every job it starts is recorded.
   const audit = auditTrail(videos.db, config.redisKeyPrefix);
-  createBullBoard({ queues: [new BullMQAdapter(auditedQueue(queue, { trail: audit, versions: new VersionStore(redis, keys) }), { description: DASHBOARD_DESCRIPTION })], serverAdapter: board, options: { uiConfig: { boardTitle: 'Feed builds' } } });
+  createBullBoard({ queues: [new BullMQAdapter(auditedQueue(queue, { trail: audit, versions: store.versions }), { description: DASHBOARD_DESCRIPTION })], serverAdapter: board, options: { uiConfig: { boardTitle: 'Feed builds' } } });
   // bull-board answers its own errors (a bug as a 500 with no log line): its 4xx stay its own,
   // anything else goes on to the app's error handler, which logs it with its stack.
   board.setErrorHandler((err: Error & { statusCode?: BoardStatus }) => {
@@ -94,7 +95,7 @@ export function createWorkerApp({ config, queue, metrics, redis, keys, videos, h
   // OPTIONS is answered from bull-board's route table before its app sees it (Express would send a 200 with the list as body).
   const boardOptions: RequestHandler = (req, res, next) => (req.method === 'OPTIONS' ? boardMethods(req, res, next) : next());
   app.use(DASHBOARD_PATH, admin, express.json(), asked, boardOptions, boardApp, boardMethods);
-  app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, redis, keys, videos, audit, logger }));
+  app.use(INSPECTOR_PATH, admin, inspectorRoutes({ config, queue, store, rollout, videos, audit, logger }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   // A failing store is a 503 (a hanging one too, answerWithin); anything else is a bug: a 500, logged with its stack.

@@ -9,5 +9,5 @@ export { BUILD_QUEUE, PROMOTE_JOB, SCHEDULER_ID, buildJobOptions, startBuildQueu
 export { bullConnectionFactory } from './jobs/bull-connection';
 export { CandidateColumns } from './daily-build/candidate-columns';
 export { createWorkerMetrics, type WorkerMetrics } from './metrics';
-export { buildSchedule, heldReport, listVersions, reportVersion, summarizeVersions, versionPointers } from './inspect/inspect-versions';
+export { buildSchedule, heldReport, reportVersion, summarizeVersions } from './inspect/inspect-versions';
 export { driveRamp } from './controller/ramp-driver';

@@ -5,7 +5,7 @@ import { loadConfig, type Config } from '@feed/config';
 import { closeHttpServer, exitOnSignals } from '@feed/lifecycle';
 import { createHttpServer } from '@feed/http';
 import { configureLogger, logger } from '@feed/logger';
-import { auditTrail, BuildStore, closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, readHeldVersion, readMeta, readRamp, storeHealth, videoModel } from '@feed/storage';
+import { auditTrail, BuildStore, closeRedis, connectMongo, connectRedis, createRedisKeys, interactionModels, RolloutStore, storeHealth, videoModel } from '@feed/storage';
 import { createWorkerApp } from './app';
 import { buildDepsFrom } from './daily-build/daily-build';
 import { startController } from './controller/desired-state';
@@ -26,15 +26,16 @@ export async function startWorker(config: Config = loadConfig()) {
   const videos = videoModel(mongo.connection);
   await videos.init(); // R19 indexes
   const health = storeHealth({ redis, keys, mongo: mongo.connection }, PROBE_MS);
+  const [store, rollout] = [new BuildStore(redis, keys), new RolloutStore(redis, keys)];
   const metrics = createWorkerMetrics({
     defaultMetrics: true,
     health,
     currentMeta: async () => {
-      const current = await redis.get(keys.current);
-      return current ? readMeta(redis, keys, current) : null;
+      const current = await store.versions.current();
+      return current ? store.versions.readMeta(current) : null;
     },
-    rampStatus: async () => (await readRamp(redis, keys)).state ?? null,
-    heldVersion: async () => (await readHeldVersion(redis, keys))?.version ?? null,
+    rampStatus: async () => (await rollout.ramp()).state ?? null,
+    heldVersion: async () => (await store.heldVersion())?.version ?? null,
   });
   const jobs = await startBuildQueue({
     connection: bullConnectionFactory(config),
@@ -45,7 +46,7 @@ export async function startWorker(config: Config = loadConfig()) {
     logger,
     metrics,
     // The trail (D6) takes the release gate's holds (R23) and the dashboard's promotes.
-    deps: buildDepsFrom(config, { store: new BuildStore(redis, keys), videos, logger, audit: auditTrail(mongo.connection, config.redisKeyPrefix) }),
+    deps: buildDepsFrom(config, { store, videos, logger, audit: auditTrail(mongo.connection, config.redisKeyPrefix) }),
   });
   // Counts interaction records a crashed API process left behind (R3), one replica at a time.
   const counterRepair = await startCounterRepair({
@@ -59,7 +60,7 @@ export async function startWorker(config: Config = loadConfig()) {
   const environment = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
   const trail = auditTrail(mongo.connection, config.redisKeyPrefix);
   const controller = startController({
-    store: new BuildStore(redis, keys),
+    store,
     logger,
     metrics,
     buildQueue: jobs.queue,
@@ -68,10 +69,10 @@ export async function startWorker(config: Config = loadConfig()) {
     ensureCounterRepairScheduler: counterRepair.ensureScheduler,
     cron: config.shortRecommendCron,
     timeZone: config.businessTimeZone,
-    driveRamp: (signal) => driveRamp({ redis, keys, logger, metrics, environment, trail, signal }),
+    driveRamp: (signal) => driveRamp({ store: rollout, logger, metrics, environment, trail, signal }),
   });
 
-  const app = createWorkerApp({ config, queue: jobs.queue, metrics, redis, keys, videos, health });
+  const app = createWorkerApp({ config, queue: jobs.queue, metrics, store, rollout, videos, health });
   const server = createHttpServer(app, { headersTimeoutMs: config.httpHeadersTimeoutMs, requestTimeoutMs: config.httpRequestTimeoutMs, maxConnections: config.httpMaxConnections }).listen(config.workerPort);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   logger.info('worker listening', { port: config.workerPort });

@@ -8,6 +8,7 @@ import request, { withInjectedFaults } from '../../../test/support/contract';
 import { configureLogger, createLogger, logger } from '@feed/logger';
 import { videoModel } from '@feed/storage';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
+import { workerStores } from './support/worker-app-under-test';
 import { startBuildQueue } from '../src/jobs/build-queue';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { createWorkerMetrics } from '../src/metrics';
@@ -31,7 +32,7 @@ beforeEach(async () => {
       throw new TypeError("injected inspector bug: Cannot read properties of undefined (reading 'enabled')");
     },
   });
-  const app = createWorkerApp({ config, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos: videoModel(s.mongo) });
+  const app = createWorkerApp({ config, queue: jobs.queue, metrics: createWorkerMetrics(), ...workerStores(s.redis, s.keys, s.mongo), videos: videoModel(s.mongo) });
   // Its bugs are injected: their 500 is what the test asserts, and no document describes it.
   server = withInjectedFaults(app.listen(0, '127.0.0.1'));
   await new Promise((resolve) => server.once('listening', resolve));

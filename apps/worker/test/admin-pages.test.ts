@@ -14,6 +14,7 @@ import { addVariantStats, auditTrail, changeRolloutOverRamp, commit, variantFiel
 import { advanceRamp, emptyReadout, startRamp, type RampState } from '@feed/domain';
 import { demoVideo, seedVideos } from '@feed/demo-data';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
+import { workerStores } from './support/worker-app-under-test';
 import { runDailyBuild } from '../src/daily-build/daily-build';
 import { SCHEDULER_ID, startBuildQueue } from '../src/jobs/build-queue';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
@@ -56,7 +57,7 @@ async function buildCurrentAndShadow() {
 /** The worker's queue (not processing) and its admin app on the test's prefix. */
 beforeEach(async () => {
   jobs = await startBuildQueue({ connection: bullConnectionFactory(s.config), prefix: s.keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: s.config.buildRetryDelayMs, logger, metrics: createWorkerMetrics(), deps: buildDeps(), process: false });
-  const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos });
+  const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), ...workerStores(s.redis, s.keys, s.mongo), videos });
   server = app.listen(0, '127.0.0.1');
   s.disposeAfter(async () => {
     await new Promise((resolve) => server.close(resolve));

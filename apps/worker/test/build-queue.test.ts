@@ -4,6 +4,7 @@ import { createLogger } from '@feed/logger';
 import { auditTrail, VersionStore, videoModel, type VideoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import { createWorkerApp, DASHBOARD_PATH } from '../src/app';
+import { workerStores } from './support/worker-app-under-test';
 import { BUILD_QUEUE, SCHEDULER_ID, startBuildQueue } from '../src/jobs/build-queue';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { asDashboardRequest, auditedQueue } from '../src/jobs/audited-queue';
@@ -133,7 +134,7 @@ describe('BullMQ build job', () => {
 });
 
 describe('worker HTTP surface', () => {
-  const app = () => createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'secret-pass' }, queue: jobs.queue, metrics, redis: s.redis, keys: s.keys, videos });
+  const app = () => createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'secret-pass' }, queue: jobs.queue, metrics, ...workerStores(s.redis, s.keys, s.mongo), videos });
 
   it('when the dashboard is opened without credentials, then it answers 401 with a challenge', async () => {
     const res = await request(app()).get(`${DASHBOARD_PATH}/`).expect(401);

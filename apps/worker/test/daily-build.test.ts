@@ -210,7 +210,7 @@ describe('daily build', () => {
     await Promise.all(Array.from({ length: users }, (_, u) => setOffset(s.redis, s.keys, previous.version, `u:${u}`, 1)));
     const today = await runDailyBuild(deps, { at: AT });
     expect(today.meta!.offsetBuckets).toBe(2 * MIN_OFFSET_BUCKETS);
-    expect((await summarizeVersions(s.redis, s.keys, [previous.version])).versions[0].usersWithOffset).toBe(users);
+    expect((await summarizeVersions(new BuildStore(s.redis, s.keys), [previous.version])).versions[0].usersWithOffset).toBe(users);
   });
 
   it('when a build switched but failed before finishing, then the next run completes it instead of skipping', async () => {
@@ -392,7 +392,7 @@ describe('daily build', () => {
     expect(await onPlainClient((raw) => Promise.all(liveKeys.map((key) => raw.pExpireTime(key))))).toEqual(expiresAt);
     expect(await s.redis.lLen(s.keys.shadowQueue(VERSION))).toBe(45);
 
-    const summary = await summarizeVersions(s.redis, s.keys);
+    const summary = await summarizeVersions(new BuildStore(s.redis, s.keys));
     expect(summary.versions.map((v) => v.version)).toEqual([VERSION]);
     expect(summary.shadow).toMatchObject({ version: VERSION, role: ['shadow'], queueLength: 45, usersWithOffset: 0 });
     expect(summary.shadowDiff).toMatchObject({ base: VERSION, other: VERSION, baseLength: 40, otherLength: 45, onlyInOther: 5, onlyInBase: 0 });

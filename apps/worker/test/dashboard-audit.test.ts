@@ -19,6 +19,7 @@ import { createLogger } from '@feed/logger';
 import { auditTrail, connectRedis, createRedisKeys, videoModel, type AuditRecord, type Redis } from '@feed/storage';
 import type { Config } from '@feed/config';
 import { createWorkerApp, DASHBOARD_PATH, INSPECTOR_PATH } from '../src/app';
+import { workerStores } from './support/worker-app-under-test';
 import { BUILD_QUEUE, SCHEDULER_ID, startBuildQueue } from '../src/jobs/build-queue';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { createWorkerMetrics } from '../src/metrics';
@@ -37,7 +38,7 @@ async function startAdmin(config: Config, redis: Redis, mongo: Connection = s.mo
   const keys = createRedisKeys(config.redisKeyPrefix);
   const videos = videoModel(mongo);
   jobs = await startBuildQueue({ connection: bullConnectionFactory(config), prefix: keys.bullPrefix, cron: '30 4 * * *', timeZone: 'Asia/Shanghai', retryDelayMs: config.buildRetryDelayMs, logger, metrics: createWorkerMetrics(), deps: testBuildDeps({ config, redis, keys }, videos), process: false });
-  const app = createWorkerApp({ config: { ...config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), redis, keys, videos });
+  const app = createWorkerApp({ config: { ...config, adminUser: 'oncall', adminPassword: 'inspect-pass' }, queue: jobs.queue, metrics: createWorkerMetrics(), ...workerStores(redis, keys, mongo), videos });
   server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   s.disposeAfter(async () => {

@@ -4,7 +4,7 @@
  */
 import { Queue, Worker } from 'bullmq';
 import { createLogger } from '@feed/logger';
-import { videoModel } from '@feed/storage';
+import { BuildStore, videoModel } from '@feed/storage';
 import { seedVideos } from '@feed/demo-data';
 import type { BullConnections } from '../src/jobs/bull-connection';
 import { SCHEDULER_ID, toBuildOptions, type BuildJobData } from '../src/jobs/build-queue';
@@ -41,6 +41,8 @@ const repairJob = (version: string) => buildQueue.getJob(`repair-${version}`);
 
 describe('the desired-state controller (R21)', () => {
   it('when Redis is empty, then it upserts both schedulers and queues one build of today; a second check queues nothing more', async () => {
+    const lastRepair = async () => (await buildSchedule(buildQueue, new BuildStore(s.redis, s.keys), TZ)).lastRepair;
+    expect(await lastRepair()).toBeNull();
     expect(await reasons()).toEqual(['counter-scheduler-missing', 'no-version', 'scheduler-missing']);
     expect(await buildQueue.getJobScheduler(SCHEDULER_ID)).toMatchObject({ pattern: CRON, tz: TZ });
     expect(await counterQueue.getJobScheduler(COUNTER_REPAIR_SCHEDULER_ID)).toBeTruthy();
@@ -48,6 +50,8 @@ describe('the desired-state controller (R21)', () => {
     expect(await reasons()).toEqual([]);
     expect(await buildQueue.getJobCountByTypes('waiting')).toBe(1);
     expect(await s.redis.hGet(s.keys.lastRepair, 'reason')).toBe('no-version');
+    // The inspector shows the controller's last repair (BuildStore.lastRepair).
+    expect(await lastRepair()).toMatchObject({ reason: 'no-version' });
   });
 
   it('when the repair build failed for good (MongoDB was down), then the next check queues it again', async () => {
@@ -177,7 +181,7 @@ describe('the desired-state controller (R21)', () => {
       expect(await s.redis.hGetAll(s.keys.repairStopped)).toMatchObject({ reason, version: target, detail: expect.stringContaining('repairs stopped') });
       expect(await deps.metrics.registry.metrics()).toContain(`feed_repair_stopped{reason="${reason}"} 1`);
       expect(errors).toEqual(['desired state repair stopped']);
-      expect((await buildSchedule(buildQueue, s.redis, s.keys, TZ)).error).toMatch(new RegExp(`^repair stopped: .*${MAX_REPAIR_ATTEMPTS} repair builds of \\d+ completed today without fixing it`));
+      expect((await buildSchedule(buildQueue, new BuildStore(s.redis, s.keys), TZ)).error).toMatch(new RegExp(`^repair stopped: .*${MAX_REPAIR_ATTEMPTS} repair builds of \\d+ completed today without fixing it`));
       // The state changes (on-call made another version current): the controller repairs again.
       await publishComplete('20260722');
       await s.redis.del(s.keys.legacyIds);

@@ -6,7 +6,7 @@
  */
 import { Queue } from 'bullmq';
 import { createLogger } from '@feed/logger';
-import { addVariantStats, auditTrail, BuildStore, observeRollout, readRamp, startStoredRamp, type AuditTrail, type RampAsk, type RampCommandDeps } from '@feed/storage';
+import { addVariantStats, auditTrail, BuildStore, observeRollout, readRamp, RolloutStore, startStoredRamp, type AuditTrail, type RampAsk, type RampCommandDeps } from '@feed/storage';
 import type { RampState } from '@feed/domain';
 import { bullConnectionFactory, BullConnections } from '../src/jobs/bull-connection';
 import { buildJobOptions, SCHEDULER_ID, type BuildJobData } from '../src/jobs/build-queue';
@@ -59,7 +59,7 @@ function replica(metrics: WorkerMetrics = createWorkerMetrics()): { controller: 
     cron: '30 4 * * *',
     timeZone: 'UTC',
     now: () => now,
-    driveRamp: (signal) => driveRamp({ redis: s.redis, keys: s.keys, logger, metrics, environment: ENVIRONMENT, trail, now: () => now, signal }),
+    driveRamp: (signal) => driveRamp({ store: new RolloutStore(s.redis, s.keys), logger, metrics, environment: ENVIRONMENT, trail, now: () => now, signal }),
   };
   // Checks only when the test asks (tick()): a day's timer never fires within a test.
   const controller = startController(deps, 86_400_000);

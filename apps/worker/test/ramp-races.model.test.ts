@@ -12,7 +12,7 @@
  */
 import fc from 'fast-check';
 import { createLogger } from '@feed/logger';
-import { addVariantStats, auditTrail, changeRolloutOverRamp, observeRollout, pauseStoredRamp, readRamp, startStoredRamp, type AuditTrail, type Redis, type RampCommandDeps, type Rollout } from '@feed/storage';
+import { addVariantStats, auditTrail, changeRolloutOverRamp, observeRollout, pauseStoredRamp, readRamp, RolloutStore, startStoredRamp, type AuditTrail, type Redis, type RampCommandDeps, type Rollout } from '@feed/storage';
 import { driveRamp } from '../src/controller/ramp-driver';
 import { createWorkerMetrics } from '../src/metrics';
 import { useTestServices } from '../../../test/support/services';
@@ -77,7 +77,7 @@ describe('a ramp against a concurrent human command (R23)', () => {
         const deps: RampCommandDeps = { redis: s.redis, keys: s.keys, environment: ENVIRONMENT, trail, who: { actor: 'alice@host', via: 'api' }, now: () => clock };
         const ramp = await startStoredRamp(deps, { steps: [1, 5, 25, 50, 100], dwellMs: 3_600_000, guards: { minViews: 2000, minRequests: 400 } });
         if (!ramp.ok) throw new Error(ramp.error);
-        const tick = (redis: Redis) => driveRamp({ redis, keys: s.keys, logger, metrics: createWorkerMetrics(), environment: ENVIRONMENT, trail, now: () => clock });
+        const tick = (redis: Redis) => driveRamp({ store: new RolloutStore(redis, s.keys), logger, metrics: createWorkerMetrics(), environment: ENVIRONMENT, trail, now: () => clock });
         // The first step in force (bounded: a version that writes it at the start needs no tick), then a readout that passes it.
         for (let i = 0; i < 3 && !(await readRamp(s.redis, s.keys)).state?.steps[0].startedAt; i++) await tick(s.redis);
         await addVariantStats(s.redis, s.keys, started, equalTraffic);

@@ -9,6 +9,7 @@ import { Queue } from 'bullmq';
 import request from '../../../test/support/contract';
 import { connectRedis, storeHealth, videoModel, type Redis, type VideoModel } from '@feed/storage';
 import { createWorkerApp } from '../src/app';
+import { workerStores } from './support/worker-app-under-test';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { createWorkerMetrics } from '../src/metrics';
 import { PROBE_MS, readiness } from '../src/readiness';
@@ -59,7 +60,7 @@ describe('worker /readyz', () => {
       await queue.close();
       await connection.quit();
     });
-    const app = createWorkerApp({ config: s.config, queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos: videoModel(s.mongo) });
+    const app = createWorkerApp({ config: s.config, queue, metrics: createWorkerMetrics(), ...workerStores(s.redis, s.keys, s.mongo), videos: videoModel(s.mongo) });
     // A probe waits 500 ms at most: on a loaded machine one may miss it (still ready, that store `down`), the next answers.
     let body: unknown;
     await waitUntil('both stores ok', async () => ((body = (await request(app).get('/readyz').expect(200)).body), JSON.stringify(body) === JSON.stringify({ status: 'ready', redis: 'ok', mongo: 'ok' })), 10_000);

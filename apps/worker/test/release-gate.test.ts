@@ -13,6 +13,7 @@ import { seedVideos } from '@feed/demo-data';
 import { runDailyBuild, type BuildDeps } from '../src/daily-build/daily-build';
 import { promoteHeldVersion, PromoteRefusedError } from '../src/daily-build/promote-held';
 import { createWorkerApp, INSPECTOR_PATH } from '../src/app';
+import { workerStores } from './support/worker-app-under-test';
 import { BUILD_QUEUE, PROMOTE_JOB, startBuildQueue, type BuildJobData } from '../src/jobs/build-queue';
 import { bullConnectionFactory } from '../src/jobs/bull-connection';
 import { checkDesiredState, MAX_REPAIR_ATTEMPTS, type ControllerDeps } from '../src/controller/desired-state';
@@ -338,7 +339,7 @@ describe("on-call's promote through the worker (R23, D6)", () => {
 
   browserIt('when the inspector page is opened with a held version, then it shows each compared figure beside current and the promote command', async () => {
     await heldDayTwo();
-    const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'gate-pass' }, queue: jobs.queue, metrics, redis: s.redis, keys: s.keys, videos });
+    const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'gate-pass' }, queue: jobs.queue, metrics, ...workerStores(s.redis, s.keys, s.mongo), videos });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     const browser = await launchBrowser();
@@ -360,7 +361,7 @@ describe("on-call's promote through the worker (R23, D6)", () => {
 
   it('when on-call promotes on the admin endpoint, then the inspector showed the held version beside current, and current switches; an unknown or malformed version is a clear 4xx', async () => {
     await heldDayTwo();
-    const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'gate-pass' }, queue: jobs.queue, metrics, redis: s.redis, keys: s.keys, videos });
+    const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'gate-pass' }, queue: jobs.queue, metrics, ...workerStores(s.redis, s.keys, s.mongo), videos });
     const summary = await request(app).get(`${INSPECTOR_PATH}/api/summary`).auth('oncall', 'gate-pass').expect(200);
     expect(summary.body.pointers.current).toBe(V1);
     expect(summary.body.held).toMatchObject({ version: V2, current: V1, promote: { command: `pnpm cli build --promote ${V2}` } });
@@ -381,7 +382,7 @@ describe("on-call's promote through the worker (R23, D6)", () => {
 
   it('when on-call dismisses a held day older than current on the admin endpoint, then the hold is gone and a second dismiss is 404; a dismiss of the due day is 409', async () => {
     await heldOlderDay();
-    const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'gate-pass' }, queue: jobs.queue, metrics, redis: s.redis, keys: s.keys, videos });
+    const app = createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'gate-pass' }, queue: jobs.queue, metrics, ...workerStores(s.redis, s.keys, s.mongo), videos });
     const dismissed = await request(app).post(`${INSPECTOR_PATH}/api/held/${V0}/dismiss`).auth('oncall', 'gate-pass').expect(200);
     expect(dismissed.body).toMatchObject({ version: V0, status: 'dismissed', current: V1 });
     expect(await readHeldVersion(s.redis, s.keys)).toBeNull();

@@ -38,6 +38,12 @@ export class BuildStore {
     return makeCurrent(this.redis, this.keys, version, allowOlder);
   }
 
+  /** The version pointers: `current`, `previous` (R17) and `shadow`. */
+  async pointers() {
+    const [current, previous, shadow] = await Promise.all([this.redis.get(this.keys.current), this.redis.get(this.keys.previous), this.redis.get(this.keys.shadow)]);
+    return { current, previous, shadow };
+  }
+
   async pointShadowAt(version: string): Promise<void> {
     await this.redis.set(this.keys.shadow, version);
   }
@@ -101,6 +107,12 @@ export class BuildStore {
 
   async clearStopped(): Promise<void> {
     await this.redis.del(this.keys.repairStopped);
+  }
+
+  /** The controller's last repair on record, or null. */
+  async lastRepair(): Promise<Record<string, string> | null> {
+    const repair = await this.redis.hGetAll(this.keys.lastRepair);
+    return Object.keys(repair).length > 0 ? (repair as Record<string, string>) : null;
   }
 
   async recordRepair(repair: Record<string, string>): Promise<void> {

@@ -25,3 +25,4 @@ export * from './redis-clock';
 export * from './store-health';
 export * from './watch-counter';
 export * from './build-store';
+export * from './user-history';

@@ -15,7 +15,8 @@ import { runScript } from './lua-scripts';
 import { rampStateSchema } from './ramp-schema';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
-import { overrideOf, resolveRollout, type Rollout, type RolloutInForce } from './rollout-override';
+import { overrideOf, readRolloutOverride, resolveRollout, type Rollout, type RolloutInForce } from './rollout-override';
+import { readStepReadout, readVariantStats } from './variant-stats';
 
 /** Commits lost to a concurrent one (the driver's tick) before a command gives up: each retry reads afresh. */
 const COMMAND_ATTEMPTS = 5;
@@ -103,6 +104,18 @@ export async function commit(redis: Redis, keys: RedisKeys, c: Commit): Promise<
   const op = c.rollout === 'clear' ? 'clear' : fields.length > 0 ? 'set' : 'none';
   const args = [c.rampRevision, c.rolloutRevision === undefined ? '' : String(c.rolloutRevision), c.state ? String(c.state.revision) : '', c.state ? JSON.stringify(c.state) : '', op, ...fields];
   return (await runScript<number>(redis, 'rollout-commit', [keys.rollout, keys.ramp], args)) === 1;
+}
+
+/** The rollout's records as named operations, for the worker's ramp driver and inspector: the ramp, the override, the readouts (D7). */
+export class RolloutStore {
+  constructor(private readonly redis: Redis, readonly keys: RedisKeys) {}
+  ramp = () => readRamp(this.redis, this.keys);
+  migrateRampKey = () => migrateRampKey(this.redis, this.keys);
+  observe = (environment: Rollout) => observeRollout(this.redis, this.keys, environment);
+  commit = (c: Commit) => commit(this.redis, this.keys, c);
+  override = () => readRolloutOverride(this.redis, this.keys);
+  stepReadout = (now: Date, hours: number, step?: { startedAt: Date; percent: number }) => readStepReadout(this.redis, this.keys, now, hours, step);
+  variantStats = (now: Date) => readVariantStats(this.redis, this.keys, now);
 }
 
 export interface RampCommandDeps {

@@ -2,7 +2,7 @@
 import { isEligible } from '@feed/domain';
 import type { Identity } from '../http/identity';
 import type { SkipReason } from '../labels';
-import type { UserFilter } from '../users/user-history';
+import type { UserFilter } from '@feed/storage';
 import type { CatalogVideo } from './video-catalog';
 
 export type Verdict = 'serve' | SkipReason;

@@ -7,7 +7,7 @@
 import { BLOCK_SIZE, isNew } from '@feed/domain';
 import { readMeta, readOffset, readRecordedScores, readRingVersion, type MongoBudget, type Redis, type RedisKeys } from '@feed/storage';
 import type { Identity } from '../http/identity';
-import type { UserHistory } from '../users/user-history';
+import type { UserHistory } from '@feed/storage';
 import type { Verdict } from './candidate-verdict';
 import { RingReader, scanRing } from './ring-scan';
 import type { VideoCatalog } from './video-catalog';

@@ -23,7 +23,7 @@ import { scanRing, type RingReader } from './ring-scan';
 import { servesRing, type FeedReadState, type FeedReadStateCache } from './feed-read-state';
 import type { VariantReadout } from './variant-readout';
 import { videoInfo, type VideoCatalog, type VideoInfo } from './video-catalog';
-import type { UserFilter, UserHistory } from '../users/user-history';
+import type { UserFilter, UserHistory } from '@feed/storage';
 
 export interface FeedPage {
   vInfos: VideoInfo[];

@@ -12,7 +12,7 @@
  */
 import { readQueueRange, type Deadline, type MongoBudget, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
 import type { Identity } from '../http/identity';
-import type { UserFilter } from '../users/user-history';
+import type { UserFilter } from '@feed/storage';
 import { judgeCandidate, type Verdict } from './candidate-verdict';
 import type { QueueCopies } from './queue-copies';
 import type { CatalogVideo, VideoCatalog } from './video-catalog';

@@ -21,7 +21,6 @@ export const USER_ID = /^[A-Za-z0-9_:.@-]{1,64}$/;
 /** The one place that names a user's or a guest's Redis state. */
 export const userIdentity = (userId: string): Identity => ({ key: `u:${userId}`, userId });
 export const guestIdentity = (deviceId: string): Identity => ({ key: `g:${deviceId}`, deviceId });
-export const isGuestKey = (key: string) => key.startsWith('g:');
 
 const secretKeys = new Map<string, KeyObject>();
 

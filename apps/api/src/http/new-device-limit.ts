@@ -12,8 +12,7 @@ import type { RequestHandler } from 'express';
 import ipaddr from 'ipaddr.js';
 import { AppError } from '@feed/http';
 import { logger } from '@feed/logger';
-import type { NewDeviceLimiter } from '@feed/storage';
-import type { UserHistory } from '../users/user-history';
+import type { NewDeviceLimiter, UserHistory } from '@feed/storage';
 import { DEVICE_ID, guestIdentity } from './identity';
 import { budgetOf } from './request-budget';
 

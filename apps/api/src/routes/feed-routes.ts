@@ -3,14 +3,13 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import Joi from 'joi';
 import { logger } from '@feed/logger';
 import { notFound, requestIdOf, ROUTING, unavailable } from '@feed/http';
-import type { MongoBudget, WatchCounter } from '@feed/storage';
+import type { MongoBudget, UserHistory, WatchCounter } from '@feed/storage';
 import { identify } from '../http/identity';
 import { budgetOf } from '../http/request-budget';
 import { objectId, validateBody, validateQuery, vidBody } from '../http/validate';
 import type { FeedService } from '../feed/feed-service';
 import { pageJson, type VideoCatalog } from '../feed/video-catalog';
 import type { VariantReadout } from '../feed/variant-readout';
-import type { UserHistory } from '../users/user-history';
 
 /** Largest page a client may ask for: more than a few swipes ahead is wasted work. */
 export const MAX_PAGE_SIZE = 50;

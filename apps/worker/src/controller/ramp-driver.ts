@@ -10,12 +10,11 @@
  */
 import { ackNotices, advanceRamp, rampNeedsReadout, rampReadoutHours, type RampNotice, type RampState } from '@feed/domain';
 import type { Logger } from '@feed/logger';
-import { commit, migrateRampKey, observeRollout, readRamp, readStepReadout, type AuditTrail, type Redis, type RedisKeys, type Rollout } from '@feed/storage';
+import type { AuditTrail, Rollout, RolloutStore } from '@feed/storage';
 import type { WorkerMetrics } from '../metrics';
 
 export interface RampDriverDeps {
-  redis: Redis;
-  keys: RedisKeys;
+  store: RolloutStore;
   logger: Logger;
   metrics: WorkerMetrics;
   /** The environment's rollout (R16 defaults), as the API resolves it. */
@@ -48,16 +47,16 @@ async function recordNotices(deps: RampDriverDeps, state: RampState): Promise<Ra
   if (recorded === 0) return state;
   const acked = ackNotices(state, state.notices[recorded - 1].seq);
   deps.signal?.throwIfAborted();
-  return (await commit(deps.redis, deps.keys, { rampRevision: String(state.revision), state: acked })) ? acked : state;
+  return (await deps.store.commit({ rampRevision: String(state.revision), state: acked })) ? acked : state;
 }
 
 const noticeEntry = (n: RampNotice) => ({ kind: n.kind, percent: n.percent, message: n.message, at: n.at, ...(n.alert ? { alert: 'FeedRampHalted' } : {}) });
 
 /** One tick of the ramp; the state after it (null when no ramp is stored or it is unreadable). */
 export async function driveRamp(deps: RampDriverDeps): Promise<RampState | null> {
-  const { redis, keys, logger, metrics, signal } = deps;
-  if (await migrateRampKey(redis, keys)) logger.info('ramp moved to its key in the rollout slot', { from: keys.legacyRamp, to: keys.ramp });
-  const stored = await readRamp(redis, keys);
+  const { store, logger, metrics, signal } = deps;
+  if (await store.migrateRampKey()) logger.info('ramp moved to its key in the rollout slot', { from: store.keys.legacyRamp, to: store.keys.ramp });
+  const stored = await store.ramp();
   metrics.rampUnreadable.set(stored.error ? 1 : 0);
   if (!stored.state) {
     if (stored.error) logger.error('stored ramp unreadable: not driven', { error: stored.error });
@@ -67,21 +66,21 @@ export async function driveRamp(deps: RampDriverDeps): Promise<RampState | null>
   }
   const state = stored.state;
   const now = deps.now?.() ?? new Date();
-  const rollout = await observeRollout(redis, keys, deps.environment);
+  const rollout = await store.observe(deps.environment);
   const step = state.steps[state.current];
-  const readout = rampNeedsReadout(state, now) ? await readStepReadout(redis, keys, now, rampReadoutHours(state, now), { startedAt: new Date(step.startedAt ?? now), percent: step.percent }) : undefined;
+  const readout = rampNeedsReadout(state, now) ? await store.stepReadout(now, rampReadoutHours(state, now), { startedAt: new Date(step.startedAt ?? now), percent: step.percent }) : undefined;
   const { state: next, write } = advanceRamp(state, { now, rollout, readout });
   if (next !== state) {
     signal?.throwIfAborted();
     // A human's command (or a change of the rollout) came first: this tick changes nothing, the next check decides afresh.
-    if (!(await commit(redis, keys, { rampRevision: stored.revision, rolloutRevision: rollout.revision, state: next, rollout: write ?? undefined }))) {
+    if (!(await store.commit({ rampRevision: stored.revision, rolloutRevision: rollout.revision, state: next, rollout: write ?? undefined }))) {
       logger.info('ramp tick dropped: the ramp or the rollout changed since it read them', { ramp: state.id });
       return state;
     }
   }
   if (write) {
     const { revision: _before, ...before } = rollout;
-    const { revision: _after, ...after } = await observeRollout(redis, keys, deps.environment);
+    const { revision: _after, ...after } = await store.observe(deps.environment);
     await deps.trail
       .record({ action: 'rollout-set', actor: rampActor(next), via: 'worker', before, after })
       .catch((err: unknown) => logger.error('audit trail unwritable', { action: 'rollout-set', actor: rampActor(next), before, after, err }));

@@ -5,7 +5,7 @@
  * units per arm, and the new devices' counts reported beside.
  */
 import type { GuardResult } from '@feed/domain';
-import { readRamp, type Redis, type RedisKeys } from '@feed/storage';
+import type { RolloutStore } from '@feed/storage';
 
 /** One guard of a verdict as the page shows it. */
 const guardView = (g: GuardResult) => ({
@@ -23,8 +23,8 @@ const guardView = (g: GuardResult) => ({
 });
 
 /** What the page shows of the stored ramp; null when none, `{ error }` when it is unreadable. */
-export async function rampView(redis: Redis, keys: RedisKeys) {
-  const { state, error } = await readRamp(redis, keys);
+export async function rampView(rollout: RolloutStore) {
+  const { state, error } = await rollout.ramp();
   if (!state) return error ? { error } : null;
   return {
     id: state.id,

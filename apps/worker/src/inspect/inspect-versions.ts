@@ -9,24 +9,19 @@ import { countDuplicates, expandBlocks, fullBlockRatio, numericValue } from '@fe
 import { CHECK_EVERY_MS } from '../controller/desired-state';
 import { SCHEDULER_ID } from '../jobs/build-queue';
 import { rampView } from './inspect-ramp';
-import { countUsersWithOffset, readHeldVersion, readRolloutOverride, readVariantStats, resolveRollout, variantReadout, VersionStore, type AuditTrail, type LiveOrShadow, type Redis, type RedisKeys, type VideoModel } from '@feed/storage';
+import { resolveRollout, variantReadout, type AuditTrail, type BuildStore, type LiveOrShadow, type RolloutStore, type VideoModel } from '@feed/storage';
 
-export type Pointers = Awaited<ReturnType<typeof versionPointers>>;
-
-export async function versionPointers(redis: Redis, keys: RedisKeys) {
-  const [current, previous, shadow] = await Promise.all([redis.get(keys.current), redis.get(keys.previous), redis.get(keys.shadow)]);
-  return { current, previous, shadow };
-}
+export type Pointers = Awaited<ReturnType<BuildStore['pointers']>>;
 
 /**
  * One version's report; `pointers` (read once by the caller) give its roles. A shadow has no readers, so no offsets.
  * `complete`: whether the version's keys are whole (VersionStore.completeness), `problem` what is wrong when not;
  * `fullBlockRatio`: blocks that are exactly 17 high + 3 new, over all blocks; `compositions`: blocks by composition ("17+3" -> 10).
  */
-export async function reportVersion(redis: Redis, keys: RedisKeys, version: string, pointers: Pointers, which: LiveOrShadow = 'live') {
-  const versions = new VersionStore(redis, keys);
+export async function reportVersion(store: BuildStore, version: string, pointers: Pointers, which: LiveOrShadow = 'live') {
+  const { versions } = store;
   const [meta, completeness, { length: queueLength, ttlSeconds }] = await Promise.all([versions.readMeta(version, which), versions.completeness(version, which), versions.queueState(version, which)]);
-  const usersWithOffset = which === 'shadow' || !meta ? 0 : await countUsersWithOffset(redis, keys, version, meta.offsetBuckets);
+  const usersWithOffset = which === 'shadow' || !meta ? 0 : await store.usersWithOffset(version, meta.offsetBuckets);
   const blocks = meta ? expandBlocks(meta.blocks) : [];
   const compositions: Record<string, number> = {};
   for (const b of blocks) compositions[`${b.high}+${b.fresh}`] = (compositions[`${b.high}+${b.fresh}`] ?? 0) + 1;
@@ -36,8 +31,7 @@ export async function reportVersion(redis: Redis, keys: RedisKeys, version: stri
 }
 
 /** How `other`'s queue (live, or its shadow build's) differs from `base`'s live queue. */
-export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, other: string, otherWhich: LiveOrShadow = 'live') {
-  const versions = new VersionStore(redis, keys);
+export async function diffVersions({ versions }: BuildStore, base: string, other: string, otherWhich: LiveOrShadow = 'live') {
   const [a, b] = await Promise.all([versions.readQueue(base), versions.readQueue(other, otherWhich)]);
   const inA = new Set(a);
   const both = b.filter((id) => inA.has(id)).length;
@@ -55,17 +49,12 @@ export async function diffVersions(redis: Redis, keys: RedisKeys, base: string, 
   };
 }
 
-/** Versions that still have a meta hash (they expire with their TTL), newest first. */
-export function listVersions(redis: Redis, keys: RedisKeys): Promise<string[]> {
-  return new VersionStore(redis, keys).listVersions();
-}
-
 /**
  * The version the release gate held (R23), beside current: each compared figure, and how to promote it (`promote`: the one
  * action that switches current to it); null when none is held.
  */
-export async function heldReport(redis: Redis, keys: RedisKeys) {
-  const held = await readHeldVersion(redis, keys);
+export async function heldReport(store: BuildStore) {
+  const held = await store.heldVersion();
   if (!held) return null;
   const { version } = held;
   return {
@@ -79,14 +68,14 @@ export async function heldReport(redis: Redis, keys: RedisKeys) {
  * `held`, the version the release gate held (R23), if any; `shadow`, the last shadow build (its own keys) and
  * `shadowDiff`, how it differs from current.
  */
-export async function summarizeVersions(redis: Redis, keys: RedisKeys, versions?: string[]) {
-  const pointers = await versionPointers(redis, keys);
-  const listed = versions ?? (await listVersions(redis, keys));
+export async function summarizeVersions(store: BuildStore, versions?: string[]) {
+  const pointers = await store.pointers();
+  const listed = versions ?? (await store.versions.listVersions());
   const [reports, shadow, shadowDiff, held] = await Promise.all([
-    Promise.all(listed.map((v) => reportVersion(redis, keys, v, pointers))),
-    pointers.shadow ? reportVersion(redis, keys, pointers.shadow, pointers, 'shadow') : null,
-    pointers.shadow && pointers.current ? diffVersions(redis, keys, pointers.current, pointers.shadow, 'shadow') : null,
-    heldReport(redis, keys),
+    Promise.all(listed.map((v) => reportVersion(store, v, pointers))),
+    pointers.shadow ? reportVersion(store, pointers.shadow, pointers, 'shadow') : null,
+    pointers.shadow && pointers.current ? diffVersions(store, pointers.current, pointers.shadow, 'shadow') : null,
+    heldReport(store),
   ]);
   return { pointers, held, versions: reports, shadow: shadow?.meta ? shadow : null, shadowDiff: shadow?.meta ? shadowDiff : null };
 }
@@ -99,8 +88,8 @@ const SCORE_BUCKETS = 12;
 const ODD_NAMED = 5;
 
 /** The written-back recommendScore of the first queued videos, in equal-width buckets; odd values counted apart. */
-async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel, version: string) {
-  const ids = await new VersionStore(redis, keys).readQueue(version, 'live', 0, SCORE_SAMPLE - 1);
+async function scoreHistogram(store: BuildStore, videos: VideoModel, version: string) {
+  const ids = await store.versions.readQueue(version, 'live', 0, SCORE_SAMPLE - 1);
   const docs = await videos.collection
     .find<{ _id: unknown; recommendScore?: unknown }>({ _id: { $in: ids.map((id) => new Types.ObjectId(id)) } }, { projection: { recommendScore: 1 } })
     .toArray();
@@ -125,9 +114,8 @@ async function scoreHistogram(redis: Redis, keys: RedisKeys, videos: VideoModel,
  * instant as wall time in the business time zone, with the zone's name; `error`, set when the daily job scheduler does not
  * exist in Redis (the controller puts it back), or the controller stopped a repair (R21); `lastRepair`, the controller's last, if any.
  */
-export async function buildSchedule(queue: Pick<Queue, 'getJobScheduler'>, redis: Redis, keys: RedisKeys, timeZone: string) {
-  const [scheduler, lastRepair, stopped] = await Promise.all([queue.getJobScheduler(SCHEDULER_ID), redis.hGetAll(keys.lastRepair), redis.hGet(keys.repairStopped, 'detail')]);
-  const repair = Object.keys(lastRepair).length > 0 ? (lastRepair as Record<string, string>) : null;
+export async function buildSchedule(queue: Pick<Queue, 'getJobScheduler'>, store: BuildStore, timeZone: string) {
+  const [scheduler, repair, stopped] = await Promise.all([queue.getJobScheduler(SCHEDULER_ID), store.lastRepair(), store.stoppedDetail()]);
   // R21: a repair that does not converge is stopped, and said here until the state changes.
   const repairError = stopped ? `repair stopped: ${stopped}` : undefined;
   if (!scheduler?.next) {
@@ -143,8 +131,8 @@ export interface InspectorDeps {
   config: Pick<Config, 'shortRecommendV2Enabled' | 'shortRecommendV2Percent' | 'businessTimeZone'>;
   /** The build queue: its job scheduler says when the next build runs. */
   queue: Pick<Queue, 'getJobScheduler'>;
-  redis: Redis;
-  keys: RedisKeys;
+  store: BuildStore;
+  rollout: RolloutStore;
   videos: VideoModel;
   /** On-call's trail, in MongoDB (D6). */
   audit: AuditTrail;
@@ -158,16 +146,16 @@ const AUDIT_SHOWN = 50;
  * in force, the next build, the V2 vs legacy readout of the last 24 h (D7), the rollout ramp (R23)
  * and the audit trail (D6).
  */
-export async function inspectorSummary({ config, queue, redis, keys, videos, audit: trail }: InspectorDeps) {
-  const summary = await summarizeVersions(redis, keys, (await listVersions(redis, keys)).slice(0, 7));
+export async function inspectorSummary({ config, queue, store, rollout, videos, audit: trail }: InspectorDeps) {
+  const summary = await summarizeVersions(store, (await store.versions.listVersions()).slice(0, 7));
   const focus = summary.pointers.current ?? summary.versions[0]?.version;
   const [scores, override, schedule, tally, audit, ramp] = await Promise.all([
-    focus ? scoreHistogram(redis, keys, videos, focus) : undefined,
-    readRolloutOverride(redis, keys),
-    buildSchedule(queue, redis, keys, config.businessTimeZone),
-    readVariantStats(redis, keys, new Date()),
+    focus ? scoreHistogram(store, videos, focus) : undefined,
+    rollout.override(),
+    buildSchedule(queue, store, config.businessTimeZone),
+    rollout.variantStats(new Date()),
     trail.read(AUDIT_SHOWN),
-    rampView(redis, keys),
+    rampView(rollout),
   ]);
   return {
     ...summary,

@@ -9,7 +9,7 @@ import { Router } from 'express';
 import type { Config } from '@feed/config';
 import { adminUserOf, AppError, ROUTING } from '@feed/http';
 import type { Logger } from '@feed/logger';
-import { BuildStore, VERSION_PATTERN } from '@feed/storage';
+import { VERSION_PATTERN } from '@feed/storage';
 import { promoteHeldVersion, PromoteRefusedError } from '../daily-build/promote-held';
 import { inspectorSummary, type InspectorDeps } from './inspect-versions';
 
@@ -38,10 +38,10 @@ export function inspectorRoutes(deps: InspectorRoutesDeps): Router {
   for (const decision of ['promote', 'dismiss'] as const) router.post(`/api/held/:version/${decision}`, async (req, res) => {
     const { version } = req.params;
     if (!VERSION_PATTERN.test(version)) throw new AppError(400, 'bad_request', `a version is YYYYMMDD, got "${version}"`);
-    const { redis, keys, logger, audit, config } = deps;
+    const { store, logger, audit, config } = deps;
     try {
       const who = { actor: adminUserOf(res), via: 'api' } as const;
-      const result = await promoteHeldVersion({ store: new BuildStore(redis, keys), logger, audit, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs }, version, who, decision);
+      const result = await promoteHeldVersion({ store, logger, audit, keyTtlHours: config.shortRecommendKeyTTLHours, lockTtlMs: config.buildLockTtlMs }, version, who, decision);
       res.json({ version: result.version, status: result.status, replaced: result.replaced, current: result.current, reasons: result.held.verdict.reasons });
     } catch (err) {
       if (err instanceof PromoteRefusedError) throw new AppError(err.status, err.status === 404 ? 'not_held' : 'conflict', err.message);

@@ -5,11 +5,13 @@
 import type { Express } from 'express';
 import { createLogger } from '@feed/logger';
 import type { Config } from '@feed/config';
-import { videoModel } from '@feed/storage';
+import { BuildStore, RolloutStore, storeHealth, videoModel, type Redis, type RedisKeys } from '@feed/storage';
+import type { Connection } from 'mongoose';
 import { createWorkerApp } from '../../src/app';
 import { startBuildQueue, type BuildQueue } from '../../src/jobs/build-queue';
 import { bullConnectionFactory } from '../../src/jobs/bull-connection';
 import { createWorkerMetrics } from '../../src/metrics';
+import { PROBE_MS } from '../../src/readiness';
 import { testBuildDeps } from '../../../../test/support/build-deps';
 import type { TestServices } from '../../../../test/support/services';
 
@@ -22,8 +24,11 @@ export async function testBuildQueue(s: TestServices): Promise<BuildQueue> {
   return jobs;
 }
 
+/** What main.ts hands the worker app over one connection: its stores and the stores' probes. */
+export const workerStores = (redis: Redis, keys: RedisKeys, mongo: Connection) => ({ store: new BuildStore(redis, keys), rollout: new RolloutStore(redis, keys), health: storeHealth({ redis, keys, mongo }, PROBE_MS) });
+
 /** The worker app on `s` (build it in `beforeEach`); `config` changes the test's configuration. */
 export async function workerAppUnderTest(s: TestServices, config: Partial<Config> = {}): Promise<Express> {
   const jobs = await testBuildQueue(s);
-  return createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass', ...config }, queue: jobs.queue, metrics: createWorkerMetrics(), redis: s.redis, keys: s.keys, videos: videoModel(s.mongo) });
+  return createWorkerApp({ config: { ...s.config, adminUser: 'oncall', adminPassword: 'inspect-pass', ...config }, queue: jobs.queue, metrics: createWorkerMetrics(), ...workerStores(s.redis, s.keys, s.mongo), videos: videoModel(s.mongo) });
 }

@@ -2,16 +2,21 @@
  * Per-user "recent views" and "not interested" (SPEC V1–V4), stored as bounded blobs of 4-byte
  * fingerprints. Both keys of a user share the user's hash tag; the feed reads them with one
  * pipelined round trip, in parallel with the ring read (which is in the version's slot). A guest
- * device's views are a field of a bucket instead (storage's guest-devices.ts, issue 52), with the
+ * device's views are a field of a bucket instead (guest-devices.ts, issue 52), with the
  * hour it was first seen: a made-up device id costs tens of bytes.
  */
 import { READOUT_CLIENT_HOURLY_CAP } from '@feed/domain';
-import { decodeFingerprints, fingerprint, fingerprintNumber, guestSlot, isKnownGuest, readGuest, recordGuestView, recordFingerprint, registerGuest, removeFingerprint, type GuestSight, type Redis, type RedisKeys } from '@feed/storage';
-import { isGuestKey } from '../http/identity';
+import { decodeFingerprints, fingerprint, fingerprintNumber, recordFingerprint, removeFingerprint } from './fingerprint';
+import { guestSlot, isKnownGuest, readGuest, recordGuestView, registerGuest, type GuestSight } from './guest-devices';
+import type { Redis } from './redis-client';
+import type { RedisKeys } from './redis-keys';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** "Not interested" is long-term: kept a year after the user's last mark. */
 const NOT_INTERESTED_TTL_MS = 365 * DAY_MS;
+
+/** A guest's key (the API's `guestIdentity`: `g:<device id>`); a signed-in user's is `u:<id>`. */
+export const isGuestKey = (key: string) => key.startsWith('g:');
 
 export interface UserHistoryOptions {
   viewHistorySize: number;
@@ -32,11 +37,6 @@ export class UserHistory {
     private readonly options: UserHistoryOptions,
   ) {}
 
-  /** Appends to one of the user's bounded lists (newest last, oldest dropped past `max`). */
-  private append(key: string, videoId: string, max: number, ttlMs: number): Promise<number> {
-    return recordFingerprint(this.redis, key, videoId, max, ttlMs);
-  }
-
   private get viewsTtlMs() {
     return Math.round(this.options.viewHistoryTtlDays * DAY_MS);
   }
@@ -48,7 +48,7 @@ export class UserHistory {
   /** A guest's view answers whether the readout counts it and when the device was first seen (the readout's admission for guests). */
   async recordView(userKey: string, videoId: string): Promise<GuestSight | undefined> {
     if (!isGuestKey(userKey)) {
-      await this.append(this.keys.views(userKey), videoId, this.options.viewHistorySize, this.viewsTtlMs);
+      await recordFingerprint(this.redis, this.keys.views(userKey), videoId, this.options.viewHistorySize, this.viewsTtlMs);
       return undefined;
     }
     const { slot, options } = this.guest(userKey);
@@ -72,7 +72,7 @@ export class UserHistory {
   }
 
   markNotInterested(userKey: string, videoId: string): Promise<number> {
-    return this.append(this.keys.notInterested(userKey), videoId, this.options.notInterestedMax, NOT_INTERESTED_TTL_MS);
+    return recordFingerprint(this.redis, this.keys.notInterested(userKey), videoId, this.options.notInterestedMax, NOT_INTERESTED_TTL_MS);
   }
 
   undoNotInterested(userKey: string, videoId: string): Promise<number> {
