@@ -113,7 +113,8 @@ export class FeedService {
   }
 
   private async pageRequest(request: Omit<PageRequest, 'readState'>): Promise<{ request: PageRequest; chain: readonly StrategyName[] }> {
-    const readState = await this.d.readState.read(request.budget.redis, request.requestId);
+    // The cached state without a wait (nearly every page); otherwise read within the deadline.
+    const readState = this.d.readState.peek() ?? (await this.d.readState.read(request.budget.redis, request.requestId));
     // The strategies tried for this user, in order.
     return { request: { ...request, readState }, chain: servesRing(readState, request.identity) ? RING_CHAIN : LEGACY_CHAIN };
   }
