@@ -67,12 +67,4 @@ export default tseslint.config(
   { files: ['packages/storage/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: layer('storage') }] } },
   { files: ['apps/api/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: storageDoor, patterns: layer('api') }] } },
   { files: ['apps/worker/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: storageDoor, patterns: layer('worker') }] } },
-  // Debt of issue 50, listed so it can only shrink: these still hand the client type to storage's
-  // functions (no script, no command of their own). Every other app file may not name it.
-  ...[
-    ['api', ['src/feed/explain.ts', 'src/feed/feed-read-state.ts', 'src/feed/feed-service.ts', 'src/feed/queue-copies.ts', 'src/feed/ring-scan.ts', 'src/feed/variant-readout.ts']],
-  ].map(([app, files]) => ({
-    files: files.map((file) => `apps/${app}/${file}`),
-    rules: { 'no-restricted-imports': ['error', { paths: storageDoor.map((door) => (door.importNames ? { ...door, importNames: door.importNames.filter((name) => name !== 'Redis') } : door)), patterns: layer(app) }] },
-  })),
 );

@@ -32,6 +32,7 @@ import {
   resolveRollout,
   UserHistory,
   VERSION_PATTERN,
+  VersionStore,
   videoModel,
   type AuditTrail,
   type MongoHandle,
@@ -222,7 +223,7 @@ program
       const version = options.version ?? (await redis.get(keys.current));
       if (!version) throw new Error('no current version: run pnpm cli build first');
       const explanation = await explainNextPage(
-        { redis, keys, catalog: new VideoCatalog({ model: videos, ttlMs: 0 }), history: new UserHistory(redis, keys, config) },
+        { versions: new VersionStore(redis, keys), catalog: new VideoCatalog({ model: videos, ttlMs: 0 }), history: new UserHistory(redis, keys, config) },
         identity,
         version,
         options.pageSize,

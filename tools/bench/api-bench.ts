@@ -1,5 +1,5 @@
 /**
- * `pnpm bench api [--seconds S] [--connections C] [--users U] [--pairs N] [--cluster-users N] [--no-cluster]`:
+ * `pnpm bench api [--seconds S] [--connections C] [--users U] [--pairs N] [--warmup S] [--only ROUTE] [--cluster-users N] [--no-cluster]`:
  * req/s and p50/p99 of an Express hello-world route, the legacy random feed, then N rounds of the
  * ring feed, its limit route and hello-world sending the same page, served by one process with the
  * same data and Redis, with many distinct users; each round's ratios (of req/s, and of the API
@@ -55,8 +55,8 @@ export async function runApiBench(): Promise<void> {
     server = await startBenchServer(benchApiEnv(SECRET, { MONGO_URL: mongoUri, REDIS_KEY_PREFIX: prefix }), profile);
     const tokens = Array.from({ length: users }, (_, i) => jwt.sign({ sub: `bench-user-${i}` }, SECRET, { algorithm: 'HS256' }));
     const base = baseOf(server);
-    // Warm-up: script cache, video cache, JIT.
-    await load('warmup', `${base}/api/app/recommend/vid/list`, tokens, 2, connections);
+    // Warm-up: script cache, video cache, JIT; `--warmup S` long enough for every user's token to be verified once (a profile of steady traffic).
+    await load('warmup', `${base}/api/app/recommend/vid/list`, tokens, Number(argValue('warmup', '2')), connections);
 
     const url = (route: string) => `${base}${route}`;
     // --only ring (for profiling one route) runs just that one.

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { offsetBucketsFor } from '@feed/domain';
-import { admitReadoutAction, claimPositions, connectRedis, createRedisKeys, fingerprint, readRingVersion, runScript, UserHistory, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
+import { admitReadoutAction, claimPositions, connectRedis, createRedisKeys, fingerprint, readRingVersion, runScript, UserHistory, VersionStore, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
 import { QueueCopies } from '@feed/api';
 import { freePort, startRedis } from '../support/processes';
 import { argValue, benchRedis } from './support';
@@ -98,7 +98,7 @@ async function offsetsAndQueueCopies(userCounts: number[]): Promise<void> {
     await redis.expire(keys.queue('20260724'), 3600);
     global.gc?.();
     const heapBefore = process.memoryUsage();
-    const copies = new QueueCopies({ redis, keys, queueCopiesMax: 1 });
+    const copies = new QueueCopies({ versions: new VersionStore(redis, keys), queueCopiesMax: 1 });
     const ring = (await readRingVersion(redis, keys, '20260724'))!;
     await copies.ensure(ring);
     if (!copies.idsAt(ring, 0, 1)) throw new Error('the queue copy was not loaded');

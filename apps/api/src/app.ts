@@ -5,7 +5,7 @@ import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { annotateRequestSpan } from '@feed/telemetry';
-import { auditTrail, CounterTallies, createRedisKeys, Deadline, interactionModels, newDeviceLimiter, redisClockMs, storeHealth, UserHistory, videoModel, WatchCounter, type connectRedis, type CounterHooks } from '@feed/storage';
+import { auditTrail, CounterTallies, createRedisKeys, Deadline, interactionModels, newDeviceLimiter, readoutStore, redisClockMs, storeHealth, UserHistory, VersionStore, videoModel, WatchCounter, type connectRedis, type CounterHooks } from '@feed/storage';
 import { answerOptions, errorHandler, methodNotAllowed, notFoundRoute, requestId, requestIdOf, routeStrictly, unsupportedMediaType } from '@feed/http';
 import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
 import { FeedService } from './feed/feed-service';
@@ -64,7 +64,8 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     metrics.queueCopyLoads.inc();
     metrics.queueCopyBytes.set(queueCopies.bytes());
   };
-  const queueCopies = new QueueCopies({ redis, keys, queueCopiesMax: config.queueCopiesMax, maxBytes: shares.queueCopyBytes, onLoaded });
+  const versions = new VersionStore(redis, keys);
+  const queueCopies = new QueueCopies({ versions, queueCopiesMax: config.queueCopiesMax, maxBytes: shares.queueCopyBytes, onLoaded });
   const copies = config.queueCopiesMax > 0 ? queueCopies : undefined;
   sizeTokenCache(shares.tokenCacheBytes);
   metrics.memoryBudget.set(shares.budgetBytes);
@@ -86,8 +87,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const watches = new WatchCounter(redis, keys, config.totalWatch, config.businessTimeZone);
   const clockSkew = new ClockSkewProbe(() => redisClockMs(redis, keys), metrics.clockSkew);
   const readState = new FeedReadStateCache({
-    redis,
-    keys,
+    versions,
     currentCacheMs: config.currentCacheMs,
     defaults: { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent },
     metrics,
@@ -98,9 +98,14 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     },
   });
   // An interaction's variant is read within a Redis deadline of its own (it is counted after the answer's writes).
-  const readout = new VariantReadout(redis, keys, metrics, (identity) => readState.variantOf(identity, new Deadline(config.redisDeadlineMs)), (identity) => history.guestFirstSeen(identity.key));
-  const reader = new RingReader(redis, keys, copies);
-  const feed = new FeedService({ redis, keys, catalog, history, metrics, readState, reader, readout });
+  const readout = new VariantReadout({
+    store: readoutStore(redis, keys),
+    metrics,
+    variantOf: (identity) => readState.variantOf(identity, new Deadline(config.redisDeadlineMs)),
+    firstSeenOf: (identity) => history.guestFirstSeen(identity.key),
+  });
+  const reader = new RingReader(versions, copies);
+  const feed = new FeedService({ versions, catalog, history, metrics, readState, reader, readout });
 
   const interactions = new InteractionService({ catalog, records, tallies, readout, hooks: counterHooks });
 
@@ -158,7 +163,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   };
   app.use(healthRoutes({ health: storeHealth({ redis, keys, mongo }, { redis: config.redisDeadlineMs, mongo: MONGO_PROBE_MS }), metrics, draining: () => draining, warm: warmUp }));
   app.use(interactionRoutes({ interactions, jwtSecret: config.authJwtSecret, readout }));
-  app.use(adminRoutes({ config, redis, keys, catalog, history, reader, readState, audit: auditTrail(mongo, config.redisKeyPrefix) }));
+  app.use(adminRoutes({ config, redis, keys, versions, catalog, history, reader, readState, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   app.use(errorHandler());

@@ -7,7 +7,7 @@ import { getHeapStatistics } from 'node:v8';
 import fc from 'fast-check';
 import request from '../../../test/support/contract';
 import { loadConfig } from '@feed/config';
-import { MongoBudget, readRingVersion, videoModel } from '@feed/storage';
+import { MongoBudget, readRingVersion, VersionStore, videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import { VideoCatalog, videoEntryBytes, type CatalogVideo } from '../src/feed/video-catalog';
 import { QueueCopies } from '../src/feed/queue-copies';
@@ -99,7 +99,7 @@ describe('cache bytes', () => {
   });
 
   it('when copies together exceed their bytes, then the least recently used goes; a queue larger than the share alone is never copied', async () => {
-    const copies = new QueueCopies({ redis: s.redis, keys: s.keys, queueCopiesMax: 10, maxBytes: 25 * 12 });
+    const copies = new QueueCopies({ versions: new VersionStore(s.redis, s.keys), queueCopiesMax: 10, maxBytes: 25 * 12 });
     for (const version of ['20260801', '20260802']) {
       await publishQueue(s.redis, s.keys, version, ids.slice(0, 20), { makeCurrent: false });
       await copies.ensure((await readRingVersion(s.redis, s.keys, version))!);

@@ -5,7 +5,7 @@
  * never copied (the feed keeps reading positions from Redis); copies are bounded.
  */
 import request, { type Response } from '../../../test/support/contract';
-import { readRingVersion, videoModel } from '@feed/storage';
+import { readRingVersion, VersionStore, videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
 import type { Api } from '../src/app';
 import { QueueCopies } from '../src/feed/queue-copies';
@@ -75,21 +75,21 @@ describe('queue copies (R22)', () => {
     const ring = (await readRingVersion(s.redis, s.keys, V))!;
     const loaded: string[] = [];
     // This instance's draw puts its preload at the start of the spread; another's would wait up to jitterMs.
-    const copies = new QueueCopies({ redis: s.redis, keys: s.keys, queueCopiesMax: 3, onLoaded: (version) => void loaded.push(version), jitterMs: 60_000, random: () => 0 });
+    const copies = new QueueCopies({ versions: new VersionStore(s.redis, s.keys), queueCopiesMax: 3, onLoaded: (version) => void loaded.push(version), jitterMs: 60_000, random: () => 0 });
     copies.preload(ring);
     copies.preload(ring);
     await waitUntil('the preloaded copy', async () => loaded.length > 0, 5_000);
     expect(loaded).toEqual([V]);
     expect(copies.idsAt(ring, 0, 3)).toEqual(ids.slice(0, 3));
     // Drawn late in the spread: nothing loads yet, and reads meanwhile take the LRANGE path.
-    const late = new QueueCopies({ redis: s.redis, keys: s.keys, queueCopiesMax: 3, onLoaded: (version) => void loaded.push(version), jitterMs: 60_000, random: () => 0.999 });
+    const late = new QueueCopies({ versions: new VersionStore(s.redis, s.keys), queueCopiesMax: 3, onLoaded: (version) => void loaded.push(version), jitterMs: 60_000, random: () => 0.999 });
     late.preload(ring);
     expect(late.idsAt(ring, 0, 3)).toBeUndefined();
     expect(loaded).toEqual([V]);
   });
 
   it('when more versions are read than the bound, then the least recently used copy is dropped', async () => {
-    const copies = new QueueCopies({ redis: s.redis, keys: s.keys, queueCopiesMax: 2 });
+    const copies = new QueueCopies({ versions: new VersionStore(s.redis, s.keys), queueCopiesMax: 2 });
     for (const version of ['20260801', '20260802', '20260803']) {
       await publishQueue(s.redis, s.keys, version, ids.slice(0, 20), { makeCurrent: false });
       await copies.ensure((await readRingVersion(s.redis, s.keys, version))!);

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { advanceRamp, judgeStep, READOUT_CLIENT_HOURLY_CAP, startRamp, type RampAdvance, type StepReadout } from '@feed/domain';
-import { admitReadoutAction, readStepReadout, readVariantStats, type Variant, type VariantEvent } from '@feed/storage';
+import { admitReadoutAction, readoutStore, readStepReadout, readVariantStats, type Variant, type VariantEvent } from '@feed/storage';
 import { VariantReadout } from '../src/feed/variant-readout';
 import { createApiMetrics } from '../src/metrics';
 import { guestIdentity, userIdentity, type Identity } from '../src/http/identity';
@@ -19,7 +19,7 @@ const variantOf = async (identity: Identity): Promise<Variant> => (identity === 
 const vid = (i: number) => i.toString(16).padStart(24, '0');
 
 function readoutUnderTest(variant = variantOf) {
-  const readout = new VariantReadout(s.redis, s.keys, createApiMetrics(), async (identity) => ({ variant: await variant(identity), percent: 50 }));
+  const readout = new VariantReadout({ store: readoutStore(s.redis, s.keys), metrics: createApiMetrics(), variantOf: async (identity) => ({ variant: await variant(identity), percent: 50 }) });
   s.disposeAfter(() => readout.close());
   return readout;
 }

@@ -21,15 +21,22 @@ export class DeadlineSpentError extends RedisCallError {}
  * Redis acted on it (a claim would otherwise have moved the offset for a page never served).
  */
 export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise,
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => setImmediate(() => reject(new DeadlineExceededError(`${what} timed out after ${ms} ms`))), ms);
-      // A deadline never keeps the process alive on its own (a shutdown is not held up by it).
-      timer.unref();
-    }),
-  ]).finally(() => clearTimeout(timer));
+  // One promise settled by whichever comes first (half the cost of Promise.race with a finally: every Redis call of a page).
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => setImmediate(() => reject(new DeadlineExceededError(`${what} timed out after ${ms} ms`))), ms);
+    // A deadline never keeps the process alive on its own (a shutdown is not held up by it).
+    timer.unref();
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
 }
 
 /**

@@ -38,6 +38,13 @@ export function statsHour(at: Date): string {
   return at.toISOString().slice(0, 13).replace(/[-T]/g, '');
 }
 
+/** The readout's two writes bound to one client: what the API's VariantReadout holds instead of the client. */
+export const readoutStore = (redis: Redis, keys: RedisKeys) => ({
+  admit: (client: string, at: Date, variant: Variant, event: VariantEvent, vid?: string) => admitReadoutAction(redis, keys, client, at, variant, event, vid),
+  add: (at: Date, counts: Map<string, number>) => addVariantStats(redis, keys, at, counts),
+});
+export type ReadoutStore = ReturnType<typeof readoutStore>;
+
 /** Adds `counts` (field `variant:event` -> n) to the hour of `at`. */
 export async function addVariantStats(redis: Redis, keys: RedisKeys, at: Date, counts: Map<string, number>): Promise<void> {
   if (counts.size === 0) return;

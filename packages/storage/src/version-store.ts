@@ -16,7 +16,8 @@ import { runScript } from './lua-scripts';
 import { encodeMeta, readMeta, type QueueMeta } from './queue-meta';
 import type { Redis } from './redis-client';
 import { liveOrShadowKeys, VERSION_PATTERN, type LiveOrShadow, type RedisKeys } from './redis-keys';
-import { offsetBucketKeys, readQueueRange } from './ring';
+import { readRolloutOverride, type Rollout } from './rollout-override';
+import { claimPositions, offsetBucketKeys, readOffset, readQueueRange, readRecordedScores, readRingVersion, unclaimPositions, type Claim, type RingVersion } from './ring';
 
 /**
  * Whether a version's keys are whole: its meta names a positive length and its queue holds
@@ -48,6 +49,37 @@ export class VersionStore {
   /** The version users read (`current`), or null before the first build. */
   current(): Promise<string | null> {
     return this.redis.get(this.keys.current);
+  }
+
+  /** The read path's pointers and the rollout override in force (one round trip, pipelined). */
+  async pointers(): Promise<{ current: string | null; previous: string | null; override: Partial<Rollout> }> {
+    const [current, previous, override] = await Promise.all([this.current(), this.redis.get(this.keys.previous), readRolloutOverride(this.redis, this.keys)]);
+    return { current, previous, override };
+  }
+
+  /** The version's ring as published, or null when its queue or meta is gone (ring.ts). */
+  ring(version: string): Promise<RingVersion | null> {
+    return readRingVersion(this.redis, this.keys, version);
+  }
+
+  /** Claims `userKey`'s next positions of `ring` (lua/ring-claim.lua). */
+  claim(ring: RingVersion, userKey: string, count: number): Promise<Claim> {
+    return claimPositions(this.redis, this.keys, ring, userKey, count);
+  }
+
+  /** Gives back a claim never served (lua/ring-unclaim.lua): how many positions stay consumed. */
+  unclaim(ring: RingVersion, userKey: string, claim: Claim): Promise<number> {
+    return unclaimPositions(this.redis, this.keys, ring, userKey, claim);
+  }
+
+  /** `userKey`'s next position in `ring`, read without claiming. */
+  offset(ring: RingVersion, userKey: string): Promise<number> {
+    return readOffset(this.redis, this.keys, ring, userKey);
+  }
+
+  /** The scores the build recorded at ring positions [start, start + count) (explain). */
+  recordedScores(version: string, length: number, start: number, count: number): Promise<Array<number | null>> {
+    return readRecordedScores(this.redis, this.keys, version, length, start, count);
   }
 
   /** The version's meta (live or shadow, `which`), or null when it has none. */

@@ -5,7 +5,7 @@
  * rebuilt with `pnpm cli build --at` and explained again.
  */
 import { BLOCK_SIZE, isNew } from '@feed/domain';
-import { readMeta, readOffset, readRecordedScores, readRingVersion, type MongoBudget, type Redis, type RedisKeys } from '@feed/storage';
+import type { MongoBudget, VersionStore } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { UserHistory } from '@feed/storage';
 import type { Verdict } from './candidate-verdict';
@@ -32,8 +32,7 @@ export interface Explanation {
 }
 
 export interface ExplainDeps {
-  redis: Redis;
-  keys: RedisKeys;
+  versions: VersionStore;
   catalog: VideoCatalog;
   history: UserHistory;
   /** The feed's reader (the API's queue copies); the CLI reads positions from Redis. */
@@ -41,11 +40,11 @@ export interface ExplainDeps {
 }
 
 export async function explainNextPage(deps: ExplainDeps, identity: Identity, version: string, pageSize: number, budget: MongoBudget): Promise<Explanation | null> {
-  const { redis, keys } = deps;
-  const [ring, meta] = await Promise.all([readRingVersion(redis, keys, version), readMeta(redis, keys, version)]);
+  const { versions } = deps;
+  const [ring, meta] = await Promise.all([versions.ring(version), versions.readMeta(version)]);
   if (!ring) return null;
-  const reader = deps.reader ?? new RingReader(redis, keys);
-  const offset = await readOffset(redis, keys, ring, identity.key);
+  const reader = deps.reader ?? new RingReader(versions);
+  const offset = await versions.offset(ring, identity.key);
   const scanned = await scanRing({
     ring,
     identity,
@@ -57,7 +56,7 @@ export async function explainNextPage(deps: ExplainDeps, identity: Identity, ver
     positions: reader.peekFrom(ring, offset),
   });
   // The scan's positions run on from the offset: one range of the recorded scores.
-  const scores = await readRecordedScores(redis, keys, version, ring.length, offset, scanned.length);
+  const scores = await versions.recordedScores(version, ring.length, offset, scanned.length);
   const generatedAt = meta ? Date.parse(meta.generatedAt) : null;
   const candidates = scanned.map(({ position, vid, video, verdict }, i): ExplainedCandidate => {
     const reviewAt = video?.reviewAt ?? null;

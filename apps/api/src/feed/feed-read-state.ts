@@ -9,7 +9,7 @@
  */
 import { fnv1a32 } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { readRingVersion, readRolloutOverride, resolveRollout, type Deadline, type Redis, type RedisKeys, type RingVersion, type Rollout, type RolloutInForce } from '@feed/storage';
+import { resolveRollout, type Deadline, type RingVersion, type Rollout, type RolloutInForce, type VersionStore } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics } from '../metrics';
 import type { Arm } from './variant-readout';
@@ -26,8 +26,7 @@ export interface FeedReadState {
 export const servesRing = ({ rollout }: FeedReadState, identity: Identity): boolean => rollout.enabled && fnv1a32(identity.key) % 100 < rollout.percent;
 
 export interface ReadStateOptions {
-  redis: Redis;
-  keys: RedisKeys;
+  versions: VersionStore;
   currentCacheMs: number;
   /** The environment's rollout, in force when no override is set or Redis cannot be read. */
   defaults: Rollout;
@@ -86,11 +85,12 @@ export class FeedReadStateCache {
     if (fresh) return fresh;
     // Once per instance per expiry, however many requests arrive meanwhile: two round trips in
     // sequence (the pointers and the rollout, then the named versions' meta and queue expiry).
-    const { redis, keys } = this.o;
-    this.inflight ??= Promise.all([redis.get(keys.current), redis.get(keys.previous), readRolloutOverride(redis, keys)])
-      .then(async ([current, previous, override]) => {
-        const versions = [...new Set([current, previous].filter((v): v is string => Boolean(v)))];
-        const rings = new Map(await Promise.all(versions.map(async (v) => [v, await readRingVersion(redis, keys, v)] as const)));
+    const { versions } = this.o;
+    this.inflight ??= versions
+      .pointers()
+      .then(async ({ current, previous, override }) => {
+        const named = [...new Set([current, previous].filter((v): v is string => Boolean(v)))];
+        const rings = new Map(await Promise.all(named.map(async (v) => [v, await versions.ring(v)] as const)));
         const value = { current: current ?? null, previous: previous ?? null, rings, rollout: resolveRollout(this.o.defaults, override) };
         this.cached = { value, expiresAt: Date.now() + this.o.currentCacheMs };
         this.showRollout(value);

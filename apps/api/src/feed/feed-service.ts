@@ -12,7 +12,7 @@
  */
 import { BLOCK_SIZE, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
-import { DeadlineSpentError, readOffset, RedisCallError, VersionStore, type Redis, type RedisKeys, type RequestBudget, type Variant } from '@feed/storage';
+import { DeadlineSpentError, RedisCallError, type RequestBudget, type Variant, type VersionStore } from '@feed/storage';
 import { AppError, unavailable } from '@feed/http';
 import { annotateRequestSpan } from '@feed/telemetry';
 import type { Identity } from '../http/identity';
@@ -36,8 +36,8 @@ export interface FeedPage {
 
 /** The collaborators the composition root (app.ts) builds and hands in. */
 export interface FeedDeps {
-  redis: Redis;
-  keys: RedisKeys;
+  /** The versions' keys: pointers, rings, claims, the legacy set. */
+  versions: VersionStore;
   catalog: VideoCatalog;
   history: UserHistory;
   metrics: ApiMetrics;
@@ -70,7 +70,6 @@ interface PageRequest {
 type Strategy = (request: PageRequest) => Promise<FeedPage>;
 
 export class FeedService {
-  private readonly versions: VersionStore;
   private readonly strategies: Record<StrategyName, Strategy> = {
     ring: (r) => this.ringPage(r, r.readState.current),
     'previous-version': (r) => this.ringPage(r, r.readState.previous !== r.readState.current ? r.readState.previous : null),
@@ -78,9 +77,7 @@ export class FeedService {
     'mongo-fallback': (r) => this.mongoPage(r),
   };
 
-  constructor(private readonly d: FeedDeps) {
-    this.versions = new VersionStore(d.redis, d.keys);
-  }
+  constructor(private readonly d: FeedDeps) {}
 
   /** What `nextPage` would answer now (HEAD, SPEC C): the same chain and status, nothing claimed or counted. */
   async peekPage(identity: Identity, pageSize: number, budget: RequestBudget, requestId?: string): Promise<FeedPage> {
@@ -116,7 +113,8 @@ export class FeedService {
   }
 
   private async pageRequest(request: Omit<PageRequest, 'readState'>): Promise<{ request: PageRequest; chain: readonly StrategyName[] }> {
-    const readState = await this.d.readState.read(request.budget.redis, request.requestId);
+    // The cached state without a wait (nearly every page); otherwise read within the deadline.
+    const readState = this.d.readState.peek() ?? (await this.d.readState.read(request.budget.redis, request.requestId));
     // The strategies tried for this user, in order.
     return { request: { ...request, readState }, chain: servesRing(readState, request.identity) ? RING_CHAIN : LEGACY_CHAIN };
   }
@@ -146,7 +144,7 @@ export class FeedService {
    */
   private async ringPage(request: PageRequest, version: string | null): Promise<FeedPage> {
     if (!version) throw new NotApplicable('no such version');
-    const { redis, keys, catalog, history, metrics, reader, readState } = this.d;
+    const { versions, catalog, history, metrics, reader, readState } = this.d;
     const ring = request.readState.rings.get(version);
     if (!ring) {
       readState.invalidate();
@@ -159,8 +157,8 @@ export class FeedService {
       logger.warn('user filter unreadable, serving unfiltered', { requestId: request.requestId, err: err instanceof Error ? err.message : String(err) });
       return NO_FILTER;
     });
-    const claims = request.peek ? undefined : new RingClaims({ redis, keys, reader, metrics, ring, userKey: identity.key, deadline });
-    const positions = claims ?? reader.peekFrom(ring, await deadline.run(() => readOffset(redis, keys, ring, identity.key), 'offset read'), deadline);
+    const claims = request.peek ? undefined : new RingClaims({ versions, reader, metrics, ring, userKey: identity.key, deadline });
+    const positions = claims ?? reader.peekFrom(ring, await deadline.run(() => versions.offset(ring, identity.key), 'offset read'), deadline);
     // A page that cannot be completed (MongoDB frozen, the queue gone) serves nothing: its claims are
     // given back before the answer, so a retry starts where the user's last served page ended.
     const candidates = await scanRing({ ring, identity, pageSize, catalog, filter, budget: budget.mongo, positions }).catch(async (err: unknown) => {
@@ -187,7 +185,7 @@ export class FeedService {
 
   /** The old behaviour: random ids from the legacy set (SRANDMEMBER), re-checked against R1. */
   private async legacyPage({ identity, pageSize, budget }: PageRequest): Promise<FeedPage> {
-    const { ids, size } = await budget.redis.run(() => this.versions.sampleLegacy(pageSize), 'legacy set');
+    const { ids, size } = await budget.redis.run(() => this.d.versions.sampleLegacy(pageSize), 'legacy set');
     if (ids.length === 0) throw new NotApplicable('legacy set is empty');
     const vInfos = await this.d.catalog.servable(ids, budget.mongo, identity.userId);
     return { vInfos, totalPages: Math.ceil(size / BLOCK_SIZE), hasNext: size > 0, queueVersion: 'legacy' };

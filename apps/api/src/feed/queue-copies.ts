@@ -9,7 +9,7 @@
  * Verification, sizing and preload timing: docs/design.md, "Layout at scale".
  */
 import { logger } from '@feed/logger';
-import { VersionStore, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
+import type { RingVersion, VersionStore } from '@feed/storage';
 
 const ID_BYTES = 12;
 const HEX_ID = /^[0-9a-f]{24}$/;
@@ -29,8 +29,7 @@ export const PRELOAD_JITTER_MS = 5_000;
 const sameBuild = (a: Pick<RingVersion, 'buildId' | 'length'>, b: Pick<RingVersion, 'buildId' | 'length'>) => a.buildId === b.buildId && a.length === b.length;
 
 export interface QueueCopiesOptions {
-  redis: Redis;
-  keys: RedisKeys;
+  versions: VersionStore;
   queueCopiesMax: number;
   /** Their share of API_MEMORY_BUDGET_MB (none: unbounded). */
   maxBytes?: number;
@@ -46,13 +45,10 @@ export class QueueCopies {
   private readonly scheduled = new Map<string, NodeJS.Timeout>();
   /** Builds too large for `maxBytes` (version/buildId). */
   private readonly oversized = new Set<string>();
-  private readonly versions: VersionStore;
-
   private readonly maxBytes: number;
 
   constructor(private readonly o: QueueCopiesOptions) {
     this.maxBytes = o.maxBytes ?? Infinity;
-    this.versions = new VersionStore(o.redis, o.keys);
   }
 
   /**
@@ -136,14 +132,14 @@ export class QueueCopies {
     const ids = Buffer.alloc(ring.length * ID_BYTES);
     for (let start = 0; start < ring.length; start += LOAD_CHUNK) {
       const count = Math.min(LOAD_CHUNK, ring.length - start);
-      const chunk = await this.versions.readQueueRange(ring.version, ring.length, start, count);
+      const chunk = await this.o.versions.readQueueRange(ring.version, ring.length, start, count);
       if (chunk.length !== count) throw new Error(`queue ${ring.version} is shorter than meta.length ${ring.length}`);
       chunk.forEach((id, i) => {
         if (!HEX_ID.test(id)) throw new Error(`queue ${ring.version} holds "${id}" at ${start + i}, not a 24-hex id`);
         ids.write(id, (start + i) * ID_BYTES, ID_BYTES, 'hex');
       });
     }
-    const after = await this.versions.completeness(ring.version);
+    const after = await this.o.versions.completeness(ring.version);
     if (!after.complete) throw new Error(`queue ${ring.version} is not complete: ${after.problem}`);
     if (!sameBuild(after, ring)) throw new Error(`queue ${ring.version} was rebuilt while being copied`);
     this.copies.delete(ring.version);

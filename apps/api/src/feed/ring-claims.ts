@@ -6,7 +6,7 @@
  * (ring-unclaim.lua): positions are consumed only when served, and no clock but the API's own
  * timer decides it. What could not be given back is counted as lost.
  */
-import { claimPositions, RedisCallError, unclaimPositions, withDeadline, type Claim, type Deadline, type RingVersion } from '@feed/storage';
+import { RedisCallError, withDeadline, type Claim, type Deadline, type RingVersion } from '@feed/storage';
 import { inSpan } from '@feed/telemetry';
 import type { FeedDeps } from './feed-service';
 import type { Positions } from './ring-scan';
@@ -15,7 +15,7 @@ import type { Positions } from './ring-scan';
 export class QueueGoneError extends Error {}
 
 /** The feed's stores, reader and metrics; one user's ring; the request's Redis deadline (no claim is sent past it just to be given back). */
-export type RingClaimsOptions = Pick<FeedDeps, 'redis' | 'keys' | 'reader' | 'metrics'> & { ring: RingVersion; userKey: string; deadline: Deadline };
+export type RingClaimsOptions = Pick<FeedDeps, 'versions' | 'reader' | 'metrics'> & { ring: RingVersion; userKey: string; deadline: Deadline };
 
 export class RingClaims implements Positions {
   private readonly claims: Claim[] = [];
@@ -49,10 +49,10 @@ export class RingClaims implements Positions {
   }
 
   private async claim(count: number): Promise<Claim> {
-    const { redis, keys, ring, userKey, deadline } = this.o;
+    const { versions, ring, userKey, deadline } = this.o;
     let claiming: Promise<Claim> | undefined;
     try {
-      return await deadline.run(() => inSpan('ring claim', { 'feed.version': ring.version, 'feed.count': count }, () => (claiming = claimPositions(redis, keys, ring, userKey, count))), 'ring claim');
+      return await deadline.run(() => inSpan('ring claim', { 'feed.version': ring.version, 'feed.count': count }, () => (claiming = versions.claim(ring, userKey, count))), 'ring claim');
     } catch (err) {
       if (claiming && err instanceof RedisCallError) void this.giveBackWhenAnswered(claiming);
       throw err;
@@ -71,8 +71,8 @@ export class RingClaims implements Positions {
 
   /** `bounded`: before a page's answer; otherwise no request waits (a late answer, a background give-back). */
   private async giveBack(claims: Claim[], bounded: boolean): Promise<void> {
-    const { redis, keys, ring, userKey, deadline, metrics } = this.o;
-    const given = Promise.all(claims.map((claim) => unclaimPositions(redis, keys, ring, userKey, claim)));
+    const { versions, ring, userKey, deadline, metrics } = this.o;
+    const given = Promise.all(claims.map((claim) => versions.unclaim(ring, userKey, claim)));
     const unserved = await (bounded ? withDeadline(given, deadline.ms, 'give-back') : given).catch(() => claims.map((claim) => claim.count));
     for (const lost of unserved) metrics.claimsGivenBack.inc({ result: lost === 0 ? 'given-back' : 'lost' });
   }

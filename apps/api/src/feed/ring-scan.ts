@@ -10,7 +10,7 @@
  *    judges every candidate with the one rule of candidate-verdict.ts (taken down, seen, not
  *    interested, own video, already in this page): skipped positions count as scanned.
  */
-import { readQueueRange, type Deadline, type MongoBudget, type Redis, type RedisKeys, type RingVersion } from '@feed/storage';
+import type { Deadline, MongoBudget, RingVersion, VersionStore } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { UserFilter } from '@feed/storage';
 import { judgeCandidate, type Verdict } from './candidate-verdict';
@@ -19,15 +19,14 @@ import type { CatalogVideo, VideoCatalog } from './video-catalog';
 
 export class RingReader {
   constructor(
-    private readonly redis: Redis,
-    private readonly keys: RedisKeys,
+    private readonly versions: VersionStore,
     /** Absent: every read goes to Redis (the CLI's one-off explain). */
     readonly copies?: QueueCopies,
   ) {}
 
   /** The ids at positions [start, start + count) of `ring`, wrapping at its length. */
   async idsAt(ring: RingVersion, start: number, count: number): Promise<string[]> {
-    return this.copies?.idsAt(ring, start, count) ?? readQueueRange(this.redis, this.keys, ring.version, ring.length, start, count);
+    return this.copies?.idsAt(ring, start, count) ?? this.versions.readQueueRange(ring.version, ring.length, start, count);
   }
 
   /** The positions from `offset` on, read without claiming them (explain, HEAD), each read within `deadline` when given. */

@@ -9,7 +9,7 @@
  * (`countHealth`) for the same judge. The counting rules: docs/design.md, "Rollout and audit".
  */
 import { logger } from '@feed/logger';
-import { addVariantStats, admitReadoutAction, freshField, guestField, statsHour, unitsField, variantField, VIEWERS, type GuestSight, type Redis, type RedisKeys, type Variant, type VariantEvent, type VariantHealthEvent } from '@feed/storage';
+import { freshField, guestField, statsHour, unitsField, variantField, VIEWERS, type GuestSight, type ReadoutStore, type Variant, type VariantEvent, type VariantHealthEvent } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics } from '../metrics';
 
@@ -20,19 +20,21 @@ const FRESH_FOR_MS = 48 * 3_600_000;
 /** The variant serving a client and the rollout percent in force (the split asked for). */
 export type Arm = { variant: Variant; percent: number };
 
+export interface VariantReadoutOptions {
+  /** Redis's admission and hourly tally (storage's `readoutStore`). */
+  store: ReadoutStore;
+  metrics: ApiMetrics;
+  /** The variant that serves this user now (the feed's rollout in force). */
+  variantOf: (identity: Identity) => Promise<Arm>;
+  /** When a guest device was first seen (its record), for the actions whose caller does not say. */
+  firstSeenOf?: (identity: Identity) => Promise<Date | null>;
+}
+
 export class VariantReadout {
   private pending = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
 
-  constructor(
-    private readonly redis: Redis,
-    private readonly keys: RedisKeys,
-    private readonly metrics: ApiMetrics,
-    /** The variant that serves this user now (the feed's rollout in force). */
-    private readonly variantOf: (identity: Identity) => Promise<Arm>,
-    /** When a guest device was first seen (its record), for the actions whose caller does not say. */
-    private readonly firstSeenOf?: (identity: Identity) => Promise<Date | null>,
-  ) {
+  constructor(private readonly o: VariantReadoutOptions) {
     this.timer = setInterval(() => void this.flush(), FLUSH_EVERY_MS).unref();
   }
 
@@ -48,9 +50,9 @@ export class VariantReadout {
     const now = new Date();
     try {
       // The variant too: it reads the rollout, which a loaded Redis may answer past its deadline.
-      arm = await this.variantOf(identity);
-      admitted = sight ? sight.admitted : await admitReadoutAction(this.redis, this.keys, identity.key, now, arm.variant, event, vid);
-      if (admitted > 0 && !sight && identity.deviceId !== undefined) firstSeen = await this.firstSeenOf?.(identity);
+      arm = await this.o.variantOf(identity);
+      admitted = sight ? sight.admitted : await this.o.store.admit(identity.key, now, arm.variant, event, vid);
+      if (admitted > 0 && !sight && identity.deviceId !== undefined) firstSeen = await this.o.firstSeenOf?.(identity);
     } catch (err) {
       logger.warn('action not counted by the readout: Redis unavailable', { event, err: err instanceof Error ? err.message : String(err) });
       return;
@@ -71,8 +73,8 @@ export class VariantReadout {
   }
 
   count(variant: Variant, event: VariantEvent): void {
-    if (event === 'page') this.metrics.variantPages.inc({ variant });
-    else this.metrics.variantEngagement.inc({ variant, action: event });
+    if (event === 'page') this.o.metrics.variantPages.inc({ variant });
+    else this.o.metrics.variantEngagement.inc({ variant, action: event });
     this.add(variantField(variant, event));
   }
 
@@ -94,7 +96,7 @@ export class VariantReadout {
     if (batch.size === 0) return;
     this.pending = new Map();
     try {
-      await addVariantStats(this.redis, this.keys, new Date(), batch);
+      await this.o.store.add(new Date(), batch);
     } catch (err) {
       for (const [field, n] of batch) this.pending.set(field, (this.pending.get(field) ?? 0) + n);
       logger.warn('variant readout not written to Redis; kept for the next flush', { err: err instanceof Error ? err.message : String(err) });

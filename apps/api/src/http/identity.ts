@@ -41,9 +41,10 @@ function secretKey(secret: string): KeyObject {
  * Verified tokens, by their exact text: a client sends the same token on every swipe, and a
  * token string that verified once verifies again until it expires. Bounded in bytes (the token
  * cache's share of API_MEMORY_BUDGET_MB, see `sizeTokenCache`); entries never outlive the
- * token's `exp` (or a minute when it has none).
+ * token's `exp` (or ten minutes when it has none: a session's swipes verify once, not once a
+ * minute; nothing revokes a valid token sooner, and a changed secret is checked on every hit).
  */
-const VERIFIED_TOKEN_TTL_MS = 60_000;
+const VERIFIED_TOKEN_TTL_MS = 10 * 60_000;
 /** Heap bytes of an entry beside its strings, measured with `--expose-gc` (609 bytes for a 132-character token). */
 const TOKEN_ENTRY_BYTES = 450;
 type VerifiedToken = { identity: Identity; secret: string };

@@ -26,7 +26,7 @@ const queryKeys = new WeakMap<Joi.ObjectSchema, Record<string, { type: string }>
  * The query, validated. Stricter than joi's conversion, which reads `2e1`, `+20`, `020` and
  * ` 20` as 20: a number must be written in decimal digits, and a known parameter given once.
  */
-export function validateQuery<T>(schema: Joi.ObjectSchema<T>, req: Request): T {
+export function validateQuery<T>(schema: Joi.ObjectSchema<T>, req: Pick<Request, 'query'>): T {
   let keys = queryKeys.get(schema);
   if (!keys) queryKeys.set(schema, (keys = (schema.describe() as { keys?: Record<string, { type: string }> }).keys ?? {}));
   for (const [name, value] of Object.entries(req.query)) {

@@ -55,7 +55,8 @@ function rampAnswer(result: RampCommandResult) {
   throw new AppError(status, result.kind === 'missing' ? 'not_found' : 'conflict', result.error);
 }
 
-export interface AdminRouteDeps extends ExplainDeps {
+/** The ramp's and the override's stores (storage's ramp commands take the client and keys). */
+export interface AdminRouteDeps extends ExplainDeps, Pick<RampCommandDeps, 'redis' | 'keys'> {
   config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent'>;
   readState: FeedReadStateCache;
   /** On-call's trail, in MongoDB (D6). */
@@ -70,7 +71,7 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   router.get('/api/admin/explain', async (req, res) => {
     const query = validateQuery(explainQuery, req);
     const identity = query.user ? userIdentity(query.user) : guestIdentity(query.device!);
-    const version = query.version ?? (await redis.get(keys.current));
+    const version = query.version ?? (await deps.versions.current());
     if (!version) throw notFound('no current version');
     const explanation = await explainNextPage(deps, identity, version, query.pageSize, budgetOf(res).mongo);
     if (!explanation) throw notFound(`version ${version} has no queue in Redis`);

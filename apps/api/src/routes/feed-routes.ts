@@ -19,6 +19,16 @@ export const pageQuery = Joi.object<{ pageNumber: number; pageSize: number }>({
   pageNumber: Joi.number().integer().min(1).max(1_000_000).default(1).description('Accepted for old clients; never moves the offset (R12)'),
   pageSize: Joi.number().integer().min(1).max(MAX_PAGE_SIZE).default(20).description('Videos in the page'),
 }).unknown(true);
+/** A whole number from 1 to 9,999,999 written plainly (what `pageQuery` accepts, before its max). */
+const PLAIN = /^[1-9][0-9]{0,6}$/;
+const plainUpTo = (value: unknown, max: number) => (typeof value === 'string' && PLAIN.test(value) && Number(value) <= max ? Number(value) : undefined);
+
+/** `pageQuery`'s pageSize without joi when the query is plainly valid (every page); anything else gets joi's answer (the 400s). */
+export function pageSizeOf(req: Pick<Request, 'query'>): number {
+  const { pageSize, pageNumber } = req.query;
+  const size = pageSize === undefined ? 20 : plainUpTo(pageSize, MAX_PAGE_SIZE);
+  return size !== undefined && (pageNumber === undefined || plainUpTo(pageNumber, 1_000_000) !== undefined) ? size : validateQuery(pageQuery, req).pageSize;
+}
 export const countQuery = Joi.object<{ vid?: string }>({ vid: objectId.description('With it, the watch of this video is registered (once per user, video and day)') }).unknown(true);
 export const adQuery = Joi.object<{ pageSize: number }>({ pageSize: Joi.number().integer().min(1).max(10).default(3).description('Ad videos wanted') }).unknown(true);
 
@@ -64,14 +74,14 @@ export function feedRoutes({ feed, catalog, history, watches, readout, jwtSecret
   const servePage: RequestHandler = async (req, res) => {
     const identity = identify(req, jwtSecret);
     // pageNumber is validated for old clients but never moves the offset (R12).
-    const { pageSize } = validateQuery(pageQuery, req);
+    const pageSize = pageSizeOf(req);
     res.type('application/json').send(pageJson(await feed.nextPage(identity, pageSize, budgetOf(res), requestIdOf(res))));
   };
   // HEAD is GET without a body (SPEC C): the same authentication, validation and status (a 503
   // when GET's would be), but it never claims (R11: positions are consumed only when served).
   const headOfPage: RequestHandler = async (req, res) => {
     const identity = identify(req, jwtSecret);
-    const { pageSize } = validateQuery(pageQuery, req);
+    const pageSize = pageSizeOf(req);
     await feed.peekPage(identity, pageSize, budgetOf(res), requestIdOf(res));
     res.type('application/json').status(200).end();
   };
