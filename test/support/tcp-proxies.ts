@@ -16,7 +16,7 @@ export interface DelayingProxy extends ThrottledProxy {
 }
 
 /** A proxy whose answers from the target go through `forward` (which writes them to the client). */
-async function proxy(target: { host: string; port: number }, forward: (chunk: Buffer, client: net.Socket, upstream: net.Socket) => void): Promise<ThrottledProxy> {
+async function proxy(target: { host: string; port: number }, forward: (chunk: Buffer, client: net.Socket, upstream: net.Socket) => void, sent?: (chunk: Buffer, client: net.Socket) => void): Promise<ThrottledProxy> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect(target.port, target.host);
@@ -30,6 +30,7 @@ async function proxy(target: { host: string; port: number }, forward: (chunk: Bu
       });
     }
     client.pipe(upstream);
+    if (sent) client.on('data', (chunk: Buffer) => sent(chunk, client));
     upstream.on('data', (chunk: Buffer) => forward(chunk, client, upstream));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -56,14 +57,17 @@ export function throttledProxy(target: { host: string; port: number }, bytesPerS
  * Answers are held `replyDelayMs` (settable while it runs), in their order: an answer never
  * overtakes one held longer before it (a lowered delay would hand a RESP client the wrong replies).
  */
-export async function delayingProxy(target: { host: string; port: number }): Promise<DelayingProxy> {
+export async function delayingProxy(target: { host: string; port: number }, holdOnly?: (sent: Buffer) => boolean): Promise<DelayingProxy> {
   const settings = { replyDelayMs: 0 };
+  // With `holdOnly`, only the answers on connections whose client once sent a matching chunk are held.
+  const held = new WeakSet<net.Socket>();
+  const sent = holdOnly && ((chunk: Buffer, client: net.Socket) => void (holdOnly(chunk) && held.add(client)));
   // One chain per client: a chunk is written only after the one before it. Timers of different
   // durations aimed at the same millisecond may fire out of order, and a reordered reply stream
   // desynchronises the client's parser (a claim whose answer never came, seen under load).
   const written = new WeakMap<net.Socket, Promise<void>>();
   const running = await proxy(target, (chunk, client) => {
-    const due = Date.now() + settings.replyDelayMs;
+    const due = Date.now() + (!holdOnly || held.has(client) ? settings.replyDelayMs : 0);
     const previous = written.get(client) ?? Promise.resolve();
     written.set(
       client,
@@ -71,6 +75,6 @@ export async function delayingProxy(target: { host: string; port: number }): Pro
         .then(() => (due > Date.now() ? new Promise<void>((resolve) => setTimeout(resolve, due - Date.now())) : undefined))
         .then(() => void client.write(chunk)),
     );
-  });
+  }, sent || undefined);
   return Object.assign(settings, running);
 }

@@ -11,7 +11,7 @@ import { withDeadline } from './deadline';
 import {
   CONNECT_TIMEOUT_MS, dataAccess, describeRedisTarget, misconfiguration, nodeRedisOptions, reconnectDelay, redisTarget, sentinelOptions, type RedisAccess, type RedisNode, type RedisSettings,
 } from './redis-connection';
-import { askSentinels, isPrimary, watchSentinels, type SentinelEvent, type SentinelOptions } from './redis-sentinel';
+import { askSentinels, isPrimary, replicaCount, sentinelsAgree, watchSentinels, writeFence, type SentinelEvent, type SentinelOptions } from './redis-sentinel';
 
 type StandaloneClient = ReturnType<typeof createClient>;
 type ClusterClient = ReturnType<typeof createCluster>;
@@ -91,10 +91,12 @@ function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, acces
   let holding = false;
   let lastAsked = -Infinity;
   let watcher: ReturnType<typeof watchSentinels> | undefined;
+  let fence: (() => Promise<void>) | undefined;
+  const agreement = sentinelsAgree(target.sentinels, target.name, sentinelOptions);
   const drop = () => {
     generation++;
     if (current?.isOpen) current.destroy();
-    [address, current] = [undefined, undefined];
+    [address, current, fence] = [undefined, undefined, undefined];
   };
   // Commands go to the new client only once it is connected and is the primary.
   const use = async (next: RedisNode) => {
@@ -102,6 +104,9 @@ function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, acces
     const mine = generation;
     const raw = createClient({ ...nodeRedisOptions(access, next), disableOfflineQueue: failFast });
     const client = standaloneAdapter(raw);
+    let epoch = 0;
+    raw.on('connect', () => epoch++);
+    const link = { epoch: () => epoch, wait: (ms: number) => raw.sendCommand<number>(['WAIT', '1', String(ms)]), replicas: () => replicaCount(raw), node: () => next };
     for (const listener of listeners) client.on('error', listener);
     client.on('error', () => void follow());
     try {
@@ -112,7 +117,7 @@ function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, acces
       throw err;
     }
     if (mine !== generation || closed || holding) return void (client.isOpen && client.destroy());
-    [address, current] = [next, client];
+    [address, current, fence] = [next, client, writeFence(link, agreement)];
   };
   const follow = async (now = false) => {
     if (closed || holding || (!now && performance.now() - lastAsked < REDISCOVER_EVERY_MS)) return;
@@ -150,11 +155,13 @@ function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, acces
     async close() {
       closed = true;
       watcher?.close();
+      agreement.close();
       await current?.close();
     },
     destroy() {
       closed = true;
       watcher?.close();
+      agreement.close();
       if (current?.isOpen) current.destroy();
     },
   };
@@ -163,12 +170,25 @@ function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, acces
   return new Proxy(unconnected, {
     get(target, prop) {
       if (prop in controls) return Reflect.get(controls, prop);
-      const client = current ?? target;
+      const [client, confirm] = current ? [current, fence] : [target, undefined];
       const value: unknown = Reflect.get(client, prop);
-      return typeof value === 'function' ? value.bind(client) : value;
+      if (typeof value !== 'function') return value;
+      if (!confirm || !WRITES.has(prop)) return value.bind(client);
+      // A write answers once the fence confirms it (redis-sentinel.ts); one it cannot confirm sends the client to the Sentinels.
+      return async (...args: unknown[]) => {
+        const result: unknown = await value.apply(client, args);
+        await confirm().catch((err: unknown) => {
+          void follow();
+          throw err;
+        });
+        return result;
+      };
     },
   });
 }
+
+/** The commands that write (scripts too: a ring claim is one), confirmed by the write fence behind Sentinels. */
+const WRITES = new Set<string | symbol>(['set', 'del', 'expire', 'pExpire', 'pExpireAt', 'rename', 'hSet', 'hDel', 'hIncrBy', 'rPush', 'sAdd', 'sRem', 'xAdd', 'evalSha', 'eval']);
 
 /** Least time between two slot-map reads while a node reports errors. */
 const REDISCOVER_EVERY_MS = 500;

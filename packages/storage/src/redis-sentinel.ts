@@ -1,11 +1,11 @@
 /**
  * Following a primary behind Sentinels as Redis's Sentinel client guidelines say: ask the Sentinels
  * for the primary, check `ROLE` on the node they name, and listen to their events. A failover's
- * start (`+try-failover`, `+failover-state-send-slaveof-noone`, published before the replica is
- * promoted) holds writes: from then until `+switch-master` names the new primary no command
- * reaches the old one, whose writes the demotion would discard (issue 51: a planned failover lost
- * ~10 s of them). An aborted failover, or none finished within HOLD_MS, releases the hold.
- * A name no Sentinel knows is a configuration error, not an outage.
+ * start (`+try-failover`, `+failover-state-send-slaveof-noone`) holds writes until `+switch-master`
+ * names the new primary; an aborted failover, or none finished within HOLD_MS, releases the hold.
+ * Events heard late (a loaded event loop heard them after the promotion: positions served twice,
+ * jobs lost in CI) cannot lose an acknowledged write: the write fence below answers a write only
+ * once a replica has it. A name no Sentinel knows is a configuration error, not an outage.
  */
 import { createClient, type RedisClientOptions } from 'redis';
 import IORedis, { type RedisOptions as IORedisOptions } from 'ioredis';
@@ -102,6 +102,90 @@ export function watchSentinels(sentinels: RedisNode[], name: string, options: Se
 
 const key = (node: RedisNode) => `${node.host}:${node.port}`;
 
+/** Longest wait for a replica to confirm writes (WAIT) before they count as not durable. */
+const FENCE_MS = 500;
+/** Longest wait for a Sentinel's answer to the fence's question (one that does not answer in time does not count). */
+const ANSWER_MS = 2_000;
+/** How long, from their answers, the Sentinels' word stands that a primary without a replica is the settled primary. */
+const SETTLED_MS = 1_000;
+
+/** A write the fence could not confirm: it may be discarded by a failover, so it was not acknowledged. */
+export class NotDurableError extends Error {}
+
+/** The connection that wrote, seen by the fence: its number of (re)connections, WAIT on it, its replicas (ROLE), its node. */
+export interface ReplicaLink {
+  epoch(): number;
+  wait(ms: number): Promise<number>;
+  replicas(): Promise<number>;
+  node(): RedisNode | undefined;
+}
+
+/**
+ * Whether the Sentinels agree that `node` is the primary: every one answers, names it, and none
+ * is failing it over (only the leader knows it is, and until the switch the others still name
+ * the old primary: a majority is not enough). Asked again for each question (a failover may have
+ * started since the last answer), on connections kept open; a yes stands SETTLED_MS.
+ */
+export function sentinelsAgree(sentinels: RedisNode[], name: string, options: SentinelOptions) {
+  const clients = sentinels.map((sentinel) => createClient({ ...options(sentinel), disableOfflineQueue: true }).on('error', () => undefined));
+  let settled = { node: '', until: -Infinity };
+  let asking: Promise<string[]> | undefined;
+  let next: Promise<string[]> | undefined;
+  const ask = async (client: (typeof clients)[number]) => {
+    if (!client.isOpen) await client.connect();
+    const reply = await client.sendCommand<string[]>(['SENTINEL', 'MASTER', name]);
+    const field = (k: string) => reply[reply.indexOf(k) + 1];
+    return field('flags').includes('failover_in_progress') ? 'failing over' : `${field('ip')}:${field('port')}`;
+  };
+  const askAll = async () => {
+    const answers = (await Promise.allSettled(clients.map((client) => Promise.race([ask(client), new Promise<never>((_, reject) => setTimeout(reject, ANSWER_MS).unref())]))))
+      .flatMap((answer) => (answer.status === 'fulfilled' ? [answer.value] : []));
+    if (answers.length === sentinels.length && answers.every((answer) => answer === answers[0])) settled = { node: answers[0], until: performance.now() + SETTLED_MS };
+    return answers;
+  };
+  return {
+    async agree(node: RedisNode): Promise<boolean> {
+      if (settled.node === key(node) && performance.now() < settled.until) return true;
+      // Questions asked while a round is out wait for the next round, which starts after their writes.
+      next ??= (asking ?? Promise.resolve()).catch(() => undefined).then(() => ((next = undefined), (asking = askAll())));
+      const answers = await next;
+      return answers.length === sentinels.length && answers.every((answer) => answer === key(node));
+    },
+    close() {
+      for (const client of clients) if (client.isOpen) client.destroy();
+    },
+  };
+}
+
+/**
+ * The write fence (issue 51): a write is acknowledged only once a replica has it (WAIT 1), so a
+ * promotion cannot discard it however late this process hears the Sentinels. On the old primary
+ * after its replica's promotion WAIT counts none and the write fails (the caller's 503 or retry).
+ * A primary with no replica attached (the new one, until the Sentinels demote the old, ~8 s) is
+ * trusted while the Sentinels agree it is the primary. Writes answered in one turn of the event
+ * loop share one WAIT; a write whose connection was replaced since is not confirmed.
+ */
+export function writeFence(link: ReplicaLink, sentinels: Pick<ReturnType<typeof sentinelsAgree>, 'agree'>): () => Promise<void> {
+  let attached = true;
+  let next: Promise<void> | undefined;
+  const check = async () => {
+    if (attached || (attached = (await link.replicas()) > 0)) {
+      if ((await link.wait(FENCE_MS)) >= 1) return;
+      if ((attached = (await link.replicas()) > 0)) throw new NotDurableError(`no replica confirmed the write within ${FENCE_MS} ms`);
+    }
+    const node = link.node();
+    if (!node || !(await sentinels.agree(node))) throw new NotDurableError(`the write reached a primary without a replica that the Sentinels do not all name (a failover)`);
+  };
+  return async () => {
+    const epoch = link.epoch();
+    await (next ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => ((next = undefined), check())));
+    if (link.epoch() !== epoch) throw new NotDurableError('the connection that wrote was replaced before a replica confirmed the write');
+  };
+}
+
+/** Replicas attached to the primary a client is connected to, by its ROLE. */
+export const replicaCount = async (client: { sendCommand<T>(args: string[]): Promise<T> }) => (await client.sendCommand<[string, number, unknown[]]>(['ROLE']))[2]?.length ?? 0;
+
 /**
  * BullMQ's connections to a primary behind Sentinels: ioredis with its `failoverDetector` (it
  * reconnects on `+switch-master`), plus the hold above, which ioredis lacks. On a failover's start
@@ -115,6 +199,7 @@ export function sentinelBullConnection(target: { sentinels: RedisNode[]; name: s
   let held: string | undefined;
   const moved = new Map<string, RedisNode>();
   let watcher: ReturnType<typeof watchSentinels> | undefined;
+  let agreement: ReturnType<typeof sentinelsAgree> | undefined;
   let listening = false;
   const natMap = (address: string) => {
     // No primary before the watch listens: a failover starting meanwhile would go unheard (ioredis retries the Sentinels).
@@ -136,11 +221,21 @@ export function sentinelBullConnection(target: { sentinels: RedisNode[]; name: s
   };
   return () => {
     if (!watcher) {
+      agreement = sentinelsAgree(target.sentinels, target.name, sentinelOptions);
       watcher = watchSentinels(target.sentinels, target.name, sentinelOptions, follow);
       void watcher.listening.then(() => (listening = true));
     }
-    const connection = new IORedis({ ...options, sentinels: target.sentinels, name: target.name, failoverDetector: true, natMap });
+    let node: RedisNode | undefined;
+    const connection = new IORedis({
+      ...options, sentinels: target.sentinels, name: target.name, failoverDetector: true,
+      natMap: (address: string) => {
+        const mapped = natMap(address);
+        node = mapped ?? { host: address.slice(0, address.lastIndexOf(':')), port: Number(address.slice(address.lastIndexOf(':') + 1)) };
+        return mapped;
+      },
+    });
     made.add(connection);
+    fenceBull(connection, () => node, agreement!);
     // ioredis keeps a lost connection's failoverDetector subscribed; its +switch-master during the reconnect
     // would abort it for good ("Connection is closed", status end: BullMQ silent after a SIGKILLed primary).
     connection.on('close', () => {
@@ -151,8 +246,34 @@ export function sentinelBullConnection(target: { sentinels: RedisNode[]; name: s
       made.delete(connection);
       if (made.size > 0) return;
       watcher?.close();
-      [watcher, listening] = [undefined, false];
+      agreement?.close();
+      [watcher, agreement, listening] = [undefined, undefined, false];
     });
     return connection;
+  };
+}
+
+/** BullMQ's state changes (its Lua scripts, MULTI/EXEC): answered to BullMQ only once the write fence confirms them. */
+const FENCED_BULL = new Set(['evalsha', 'eval', 'exec', 'fcall']);
+
+function fenceBull(connection: IORedis, node: () => RedisNode | undefined, sentinels: ReturnType<typeof sentinelsAgree>): void {
+  let epoch = 0;
+  connection.on('connect', () => epoch++);
+  const fence = writeFence(
+    {
+      epoch: () => epoch,
+      wait: async (ms) => Number(await connection.call('WAIT', 1, ms)),
+      replicas: async () => ((await connection.call('ROLE')) as [string, number, unknown[]])[2]?.length ?? 0,
+      node,
+    },
+    sentinels,
+  );
+  const send = connection.sendCommand.bind(connection);
+  connection.sendCommand = (command, stream) => {
+    if (FENCED_BULL.has(command.name.toLowerCase()) && !command.inTransaction) {
+      const resolve = command.resolve;
+      command.resolve = (value) => void fence().then(() => resolve(value), (err: Error) => command.reject(err));
+    }
+    return send(command, stream);
   };
 }
