@@ -7,7 +7,7 @@ import { testMongoUrl } from '../../../test/support/mongo';
 
 /** Connections the driver's pool holds now (driver internals: there is no public count). */
 function poolSize(handle: MongoHandle): number {
-  const topology = (handle.connection.getClient() as unknown as { topology: { s: { servers: Map<string, { pool: { totalConnectionCount: number } }> } } }).topology;
+  const topology = Reflect.get(handle.connection.getClient(), 'topology') as { s: { servers: Map<string, { pool: { totalConnectionCount: number } }> } };
   return [...topology.s.servers.values()].reduce((sum, server) => sum + server.pool.totalConnectionCount, 0);
 }
 
