@@ -78,7 +78,8 @@ async function withRedis<T>(fn: (stores: { config: Config; redis: Redis; keys: R
 async function withStores<T>(fn: (stores: { config: Config; redis: Redis; keys: RedisKeys; mongo: MongoHandle }) => Promise<T>): Promise<T> {
   await useLocalMongo(process.env, { reuseOnly: true });
   return withRedis(async (stores) => {
-    const mongo = await connectMongo(stores.config);
+    // A command serves no burst: it does not wait for an instance's minimum pool.
+    const mongo = await connectMongo({ ...stores.config, mongoMinPoolSize: 0 });
     try {
       return await fn({ ...stores, mongo });
     } finally {

@@ -1,7 +1,7 @@
 /**
  * Group `toggles` (R3, C, issue 49): users at once on one video with production's MongoDB budget
  * (MONGO_DEADLINE_MS=1000), no retry: each a like; then an unlike and a like sent together; then a
- * like; then every other user an unlike. Every answer 2xx, and within 5 s of the last answer
+ * like; then every other user an unlike. Every answer 2xx, p99 within the 1 s budget, and within 5 s of the last answer
  * recommendLikeCount = +users, likeCount = +users/2 (the tallies behind the answers, no repair job
  * needed). 200 users with --quick, 500 otherwise. Then the model-based test with a long run.
  */
@@ -32,9 +32,10 @@ export async function toggleChecks(suite: Suite): Promise<void> {
   /** Runs of the model-based interaction test here (`pnpm test` runs 25). */
   const MODEL_RUNS = suite.options.quick ? 100 : 600;
   const USERS = suite.options.quick ? 200 : 500;
-  await check('toggles', `${USERS} users like, double-tap and unlike one video, 1 s MongoDB budget, no retry: all 2xx, counters exact within 5 s`, async () => {
+  await check('toggles', `${USERS} users like, double-tap and unlike one video, 1 s MongoDB budget, no retry: all 2xx, p99 <= 1 s, counters exact within 5 s`, async () => {
     await suite.apiProcess!.stop();
-    suite.apiProcess = await suite.startApi({ MONGO_DEADLINE_MS: '1000' });
+    // An instance in rotation: it listens once its MongoDB pool holds MONGO_MIN_POOL_SIZE connections.
+    suite.apiProcess = await suite.startApi({ MONGO_DEADLINE_MS: '1000', MONGO_MIN_POOL_SIZE: '100', MONGO_MAX_POOL_SIZE: '100' });
     try {
       const vid = queue[TOGGLE_VIDEO_OFFSET];
       const before = await suite.counters(vid, 'likes');
@@ -47,10 +48,6 @@ export async function toggleChecks(suite: Suite): Promise<void> {
         latencies.push(performance.now() - started);
         statuses.set(res?.status ?? 0, (statuses.get(res?.status ?? 0) ?? 0) + 1);
       };
-      // An instance in rotation, not a cold start: its connection pool grown (the driver opens 2 at a time), the video cached.
-      for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: USERS / 4 }, (_, i) => tap(`warm-${round}-${i}`, 'unlike')));
-      statuses.clear();
-      latencies.length = 0;
       const users = Array.from({ length: USERS }, (_, i) => `toggler-${i}`);
       await Promise.all(
         users.map(async (user, i) => {
@@ -69,7 +66,10 @@ export async function toggleChecks(suite: Suite): Promise<void> {
       const after = await suite.counters(vid, 'likes');
       expect(after.recommend === want.recommend && after.display === want.display, `5 s after the last answer: recommendLikeCount +${after.recommend - before.recommend} (want ${USERS}), likeCount +${after.display - before.display} (want ${USERS / 2})`);
       latencies.sort((a, b) => a - b);
-      return `${latencies.length} requests all 2xx, p99 ${percentile(latencies, 99).toFixed(0)} ms; counters exact ${((Date.now() - lastAnswer) / 1000).toFixed(1)} s after the last answer`;
+      const p99 = percentile(latencies, 99);
+      // A functional bound (issue 49): every answer within the request's 1 s budget, seen by the client.
+      expect(p99 <= 1000, `p99 ${p99.toFixed(0)} ms (p50 ${percentile(latencies, 50).toFixed(0)} ms) over the 1 s budget, seen by this client`);
+      return `${latencies.length} requests all 2xx, p99 ${p99.toFixed(0)} ms; counters exact ${((Date.now() - lastAnswer) / 1000).toFixed(1)} s after the last answer`;
     } finally {
       await suite.apiProcess!.stop();
       suite.apiProcess = await suite.startApi();

@@ -82,13 +82,13 @@ mongoose.plugin((schema: Schema) => {
   schema.pre('bulkWrite', wait);
 });
 
-type CrashPoint = 'none' | 'afterRecord' | 'afterCount';
+type CrashPoint = 'none' | 'afterRecord' | 'beforeTally';
 class InjectedCrash extends Error {}
 const crashPlan = new AsyncLocalStorage<CrashPoint>();
 const crashAt = (point: CrashPoint) => async () => {
   if (crashPlan.getStore() === point) throw new InjectedCrash(`injected crash ${point}`);
 };
-const hooks: CounterHooks = { afterRecord: crashAt('afterRecord'), afterCount: crashAt('afterCount') };
+const hooks: CounterHooks = { afterRecord: crashAt('afterRecord'), beforeTally: crashAt('beforeTally') };
 
 const s = useTestServices('interaction-model');
 let videos: VideoModel;
@@ -135,7 +135,7 @@ const TOGGLES: Record<Toggle, { kind: 'likes' | 'collects'; on: boolean }> = {
   uncollect: { kind: 'collects', on: false },
 };
 
-const crash = fc.constantFrom<CrashPoint>('none', 'none', 'none', 'afterRecord', 'afterCount');
+const crash = fc.constantFrom<CrashPoint>('none', 'none', 'none', 'afterRecord', 'beforeTally');
 const command = (users: number, videoCount: number): fc.Arbitrary<Command> => {
   const user = fc.nat({ max: users - 1 });
   const video = fc.nat({ max: videoCount - 1 });

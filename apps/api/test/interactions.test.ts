@@ -220,9 +220,9 @@ describe.each(Object.entries(actions))('crash points of the counter protocol (R3
     expect(await read(vid)).toEqual([1, 1]);
   });
 
-  it('when the tally dies between its count and its write, then the answer was 2xx, and neither a retry nor 500 other users count it twice', async () => {
+  it('when the tally dies before its command, then the answer was 2xx, and neither a retry nor 500 other users count it twice', async () => {
     const vid = await newVideo();
-    const api = testApi(s, {}, { counterHooks: { afterCount: crash } });
+    const api = testApi(s, {}, { counterHooks: { beforeTally: crash } });
     await action.send(api.app, 'crash-b', vid).expect((res) => expect(res.status).toBeLessThan(300));
     expect(await read(vid)).toEqual([0, 0]);
     const others = Array.from({ length: 500 }, (_, i) => `other-${i}`);
@@ -272,7 +272,7 @@ describe('the answer does not wait for the tally (R3, R17)', () => {
     const vid = await newVideo();
     let release = () => undefined as void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const api = testApi(s, { mongoDeadlineMs: 1000 }, { counterHooks: { afterCount: () => held } });
+    const api = testApi(s, { mongoDeadlineMs: 1000 }, { counterHooks: { beforeTally: () => held } });
     try {
       await request(api.app).post('/api/app/vid/like').set(bearer('slow-1')).send({ vid }).expect(200, { active: true, changed: true });
       expect(await api.metrics.registry.metrics()).toMatch(/feed_variant_engagement_total\{variant="\w+",action="like"\} 1/);
@@ -285,7 +285,7 @@ describe('the answer does not wait for the tally (R3, R17)', () => {
 
   it('when a tally fails, then the like is answered 200, the failure is counted, and the repair counts the record once', async () => {
     const vid = await newVideo();
-    const api = testApi(s, {}, { counterHooks: { afterCount: crash } });
+    const api = testApi(s, {}, { counterHooks: { beforeTally: crash } });
     await request(api.app).post('/api/app/vid/like').set(bearer('busy-1')).send({ vid }).expect(200, { active: true, changed: true });
     await settled();
     const metrics = await api.metrics.registry.metrics();

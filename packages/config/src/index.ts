@@ -119,6 +119,11 @@ function settingsFor(env: NodeJS.ProcessEnv) {
         'MongoDB connection string with database. Required in production (the process exits naming it); unset in development = the embedded server that pnpm start, start:api, start:worker and cli start',
       ),
     ),
+    mongoMinPoolSize: setting(
+      'MONGO_MIN_POOL_SIZE',
+      Joi.number().integer().min(0).max(Joi.ref('MONGO_MAX_POOL_SIZE')).default(20).description('MongoDB connections an instance opens before it listens and keeps open (the driver opens 2 at a time): a burst on a new instance does not wait for its pool to grow'),
+    ),
+    mongoMaxPoolSize: setting('MONGO_MAX_POOL_SIZE', Joi.number().integer().min(1).max(10_000).default(100).description('MongoDB connections an instance holds at most; more concurrent operations wait (within their budget) for one')),
     embeddedMongoPort: setting('EMBEDDED_MONGO_PORT', Joi.number().port().default(27018).description('Development only: port of that embedded server (shared by api and worker on one machine)')),
     redisUrl: setting('REDIS_URL', Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379').description('Redis URL; a /N database index is honoured')),
     redisClusterNodes: optionalList('REDIS_CLUSTER_NODES', hostPorts.description('Comma-separated host:port seeds; when set, Redis Cluster mode is used instead of REDIS_URL')),

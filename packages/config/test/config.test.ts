@@ -37,6 +37,9 @@ describe('configuration (D2)', () => {
     ['TOTAL_WATCH', '-1'],
     ['CURRENT_CACHE_MS', '6000'],
     ['VIEW_HISTORY_SIZE', '9'],
+    ['MONGO_MAX_POOL_SIZE', '0'],
+    // Above the maximum (100 by default): the pool could never hold it.
+    ['MONGO_MIN_POOL_SIZE', '101'],
   ])('when %s=%s, then start-up stops with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(name));

@@ -3,8 +3,8 @@
  * Replies follow the server's documented shapes (cursor batches, writeErrors, lastErrorObject).
  */
 import { Long, calculateObjectSize, type Document } from 'bson';
-import { Query } from 'mingo';
-import { CommandError } from './errors';
+import { Aggregator, Query } from 'mingo';
+import { CommandError, duplicateKeyError } from './errors';
 import { getPath, type Collection, type Store } from './store';
 
 const DEFAULT_BATCH_SIZE = 101;
@@ -112,15 +112,59 @@ const STAGES = new Set(
  * while running a stage, so over an empty collection a wrong pipeline answered documents.
  */
 function checkPipeline(pipeline: Document[]): void {
-  for (const stage of pipeline) {
+  for (const [at, stage] of pipeline.entries()) {
     const names = Object.keys(stage);
     if (names.length !== 1) throw new CommandError(40323, 'Location40323', 'A pipeline stage specification object must contain exactly one field.');
     if (!STAGES.has(names[0])) throw new CommandError(40324, 'Location40324', `Unrecognized pipeline stage name: '${names[0]}'`);
+    if ((names[0] === '$merge' || names[0] === '$out') && at !== pipeline.length - 1) throw new CommandError(40601, 'Location40601', `${names[0]} can only be the final stage in the pipeline`);
     if (names[0] !== '$group') continue;
     const group = stage.$group as Document;
     if (!('_id' in group)) throw new CommandError(15955, 'Location15955', 'a group specification must include an _id');
     const notAccumulator = Object.entries(group).find(([field, spec]) => field !== '_id' && (spec === null || typeof spec !== 'object' || Array.isArray(spec) || Object.keys(spec as Document).length !== 1));
     if (notAccumulator) throw new CommandError(40234, 'Location40234', `The field '${notAccumulator[0]}' must be an accumulator object`);
+  }
+}
+
+/** The stages MongoDB allows in a `$merge`'s whenMatched pipeline (those of a pipeline update). */
+const MERGE_PIPELINE_STAGES = new Set(['$addFields', '$set', '$project', '$unset', '$replaceRoot', '$replaceWith']);
+const MERGE_WHEN_MATCHED = ['replace', 'keepExisting', 'merge', 'fail'];
+const MERGE_WHEN_NOT_MATCHED = ['insert', 'discard', 'fail'];
+
+/**
+ * A final `$merge` stage: each result document is matched on `_id` in the target collection
+ * and updated by `whenMatched` (a pipeline sees the document as `$$new`, or the `let`
+ * variables), or handled by `whenNotMatched`. As in MongoDB, the documents are merged one by
+ * one (a failure keeps the earlier ones' writes). `on` fields other than `_id` are refused.
+ */
+function mergeInto(ctx: CommandContext, db: string, stage: unknown, docs: Document[]): void {
+  const spec = (typeof stage === 'string' ? { into: stage } : stage) as Document;
+  const into = typeof spec.into === 'string' ? { db, coll: spec.into } : { db: String((spec.into as Document)?.db ?? db), coll: String((spec.into as Document)?.coll) };
+  const on = spec.on ?? '_id';
+  if (on !== '_id' && !(Array.isArray(on) && on.length === 1 && on[0] === '_id')) throw new CommandError(115, 'CommandNotSupported', "$merge 'on' fields other than _id are not supported by the embedded server");
+  const { whenMatched = 'merge', whenNotMatched = 'insert' } = spec;
+  if (!Array.isArray(whenMatched) && !MERGE_WHEN_MATCHED.includes(String(whenMatched))) throw new CommandError(2, 'BadValue', `Enumeration value '${String(whenMatched)}' for field '$merge.whenMatched' is not a valid value.`);
+  if (!MERGE_WHEN_NOT_MATCHED.includes(String(whenNotMatched))) throw new CommandError(2, 'BadValue', `Enumeration value '${String(whenNotMatched)}' for field '$merge.whenNotMatched' is not a valid value.`);
+  const notAllowed = Array.isArray(whenMatched) && (whenMatched as Document[]).map((s) => Object.keys(s)[0]).find((name) => !MERGE_PIPELINE_STAGES.has(name));
+  if (notAllowed) throw new CommandError(72, 'InvalidOptions', `${notAllowed} is not allowed to be used within an update`);
+  const target = whenNotMatched === 'insert' ? ctx.store.db(into.db).ensure(into.coll).collection : ctx.store.db(into.db).collection(into.coll);
+  for (const doc of docs) {
+    const filter = { _id: doc._id ?? null };
+    const matched = doc._id !== undefined && target !== undefined && target.match(filter).length > 0;
+    if (matched && target) {
+      if (whenMatched === 'fail') throw duplicateKeyError(target.ns, '_id_', { _id: 1 }, filter);
+      if (Array.isArray(whenMatched)) {
+        // Without `let`, MongoDB defines `$$new` as the result document.
+        const variables = spec.let === undefined ? { new: doc } : (new Aggregator([{ $replaceWith: spec.let }]).run([doc])[0] ?? {});
+        target.update(filter, whenMatched as Document[], { variables });
+      } else if (whenMatched === 'replace') target.update(filter, doc, {});
+      else if (whenMatched === 'merge') {
+        const { _id: ignored, ...fields } = doc;
+        if (Object.keys(fields).length > 0) target.update(filter, { $set: fields }, {});
+      }
+    }
+    if (matched || whenNotMatched === 'discard') continue;
+    if (whenNotMatched === 'fail') throw new CommandError(13113, 'MergeStageNoMatchingDocument', '$merge could not find a matching document in the target collection for at least one document in the source collection');
+    (target as Collection).insert(doc);
   }
 }
 
@@ -337,8 +381,14 @@ const handlers: Record<string, Handler> = {
   aggregate(command, db, ctx, cursors) {
     const pipeline = (command.pipeline as Document[]) ?? [];
     checkPipeline(pipeline);
+    const last = pipeline[pipeline.length - 1];
+    const merge = last && '$merge' in last ? last.$merge : undefined;
     const collection = collectionOf(ctx, db, command.aggregate);
-    const docs = collection ? collection.aggregate(pipeline) : [];
+    let docs = collection ? collection.aggregate(merge === undefined ? pipeline : pipeline.slice(0, -1)) : [];
+    if (merge !== undefined) {
+      mergeInto(ctx, db, merge, docs);
+      docs = [];
+    }
     const batchSize = (command.cursor as Document | undefined)?.batchSize;
     return cursors.open(`${db}.${command.aggregate}`, docs, batchSize === undefined ? undefined : toNumber(batchSize));
   },

@@ -608,9 +608,9 @@ export class Collection {
   }
 
   /** Applies `spec` to a copy of `doc`; returns the copy, or the same object when nothing changed. */
-  private applyUpdate(doc: Document, spec: UpdateSpec, arrayFilters?: Document[], inserting = false): Document {
+  private applyUpdate(doc: Document, spec: UpdateSpec, arrayFilters?: Document[], inserting = false, variables?: Document): Document {
     if (Array.isArray(spec)) {
-      const result = new Aggregator(spec).run([cloneDocument(doc)])[0] as Document;
+      const result = new Aggregator(spec, variables ? ({ variables } as never) : undefined).run([cloneDocument(doc)])[0] as Document;
       result._id = doc._id;
       return result;
     }
@@ -666,7 +666,8 @@ export class Collection {
     this.addToIndexes(next);
   }
 
-  update(filter: Document, spec: UpdateSpec, options: { multi?: boolean; upsert?: boolean; arrayFilters?: Document[]; sort?: Document }) {
+  /** `variables`: a pipeline update's `$$` variables (a `$merge` stage's `let`). */
+  update(filter: Document, spec: UpdateSpec, options: { multi?: boolean; upsert?: boolean; arrayFilters?: Document[]; sort?: Document; variables?: Document }) {
     const matches = this.match(filter, options.sort);
     const targets = options.multi ? matches : matches.slice(0, 1);
     if (targets.length === 0) {
@@ -689,7 +690,7 @@ export class Collection {
           continue;
         }
       }
-      const next = this.applyUpdate(doc, Array.isArray(spec) ? spec : resolvePositional(spec, doc, filter), options.arrayFilters);
+      const next = this.applyUpdate(doc, Array.isArray(spec) ? spec : resolvePositional(spec, doc, filter), options.arrayFilters, false, options.variables);
       if (next !== doc) {
         this.replace(doc, next);
         modified += 1;

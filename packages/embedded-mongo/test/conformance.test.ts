@@ -325,6 +325,47 @@ describe('embedded MongoDB server: documented behaviours mongoose relies on', ()
     await expect(agg([{ $match: {}, $limit: 1 }])).rejects.toMatchObject({ code: 40323 });
   });
 
+  it('when $merge ends a pipeline with a whenMatched pipeline, then each matched document is updated with $$new, unmatched ones are discarded, and no document comes back', async () => {
+    const suffix = Date.now();
+    const votes = conn.collection(`merge_votes_${suffix}`);
+    const totals = conn.collection(`merge_totals_${suffix}`);
+    await totals.insertMany([{ _id: 'a' as never, n: 10, keep: 'x', seen: 0 }, { _id: 'b' as never, n: 1, seen: 5 }]);
+    await votes.insertMany([{ t: 'a' }, { t: 'a' }, { t: 'b' }, { t: 'c' }]);
+    const merged = await votes
+      .aggregate([
+        { $group: { _id: '$t', votes: { $sum: 1 } } },
+        // A fence as the counter tally's: only where the stored `seen` is below the new count.
+        { $merge: { into: totals.collectionName, whenMatched: [{ $set: { n: { $cond: [{ $lt: ['$seen', '$$new.votes'] }, { $add: ['$n', '$$new.votes'] }, '$n'] }, seen: { $max: ['$seen', '$$new.votes'] } } }], whenNotMatched: 'discard' } },
+      ])
+      .toArray();
+    expect(merged).toEqual([]);
+    expect(await totals.find().sort({ _id: 1 }).toArray()).toEqual([
+      { _id: 'a', n: 12, keep: 'x', seen: 2 },
+      { _id: 'b', n: 1, seen: 5 },
+    ]);
+    // `let` names the variables instead of $$new.
+    await votes.aggregate([{ $match: { t: 'b' } }, { $group: { _id: '$t', c: { $sum: 1 } } }, { $merge: { into: totals.collectionName, let: { add: '$c' }, whenMatched: [{ $set: { n: { $add: ['$n', '$$add'] } } }] } }]).toArray();
+    expect(await totals.findOne({ _id: 'b' as never })).toMatchObject({ n: 2 });
+  });
+
+  it('when $merge uses its defaults (whenMatched merge, whenNotMatched insert), then matched documents get the new top-level fields and new ones are inserted; fail modes fail', async () => {
+    const suffix = Date.now();
+    const source = conn.collection(`merge_source_${suffix}`);
+    const target = conn.collection(`merge_target_${suffix}`);
+    await target.insertOne({ _id: 1 as never, a: { x: 1 }, b: 2 });
+    await source.insertMany([{ _id: 1 as never, a: { y: 1 } }, { _id: 2 as never, c: 3 }]);
+    await source.aggregate([{ $merge: { into: target.collectionName } }]).toArray();
+    expect(await target.find().sort({ _id: 1 }).toArray()).toEqual([
+      { _id: 1, a: { y: 1 }, b: 2 },
+      { _id: 2, c: 3 },
+    ]);
+    await source.aggregate([{ $merge: { into: target.collectionName, whenMatched: 'replace' } }]).toArray();
+    expect(await target.findOne({ _id: 1 as never })).toEqual({ _id: 1, a: { y: 1 } });
+    await expect(source.aggregate([{ $merge: { into: target.collectionName, whenMatched: 'fail' } }]).toArray()).rejects.toMatchObject({ code: 11000 });
+    await expect(source.aggregate([{ $merge: { into: `merge_none_${suffix}`, whenNotMatched: 'fail' } }]).toArray()).rejects.toMatchObject({ code: 13113 });
+    await expect(source.aggregate([{ $merge: { into: target.collectionName } }, { $match: {} }]).toArray()).rejects.toMatchObject({ code: 40601 });
+  });
+
   it('when a document past 16 MiB is inserted, then BSONObjectTooLarge (10334) comes back and nothing is stored', async () => {
     const raw = conn.collection(`huge_${Date.now()}`);
     await expect(raw.insertOne({ data: 'x'.repeat(16 * 1024 * 1024) })).rejects.toMatchObject({ code: 10334 });

@@ -6,6 +6,7 @@
  */
 import mongoose, { type Connection } from 'mongoose';
 import { ConfigError, type Config } from '@feed/config';
+import { logger } from '@feed/logger';
 
 export interface MongoHandle {
   connection: Connection;
@@ -17,21 +18,50 @@ const SERVER_SELECTION_MS = 2_000;
 /** Server-selection windows the first connection gets (about 10 s in all). */
 const FIRST_CONNECT_ATTEMPTS = 5;
 
-export async function connectMongo(config: Pick<Config, 'mongoUrl'>): Promise<MongoHandle> {
+/** How long a start waits for MONGO_MIN_POOL_SIZE connections before it goes on with fewer. */
+const POOL_GROWTH_MS = 10_000;
+
+/**
+ * Resolves once the client's pool holds `size` connections (or after `ms`). The driver opens at
+ * most 2 at a time; an instance that took traffic with an empty pool queued a burst behind it.
+ */
+function poolGrown(client: ReturnType<Connection['getClient']>, size: number, ms: number): Promise<boolean> {
+  let open = 0;
+  return new Promise((resolve) => {
+    const done = (grown: boolean) => {
+      clearTimeout(timer);
+      client.off('connectionReady', ready).off('connectionClosed', closed);
+      resolve(grown);
+    };
+    const ready = () => ++open >= size && done(true);
+    const closed = () => void open--;
+    const timer = setTimeout(() => done(false), ms);
+    client.on('connectionReady', ready).on('connectionClosed', closed);
+    if (size === 0) done(true);
+  });
+}
+
+export async function connectMongo(config: Pick<Config, 'mongoUrl'> & Partial<Pick<Config, 'mongoMinPoolSize' | 'mongoMaxPoolSize'>>): Promise<MongoHandle> {
   if (!config.mongoUrl) {
     throw new ConfigError('MONGO_URL is not set: give the MongoDB connection string (pnpm start / start:api / start:worker start a local embedded server when it is unset)');
   }
   // Fail a read within ~2 s when MongoDB is gone (the API answers 503) instead of hanging. The
   // first connection gets a few of those windows: a MongoDB slow to answer at start-up (busy, or
   // just failed over) is not a reason to exit.
+  const { mongoMinPoolSize: minPoolSize = 0, mongoMaxPoolSize: maxPoolSize = 100 } = config;
   let connection: Connection | undefined;
+  let grown: Promise<boolean> = Promise.resolve(true);
   for (let attempt = 1; !connection; attempt++) {
     try {
-      connection = await mongoose.createConnection(config.mongoUrl, { serverSelectionTimeoutMS: SERVER_SELECTION_MS }).asPromise();
+      const opening = mongoose.createConnection(config.mongoUrl, { serverSelectionTimeoutMS: SERVER_SELECTION_MS, minPoolSize, maxPoolSize });
+      grown = poolGrown(opening.getClient(), minPoolSize, POOL_GROWTH_MS);
+      connection = await opening.asPromise();
     } catch (err) {
       if (attempt >= FIRST_CONNECT_ATTEMPTS || (err as Error).name !== 'MongooseServerSelectionError') throw err;
     }
   }
+  // Not fatal: a MongoDB slow to accept connections serves with fewer (the driver keeps growing the pool).
+  if (!(await grown)) logger.warn('MongoDB pool not grown to MONGO_MIN_POOL_SIZE at start', { minPoolSize, waitedMs: POOL_GROWTH_MS });
   return {
     connection,
     async close() {

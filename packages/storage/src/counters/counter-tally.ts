@@ -1,10 +1,10 @@
 /**
  * Exactly-once interaction counters (SPEC R3) by recomputation, MongoDB's computed pattern. The
  * records are the truth (one per first success, never deleted; an unlike clears `active`), and
- * each change of one bumps its `v`. A tally counts a video's records in one aggregation and moves
- * each counter by the difference to the counts it last wrote, kept on the video with their `v`
- * sum, in one update fenced on that sum: repeated, late or concurrent, a tally counts nothing
- * twice, and a stale one never overwrites a newer one. Counts the counters held before records
+ * each change of one bumps its `v`. A tally is one aggregation: it counts a video's records and
+ * `$merge`s into the video, moving each counter by the difference to the counts it last wrote,
+ * kept with their `v` sum, fenced on that sum: repeated, late or concurrent, a tally counts
+ * nothing twice, and a stale one never overwrites a newer one. Counts the counters held before records
  * existed (R5's history) stay in them. `CounterTallies` runs one tally per video at a time in a
  * process and coalesces a burst; records stay `dirty` until the repair job has tallied them, so
  * a crash anywhere is repaired. The proof: docs/design.md, "Interactions".
@@ -31,8 +31,8 @@ export const TALLY_TIMEOUT_MS = 10_000;
 export interface CounterHooks {
   /** Test hook: runs after the record write, before its tally is asked for (a crash there leaves it dirty). */
   afterRecord?: () => Promise<void>;
-  /** Test hook: runs after a tally counted the records, before it writes the counters. */
-  afterCount?: () => Promise<void>;
+  /** Test hook: runs before a tally's command (a crash there leaves the records dirty). */
+  beforeTally?: () => Promise<void>;
 }
 
 /** The fields of a record's first state: `v` 1, dirty. */
@@ -42,49 +42,45 @@ export const freshRecordFields = (now = new Date()) => ({ v: 1, dirty: true, cha
 const numeric = (path: string) => ({ $cond: [{ $and: [{ $isNumber: path }, { $gt: [path, -Infinity] }, { $lt: [path, Infinity] }] }, path, 0] });
 
 /**
- * One tally of `kind` on the video: its records counted, the counters moved by the difference.
- * Records the previous protocol left carry `counted`/`shown`: before the first tally, the counters
- * hold exactly those. Returns whether it wrote (false: a tally that read as much or more did).
+ * One tally of `kind` on the video, one command: an aggregation counts its records and `$merge`s
+ * the sums into the video, where a pipeline moves the counters by the difference, fenced on the
+ * stored `v` sum (a tally that read less writes nothing). Records the previous protocol left carry
+ * `counted`/`shown`: before the first tally, the counters hold exactly those.
  */
-export async function tallyCounters(videos: VideoModel, models: InteractionModels, kind: CounterKind, videoId: Types.ObjectId, hooks: CounterHooks = {}): Promise<boolean> {
-  const budget = new MongoBudget(TALLY_TIMEOUT_MS);
+export async function tallyCounters(videos: VideoModel, models: InteractionModels, kind: CounterKind, videoId: Types.ObjectId, hooks: CounterHooks = {}): Promise<void> {
+  await hooks.beforeTally?.();
   const { recommend, display } = COUNTER_KINDS[kind];
   const legacy = { $ne: [{ $type: '$counted' }, 'missing'] };
   const legacyShown = { $and: [legacy, { $ifNull: ['$shown', { $ifNull: ['$active', { $eq: ['$status', 'published'] }] }] }] };
   const one = (condition: unknown) => ({ $sum: { $cond: [condition, 1, 0] } });
-  const [sums] = await budget.run(
+  const stored = (field: string) => `$tally.${kind}.${field}`;
+  // Numbers compared with numbers only: a missing or odd stored sum is older than any count.
+  const fresh = { $or: [{ $not: [{ $isNumber: stored('v') }] }, { $lt: [stored('v'), '$$new.v'] }] };
+  const last = (field: 'all' | 'active', otherwise: string) => ({ $cond: [{ $isNumber: stored(field) }, stored(field), otherwise] });
+  const moved = (counter: string, by: unknown) => ({ $cond: [fresh, { $add: [numeric(`$${counter}`), by] }, `$${counter}`] });
+  const tally = { $mergeObjects: [{ $cond: [{ $eq: [{ $type: '$tally' }, 'object'] }, '$tally', {}] }, { [kind]: { v: '$$new.v', all: '$$new.all', active: '$$new.active' } }] };
+  await new MongoBudget(TALLY_TIMEOUT_MS).run(
     (signal) =>
       (models[kind] as Model<CountedRecord>)
-        .aggregate<{ all: number; active: number; v: number; counted: number; shown: number }>([
+        .aggregate([
           { $match: { videoId } },
-          { $group: { _id: null, all: { $sum: 1 }, active: one({ $eq: ['$active', true] }), v: { $sum: numeric('$v') }, counted: one({ $eq: ['$counted', true] }), shown: one(legacyShown) } },
-        ])
-        .option({ signal }),
-    'tally count',
-  );
-  if (!sums) return false;
-  await hooks.afterCount?.();
-  const last = (field: 'all' | 'active', otherwise: number) => ({ $cond: [{ $isNumber: `$tally.${kind}.${field}` }, `$tally.${kind}.${field}`, otherwise] });
-  const written = await budget.run(
-    (signal) =>
-      videos.updateOne(
-        { _id: videoId, [`tally.${kind}.v`]: { $not: { $gte: sums.v } } },
-        [
+          { $group: { _id: '$videoId', all: { $sum: 1 }, active: one({ $eq: ['$active', true] }), v: { $sum: numeric('$v') }, counted: one({ $eq: ['$counted', true] }), shown: one(legacyShown) } },
           {
-            $set: {
-              [recommend]: { $add: [numeric(`$${recommend}`), { $subtract: [sums.all, last('all', sums.counted)] }] },
-              [display]: { $add: [numeric(`$${display}`), { $subtract: [sums.active, last('active', sums.shown)] }] },
+            $merge: {
+              into: videos.collection.collectionName,
+              whenMatched: [
+                { $set: { [recommend]: moved(recommend, { $subtract: ['$$new.all', last('all', '$$new.counted')] }), [display]: moved(display, { $subtract: ['$$new.active', last('active', '$$new.shown')] }) } },
+                // Not a dotted $set: a `tally` that is no document (a hand edit) is replaced, not kept.
+                { $set: { tally: { $cond: [fresh, tally, '$tally'] } } },
+                { $unset: `counterTally.${kind}` },
+              ],
+              whenNotMatched: 'discard',
             },
           },
-          // Not a dotted $set: a `tally` that is no document (a hand edit) is replaced, not kept.
-          { $set: { tally: { $mergeObjects: [{ $cond: [{ $eq: [{ $type: '$tally' }, 'object'] }, '$tally', {}] }, { [kind]: { $literal: { v: sums.v, all: sums.all, active: sums.active } } }] } } },
-          { $unset: `counterTally.${kind}` },
-        ],
-        { updatePipeline: true, signal } as object,
-      ),
-    'tally write',
+        ])
+        .option({ signal }),
+    'tally',
   );
-  return written.modifiedCount === 1;
 }
 
 /**
