@@ -123,8 +123,7 @@ export class RolloutStore {
   changeRollout = (by: RampCommandBy, change: Partial<Rollout> | 'clear') => changeRolloutOverRamp(this.commandDeps(by), change);
   private commandDeps = (by: RampCommandBy): RampCommandDeps => ({ ...by, redis: this.redis, keys: this.keys });
 }
-
-/** Who commands and against which environment (a `RampCommandDeps` without the client, for `RolloutStore`'s commands). */
+/** Who commands, against which environment: a `RampCommandDeps` without the client. */
 export type RampCommandBy = Omit<RampCommandDeps, 'redis' | 'keys'>;
 
 export interface RampCommandDeps {

@@ -36,8 +36,7 @@ export interface ReadStateOptions {
 }
 
 export class FeedReadStateCache {
-  /** `expiresAt` on the monotonic clock (performance.now): a step of the wall clock back never keeps a switch or the kill switch out. */
-  private cached?: { value: FeedReadState; expiresAt: number };
+  private cached?: { value: FeedReadState; expiresAt: number }; // performance.now: a wall clock stepped back never keeps a switch out
   private inflight?: Promise<FeedReadState>;
 
   constructor(private readonly o: ReadStateOptions) {

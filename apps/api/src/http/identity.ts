@@ -47,8 +47,7 @@ function secretKey(secret: string): KeyObject {
 const VERIFIED_TOKEN_TTL_MS = 10 * 60_000;
 /** Heap bytes of an entry beside its strings, measured with `--expose-gc` (609 bytes for a 132-character token). */
 const TOKEN_ENTRY_BYTES = 450;
-/** `expiresAtMs`: the token's `exp` on the wall clock (the cache's own ttl runs on the monotonic one, which a VM's suspend or a clock step does not move). */
-type VerifiedToken = { identity: Identity; secret: string; expiresAtMs: number };
+type VerifiedToken = { identity: Identity; secret: string; expiresAtMs: number }; // exp by the wall clock: the ttl's clock stops in a VM's suspend
 const tokenEntryBytes = (entry: VerifiedToken, token: string) => TOKEN_ENTRY_BYTES + token.length + 2 * (entry.identity.userId?.length ?? 0);
 const tokenCache = (maxBytes: number) => new LRUCache<string, VerifiedToken>({ ttl: VERIFIED_TOKEN_TTL_MS, maxSize: maxBytes, sizeCalculation: tokenEntryBytes });
 let verifiedTokens = tokenCache(16 * 1024 * 1024);
