@@ -34,7 +34,25 @@ const storageDoor = [
   { name: 'redis', message: 'Apps reach Redis through @feed/storage\'s named operations, not the client package.' },
   { name: 'ioredis', message: 'Apps get ioredis connections from a named storage factory (bullConnectionFactory).' },
   { name: '@feed/storage', importNames: ['runScript', 'loadScript', 'Redis'], message: 'Apps call named storage operations (a Lease, redisClockMs, ...), not scripts or the raw client.' },
+  {
+    name: '@feed/storage',
+    // storage's free functions that take the raw client: the apps call their stores' methods instead.
+    importNames: [
+      'addVariantStats', 'admitReadoutAction', 'changeRolloutOverRamp', 'claimPositions', 'commit', 'countUsersWithOffset', 'deleteKeysWithPrefix', 'makeCurrent',
+      'migrateRampKey', 'observeRollout', 'pauseStoredRamp', 'RampCommandDeps', 'readGuest', 'readHeldVersion', 'readMeta', 'readOffset', 'readQueueRange', 'readRamp',
+      'readRecordedScores', 'readRingVersion', 'readRolloutOverride', 'readStepReadout', 'readVariantStats', 'recordFingerprint', 'recordGuestView', 'registerGuest',
+      'removeFingerprint', 'resumeStoredRamp', 'startStoredRamp', 'unclaimPositions',
+    ],
+    message: 'This function takes the raw client: call the named operation of a store (VersionStore, RolloutStore, BuildStore, UserHistory, ...) the composition root hands in.',
+  },
 ];
+/** The composition roots: only they connect, hold the client (by `typeof connectRedis`, too) and build the stores from it. */
+const compositionRoots = ['apps/api/src/app.ts', 'apps/api/src/main.ts', 'apps/worker/src/main.ts'];
+const rootsOnly = {
+  name: '@feed/storage',
+  importNames: ['connectRedis', 'closeRedis', 'newDeviceLimiter', 'readoutStore', 'redisClockMs', 'storeHealth'],
+  message: 'Only a composition root (app.ts, main.ts) connects to Redis and builds stores from the client; take the store it hands in.',
+};
 
 /** `x as unknown as T` hides a type error; `client as Redis` hid the cluster client's missing methods. */
 const casts = [
@@ -65,6 +83,8 @@ export default tseslint.config(
   },
   { files: ['packages/domain/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: layer('domain') }] } },
   { files: ['packages/storage/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: layer('storage') }] } },
-  { files: ['apps/api/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: storageDoor, patterns: layer('api') }] } },
-  { files: ['apps/worker/src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: storageDoor, patterns: layer('worker') }] } },
+  { files: ['apps/api/src/**/*.ts'], ignores: compositionRoots, rules: { 'no-restricted-imports': ['error', { paths: [...storageDoor, rootsOnly], patterns: layer('api') }] } },
+  { files: ['apps/worker/src/**/*.ts'], ignores: compositionRoots, rules: { 'no-restricted-imports': ['error', { paths: [...storageDoor, rootsOnly], patterns: layer('worker') }] } },
+  { files: compositionRoots.filter((f) => f.startsWith('apps/api/')), rules: { 'no-restricted-imports': ['error', { paths: storageDoor, patterns: layer('api') }] } },
+  { files: compositionRoots.filter((f) => f.startsWith('apps/worker/')), rules: { 'no-restricted-imports': ['error', { paths: storageDoor, patterns: layer('worker') }] } },
 );

@@ -5,7 +5,7 @@ import type { Connection } from 'mongoose';
 import type { Config } from '@feed/config';
 import { logger } from '@feed/logger';
 import { annotateRequestSpan } from '@feed/telemetry';
-import { auditTrail, CounterTallies, createRedisKeys, Deadline, interactionModels, newDeviceLimiter, readoutStore, redisClockMs, storeHealth, UserHistory, VersionStore, videoModel, WatchCounter, type connectRedis, type CounterHooks } from '@feed/storage';
+import { auditTrail, CounterTallies, createRedisKeys, Deadline, interactionModels, newDeviceLimiter, readoutStore, redisClockMs, RolloutStore, storeHealth, UserHistory, VersionStore, videoModel, WatchCounter, type connectRedis, type CounterHooks } from '@feed/storage';
 import { answerOptions, errorHandler, methodNotAllowed, notFoundRoute, requestId, requestIdOf, routeStrictly, unsupportedMediaType } from '@feed/http';
 import { createApiMetrics, declareHttpRoutes, type ApiMetrics, type RequestLabels } from './metrics';
 import { FeedService } from './feed/feed-service';
@@ -163,7 +163,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   };
   app.use(healthRoutes({ health: storeHealth({ redis, keys, mongo }, { redis: config.redisDeadlineMs, mongo: MONGO_PROBE_MS }), metrics, draining: () => draining, warm: warmUp }));
   app.use(interactionRoutes({ interactions, jwtSecret: config.authJwtSecret, readout }));
-  app.use(adminRoutes({ config, redis, keys, versions, catalog, history, reader, readState, audit: auditTrail(mongo, config.redisKeyPrefix) }));
+  app.use(adminRoutes({ config, rollouts: new RolloutStore(redis, keys), versions, catalog, history, reader, readState, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   app.use(errorHandler());

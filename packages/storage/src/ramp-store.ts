@@ -116,7 +116,15 @@ export class RolloutStore {
   override = () => readRolloutOverride(this.redis, this.keys);
   stepReadout = (now: Date, hours: number, step?: { startedAt: Date; percent: number }) => readStepReadout(this.redis, this.keys, now, hours, step);
   variantStats = (now: Date) => readVariantStats(this.redis, this.keys, now);
+  /** On-call's ramp commands and manual change (below), on this store's records: the API's admin routes hold no client. */
+  startRamp = (by: RampCommandBy, ask: RampAsk) => startStoredRamp(this.commandDeps(by), ask);
+  pauseRamp = (by: RampCommandBy) => pauseStoredRamp(this.commandDeps(by));
+  resumeRamp = (by: RampCommandBy) => resumeStoredRamp(this.commandDeps(by));
+  changeRollout = (by: RampCommandBy, change: Partial<Rollout> | 'clear') => changeRolloutOverRamp(this.commandDeps(by), change);
+  private commandDeps = (by: RampCommandBy): RampCommandDeps => ({ ...by, redis: this.redis, keys: this.keys });
 }
+/** Who commands, against which environment: a `RampCommandDeps` without the client. */
+export type RampCommandBy = Omit<RampCommandDeps, 'redis' | 'keys'>;
 
 export interface RampCommandDeps {
   redis: Redis;

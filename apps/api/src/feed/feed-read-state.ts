@@ -36,7 +36,7 @@ export interface ReadStateOptions {
 }
 
 export class FeedReadStateCache {
-  private cached?: { value: FeedReadState; expiresAt: number };
+  private cached?: { value: FeedReadState; expiresAt: number }; // performance.now: a wall clock stepped back never keeps a switch out
   private inflight?: Promise<FeedReadState>;
 
   constructor(private readonly o: ReadStateOptions) {
@@ -71,7 +71,7 @@ export class FeedReadStateCache {
   }
 
   /** The cached read state while fresh, without waiting. */
-  peek(now = Date.now()): FeedReadState | undefined {
+  peek(now = performance.now()): FeedReadState | undefined {
     return this.cached && this.cached.expiresAt > now ? this.cached.value : undefined;
   }
 
@@ -80,7 +80,7 @@ export class FeedReadStateCache {
     return this.cached?.value ?? { current: null, previous: null, rings: new Map(), rollout: resolveRollout(this.o.defaults, {}) };
   }
 
-  async get(now = Date.now()): Promise<FeedReadState> {
+  async get(now = performance.now()): Promise<FeedReadState> {
     const fresh = this.peek(now);
     if (fresh) return fresh;
     // Once per instance per expiry, however many requests arrive meanwhile: two round trips in
@@ -92,7 +92,7 @@ export class FeedReadStateCache {
         const named = [...new Set([current, previous].filter((v): v is string => Boolean(v)))];
         const rings = new Map(await Promise.all(named.map(async (v) => [v, await versions.ring(v)] as const)));
         const value = { current: current ?? null, previous: previous ?? null, rings, rollout: resolveRollout(this.o.defaults, override) };
-        this.cached = { value, expiresAt: Date.now() + this.o.currentCacheMs };
+        this.cached = { value, expiresAt: performance.now() + this.o.currentCacheMs };
         this.showRollout(value);
         this.o.onRefresh?.(value);
         return value;

@@ -47,7 +47,7 @@ function secretKey(secret: string): KeyObject {
 const VERIFIED_TOKEN_TTL_MS = 10 * 60_000;
 /** Heap bytes of an entry beside its strings, measured with `--expose-gc` (609 bytes for a 132-character token). */
 const TOKEN_ENTRY_BYTES = 450;
-type VerifiedToken = { identity: Identity; secret: string };
+type VerifiedToken = { identity: Identity; secret: string; expiresAtMs: number }; // exp by the wall clock: the ttl's clock stops in a VM's suspend
 const tokenEntryBytes = (entry: VerifiedToken, token: string) => TOKEN_ENTRY_BYTES + token.length + 2 * (entry.identity.userId?.length ?? 0);
 const tokenCache = (maxBytes: number) => new LRUCache<string, VerifiedToken>({ ttl: VERIFIED_TOKEN_TTL_MS, maxSize: maxBytes, sizeCalculation: tokenEntryBytes });
 let verifiedTokens = tokenCache(16 * 1024 * 1024);
@@ -63,7 +63,7 @@ export const tokenCacheBytes = (): number => verifiedTokens.calculatedSize;
 function verifyToken(token: string, secret: string): Identity {
   const now = Date.now();
   const cached = verifiedTokens.get(token);
-  if (cached && cached.secret === secret) return cached.identity;
+  if (cached && cached.secret === secret && now < cached.expiresAtMs) return cached.identity;
   let payload: string | jwt.JwtPayload;
   try {
     payload = jwt.verify(token, secretKey(secret), { algorithms: ['HS256'] });
@@ -75,7 +75,7 @@ function verifyToken(token: string, secret: string): Identity {
   const identity = userIdentity(sub);
   const exp = typeof payload === 'object' && typeof payload.exp === 'number' ? payload.exp * 1000 : Infinity;
   // The least recently used token goes when full; none outlives its `exp`.
-  verifiedTokens.set(token, { identity, secret }, { ttl: Math.max(1, Math.min(exp - now, VERIFIED_TOKEN_TTL_MS)) });
+  verifiedTokens.set(token, { identity, secret, expiresAtMs: exp }, { ttl: Math.max(1, Math.min(exp - now, VERIFIED_TOKEN_TTL_MS)) });
   return identity;
 }
 

@@ -4,21 +4,16 @@ import Joi from 'joi';
 import { adminUserOf, basicAuth, ROUTING } from '@feed/http';
 import type { Config } from '@feed/config';
 import {
-  changeRolloutOverRamp,
   RolloutBusyError,
-  pauseStoredRamp,
   rampAskOf,
   rampAskSchema,
-  readRamp,
-  readRolloutOverride,
   resolveRollout,
-  resumeStoredRamp,
-  startStoredRamp,
   VERSION_PATTERN,
   type AuditTrail,
-  type RampCommandDeps,
+  type RampCommandBy,
   type RampCommandResult,
   type Rollout,
+  type RolloutStore,
 } from '@feed/storage';
 import { AppError, notFound } from '@feed/http';
 import { DEVICE_ID, guestIdentity, USER_ID, userIdentity } from '../http/identity';
@@ -55,8 +50,9 @@ function rampAnswer(result: RampCommandResult) {
   throw new AppError(status, result.kind === 'missing' ? 'not_found' : 'conflict', result.error);
 }
 
-/** The ramp's and the override's stores (storage's ramp commands take the client and keys). */
-export interface AdminRouteDeps extends ExplainDeps, Pick<RampCommandDeps, 'redis' | 'keys'> {
+/** The explain's collaborators and the rollout's records (the ramp, the override: storage's RolloutStore). */
+export interface AdminRouteDeps extends ExplainDeps {
+  rollouts: RolloutStore;
   config: Pick<Config, 'adminUser' | 'adminPassword' | 'shortRecommendV2Enabled' | 'shortRecommendV2Percent'>;
   readState: FeedReadStateCache;
   /** On-call's trail, in MongoDB (D6). */
@@ -64,7 +60,7 @@ export interface AdminRouteDeps extends ExplainDeps, Pick<RampCommandDeps, 'redi
 }
 
 export function adminRoutes(deps: AdminRouteDeps): Router {
-  const { config, redis, keys, readState, audit } = deps;
+  const { config, rollouts, readState, audit } = deps;
   const router = Router(ROUTING);
   router.use('/api/admin', basicAuth(config.adminUser, config.adminPassword, REALM));
 
@@ -82,32 +78,32 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   /** The values in force after a change; this instance applies them at once, the others within CURRENT_CACHE_MS. */
   const rolloutInForce = async () => {
     readState.invalidate();
-    return { ...resolveRollout(environment, await readRolloutOverride(redis, keys)), environment };
+    return { ...resolveRollout(environment, await rollouts.override()), environment };
   };
   router.get('/api/admin/rollout', async (_req, res) => {
     res.json(await rolloutInForce());
   });
-  const rampDeps = (res: Response): RampCommandDeps => ({ redis, keys, environment, trail: audit, who: { actor: adminUserOf(res), via: 'api' } });
+  const by = (res: Response): RampCommandBy => ({ environment, trail: audit, who: { actor: adminUserOf(res), via: 'api' } });
   const change = async (res: Response, value: Partial<Rollout> | 'clear') => {
     // A manual percent or the kill switch always wins over a ramp (R23): it pauses it in the same step.
-    await changeRolloutOverRamp(rampDeps(res), value).catch((err: unknown) => {
+    await rollouts.changeRollout(by(res), value).catch((err: unknown) => {
       throw err instanceof RolloutBusyError ? new AppError(409, 'conflict', err.message) : err;
     });
     res.json(await rolloutInForce());
   };
   router.get('/api/admin/rollout/ramp', async (_req, res) => {
-    const { state, error } = await readRamp(redis, keys);
+    const { state, error } = await rollouts.ramp();
     if (!state) throw notFound(error ?? 'no ramp is stored');
     res.json(state);
   });
   router.put('/api/admin/rollout/ramp', async (req, res) => {
-    res.json(rampAnswer(await startStoredRamp(rampDeps(res), rampAskOf(validateBody(rampBody, req)))));
+    res.json(rampAnswer(await rollouts.startRamp(by(res), rampAskOf(validateBody(rampBody, req)))));
   });
   router.post('/api/admin/rollout/ramp/pause', async (_req, res) => {
-    res.json(rampAnswer(await pauseStoredRamp(rampDeps(res))));
+    res.json(rampAnswer(await rollouts.pauseRamp(by(res))));
   });
   router.post('/api/admin/rollout/ramp/resume', async (_req, res) => {
-    res.json(rampAnswer(await resumeStoredRamp(rampDeps(res))));
+    res.json(rampAnswer(await rollouts.resumeRamp(by(res))));
   });
   router.put('/api/admin/rollout', async (req, res) => change(res, validateBody(rolloutBody, req)));
   router.delete('/api/admin/rollout', async (_req, res) => change(res, 'clear'));
