@@ -65,7 +65,7 @@ describe('the API without Redis', () => {
     // Held (connections reset) until Redis starts on it: no parallel test's server can take it.
     const held = await holdPort();
     const redisPort = held.port;
-    const { process: api, base } = await startTestDeployable(tsx('tools/start-one.ts', 'api'), { redisUrl: `redis://127.0.0.1:${redisPort}`, mongoUrl }, { CURRENT_CACHE_MS: '200', LOG_LEVEL: 'error' }, { startupMs: 20_000 });
+    const { process: api, base } = await startTestDeployable(tsx('tools/start-one.ts', 'api'), { redisUrl: `redis://127.0.0.1:${redisPort}`, mongoUrl }, { CURRENT_CACHE_MS: '200', LOG_LEVEL: 'error' }, { startupMs: 60_000 });
     running.push(api);
     const ready = await contractFetch(`${base}/readyz`);
     expect(ready.status).toBe(200);

@@ -16,7 +16,7 @@ export interface DeployableScope {
 }
 
 export interface StartOptions {
-  /** How long it may take to answer (default 30 s). */
+  /** How long it may take to answer (default 60 s: tsx compiles at start, and the MongoDB pool grows to MONGO_MIN_POOL_SIZE first). */
   startupMs?: number;
   /** The port to listen on (a restart on the port clients already use); absent: a free one. */
   port?: number;
@@ -46,7 +46,7 @@ export async function startTestDeployable(args: string[], scope: DeployableScope
   const base = `http://127.0.0.1:${port}`;
   const route = options.until ?? '/healthz';
   try {
-    await waitUntil(`${args.at(-1)} answering ${route} on ${port}`, () => fetch(`${base}${route}`).then((r) => r.ok, () => false), options.startupMs ?? 30_000);
+    await waitUntil(`${args.at(-1)} answering ${route} on ${port}`, () => fetch(`${base}${route}`).then((r) => r.ok, () => false), options.startupMs ?? 60_000);
   } catch (err) {
     await child.stop('SIGKILL');
     throw new Error(`${String(err)}; its output: ${child.output.join('').slice(-2000)}`);
