@@ -91,7 +91,13 @@ const CLIENT_DAY_TTL_S = 3 * 24 * 3600 + 3600;
 export async function admitReadoutAction(redis: Redis, keys: RedisKeys, client: string, at: Date, variant: Variant, event: VariantEvent, vid?: string): Promise<number> {
   const day = (back: number) => keys.readoutClient(client, statsHour(new Date(at.getTime() - back * DAY_MS)).slice(0, 8));
   const first = vid === undefined ? '' : `${variant}:${event}:${vid}`;
-  return runScript<number>(redis, 'readout-admit', [day(0), day(1), day(2)], [first, `${statsHour(at).slice(8)}:${variant}:${event}`, String(READOUT_CLIENT_HOURLY_CAP), String(CLIENT_DAY_TTL_S)]);
+  try {
+    return await runScript<number>(redis, 'readout-admit', [day(0), day(1), day(2)], [first, `${statsHour(at).slice(8)}:${variant}:${event}`, String(READOUT_CLIENT_HOURLY_CAP), String(CLIENT_DAY_TTL_S)]);
+  } catch (err) {
+    // Ran but no replica confirmed it (behind Sentinels): the admission is stored, so a retry would be a repeat; its answer stands.
+    if (err instanceof NotDurableError && err.written) return Number(err.written.reply);
+    throw err;
+  }
 }
 
 /** The hashes of the `hours` UTC hours up to `now` (the current, partial hour included). */
