@@ -255,11 +255,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if ((validated.REDIS_USERNAME ?? validated.REDIS_PASSWORD) !== undefined && /\/\/[^@/]+@/.test(String(validated.REDIS_URL))) {
     throw new ConfigError('invalid configuration: REDIS_URL: carries credentials while REDIS_USERNAME/REDIS_PASSWORD are set: ambiguous, set them in one place');
   }
+  // A password inside REDIS_URL is a Redis secret like REDIS_PASSWORD: production refuses a published one.
+  if (validated.NODE_ENV === 'production' && isPublishedSecret(urlPassword(String(validated.REDIS_URL)))) {
+    throw new ConfigError('invalid configuration: REDIS_URL: its password is a value published in the repository: set a private secret');
+  }
   // Each field is its declaration's toValue of the validated variable: the types line up by construction.
   return Object.fromEntries(settings.map(([key, { env: name, toValue }]) => [key, toValue(validated[name])])) as Config;
 }
 
 const oneHoldsTheOther = (a: string, b: string) => a.includes(b) || b.includes(a);
+
+/** The password a Redis URL carries (`redis://user:password@host`), decoded; empty when none. */
+function urlPassword(url: string): string {
+  try {
+    return decodeURIComponent(new URL(url).password);
+  } catch {
+    return '';
+  }
+}
 
 /** Every variable with its default and description, from the declarations (README table, .env.example). */
 export function describeConfig(): Array<{ name: string; description: string; default?: unknown }> {

@@ -100,6 +100,13 @@ describe('Redis credentials and TLS (issue 51 part 1)', () => {
     }
   });
 
+  it('when production is given a REDIS_URL whose password is a published one, then start-up stops naming REDIS_URL; a private one starts', () => {
+    expect(() => loadConfig({ ...production, REDIS_URL: 'redis://:feed-insecure-redis-password@redis.internal:6379' })).toThrow(/REDIS_URL.*published in the repository/);
+    expect(() => loadConfig({ ...production, REDIS_URL: 'rediss://feed:feed-insecure-REPLACE_ME%40x@redis.internal:6380' })).toThrow(/REDIS_URL.*published in the repository/);
+    expect(loadConfig({ ...production, REDIS_URL: `rediss://feed:${privateSecret().slice(0, 16)}@redis.internal:6380` }).nodeEnv).toBe('production');
+    expect(loadConfig({ REDIS_URL: 'redis://:feed-insecure-redis-password@127.0.0.1:6379' }).nodeEnv).toBe('development');
+  });
+
   it('when REDIS_URL carries credentials and REDIS_USERNAME or REDIS_PASSWORD is set too, then start-up stops as ambiguous; the URL alone still works', () => {
     expect(loadConfig({ REDIS_URL: 'rediss://feed:tok@redis.internal:6380' }).redisUrl).toBe('rediss://feed:tok@redis.internal:6380');
     expect(() => loadConfig({ REDIS_URL: 'redis://:tok@redis.internal:6379', REDIS_PASSWORD: 'other' })).toThrow(/REDIS_URL.*ambiguous/);

@@ -11,7 +11,9 @@ import { withDeadline } from './deadline';
 import {
   CONNECT_TIMEOUT_MS, dataAccess, describeRedisTarget, misconfiguration, nodeRedisOptions, reconnectDelay, redisTarget, sentinelOptions, type RedisAccess, type RedisNode, type RedisSettings,
 } from './redis-connection';
-import { askSentinels, isPrimary, replicaCount, sentinelsAgree, watchSentinels, writeFence, type SentinelEvent, type SentinelOptions } from './redis-sentinel';
+import { askSentinels, isPrimary, NotDurableError, replicaCount, sentinelsAgree, watchSentinels, writeFence, type SentinelEvent, type SentinelOptions } from './redis-sentinel';
+
+export { NotDurableError } from './redis-sentinel';
 
 type StandaloneClient = ReturnType<typeof createClient>;
 type ClusterClient = ReturnType<typeof createCluster>;
@@ -92,11 +94,13 @@ function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, acces
   let lastAsked = -Infinity;
   let watcher: ReturnType<typeof watchSentinels> | undefined;
   let fence: (() => Promise<void>) | undefined;
+  /** The (re)connections of the connection in use: a write's undo must go over the connection that wrote. */
+  let epochOf: (() => number) | undefined;
   const agreement = sentinelsAgree(target.sentinels, target.name, sentinelOptions);
   const drop = () => {
     generation++;
     if (current?.isOpen) current.destroy();
-    [address, current, fence] = [undefined, undefined, undefined];
+    [address, current, fence, epochOf] = [undefined, undefined, undefined, undefined];
   };
   // Commands go to the new client only once it is connected and is the primary.
   const use = async (next: RedisNode) => {
@@ -117,7 +121,7 @@ function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, acces
       throw err;
     }
     if (mine !== generation || closed || holding) return void (client.isOpen && client.destroy());
-    [address, current, fence] = [next, client, writeFence(link, agreement)];
+    [address, current, fence, epochOf] = [next, client, writeFence(link, agreement), link.epoch];
   };
   const follow = async (now = false) => {
     if (closed || holding || (!now && performance.now() - lastAsked < REDISCOVER_EVERY_MS)) return;
@@ -175,11 +179,15 @@ function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, acces
       if (typeof value !== 'function') return value;
       if (!confirm || !WRITES.has(prop)) return value.bind(client);
       // A write answers once the fence confirms it (redis-sentinel.ts); one it cannot confirm sends the client to the Sentinels.
+      const epoch = epochOf;
       return async (...args: unknown[]) => {
+        const wrote = epoch?.();
         const result: unknown = await value.apply(client, args);
         await confirm().catch((err: unknown) => {
           void follow();
-          throw err;
+          // The write ran on this node: its reply goes with the error (one per write), for a caller that must undo it there.
+          const still = () => current === client && epoch?.() === wrote;
+          throw Object.assign(new NotDurableError(err instanceof Error ? err.message : String(err), { cause: err }), { written: { reply: result, still } });
         });
         return result;
       };

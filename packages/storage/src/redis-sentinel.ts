@@ -109,8 +109,16 @@ const ANSWER_MS = 2_000;
 /** How long, from their answers, the Sentinels' word stands that a primary without a replica is the settled primary. */
 const SETTLED_MS = 1_000;
 
-/** A write the fence could not confirm: it may be discarded by a failover, so it was not acknowledged. */
-export class NotDurableError extends Error {}
+/**
+ * A write the fence could not confirm: it may be discarded by a failover, so it was not acknowledged.
+ * The write itself ran on the node: the storage client sets `written` (one error per write) to its
+ * reply, and `still()` says whether the client still uses the connection that wrote (a write sent
+ * now lands on the same node, after it): a caller that must undo the write (a ring claim never
+ * served) can do so there, whether that node stays the primary (both kept) or not (both discarded).
+ */
+export class NotDurableError extends Error {
+  written?: { reply: unknown; still(): boolean };
+}
 
 /** The connection that wrote, seen by the fence: its number of (re)connections, WAIT on it, its replicas (ROLE), its node. */
 export interface ReplicaLink {

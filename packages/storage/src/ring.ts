@@ -13,7 +13,7 @@
  */
 import { hash } from 'node:crypto';
 import { runScript } from './lua-scripts';
-import type { Redis } from './redis-client';
+import { NotDurableError, type Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
 
 /** What a reader needs of a published version: read from its meta and its queue's expiry. */
@@ -95,8 +95,14 @@ export function parseCursor(stored: string | null): number | null {
 export async function claimPositions(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, count: number): Promise<Claim> {
   const { key, field } = offsetSlot(keys, ring, userKey);
   const take = Math.min(count, ring.length);
-  const [at, claimed] = await runScript<[number, number]>(redis, 'ring-claim', [key], [field, String(take), String(ring.length), String(ring.expiresAt)]);
-  return { offset: Number(at) % ring.length, count: Number(claimed), at: Number(at) };
+  const asClaim = ([at, claimed]: [number, number]): Claim => ({ offset: Number(at) % ring.length, count: Number(claimed), at: Number(at) });
+  try {
+    return asClaim(await runScript<[number, number]>(redis, 'ring-claim', [key], [field, String(take), String(ring.length), String(ring.expiresAt)]));
+  } catch (err) {
+    // Ran but not confirmed behind Sentinels (NotDurableError): the claim it made, for the caller to give back.
+    if (err instanceof NotDurableError && err.written) err.written.reply = asClaim(err.written.reply as [number, number]);
+    throw err;
+  }
 }
 
 /**
@@ -108,7 +114,13 @@ export async function claimPositions(redis: Redis, keys: RedisKeys, ring: RingVe
 export async function unclaimPositions(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, claim: Claim): Promise<number> {
   if (claim.count === 0) return 0;
   const { key, field } = offsetSlot(keys, ring, userKey);
-  return Number(await runScript<number>(redis, 'ring-unclaim', [key], [field, String(claim.at), String(claim.count)]));
+  try {
+    return Number(await runScript<number>(redis, 'ring-unclaim', [key], [field, String(claim.at), String(claim.count)]));
+  } catch (err) {
+    // Ran but not confirmed behind Sentinels: given back on the node that holds the claim (the caller sent it over the claim's connection).
+    if (err instanceof NotDurableError && err.written) return Number(err.written.reply);
+    throw err;
+  }
 }
 
 /** The user's next position in `ring`, read without claiming anything. */

@@ -5,7 +5,7 @@
  */
 import { emptyReadout, READOUT_CLIENT_HOURLY_CAP, type StepReadout, type VariantCounts } from '@feed/domain';
 import { runScript } from './lua-scripts';
-import type { Redis } from './redis-client';
+import { NotDurableError, type Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
 
 /** The feed a user's rollout bucket gives them (R16): the ring queue, or the old random feed. */
@@ -45,11 +45,28 @@ export const readoutStore = (redis: Redis, keys: RedisKeys) => ({
 });
 export type ReadoutStore = ReturnType<typeof readoutStore>;
 
-/** Adds `counts` (field `variant:event` -> n) to the hour of `at`. */
+/** Counts `addVariantStats` did not write: `left` are those whose increment may not have run (to try again); the others ran. */
+export class VariantStatsNotWritten extends Error {
+  constructor(message: string, readonly left: Map<string, number>) {
+    super(message);
+  }
+}
+
+/**
+ * Adds `counts` (field `variant:event` -> n) to the hour of `at`. When some increments fail it
+ * throws VariantStatsNotWritten with only those that did not run: an increment that ran but no
+ * replica confirmed (behind Sentinels, NotDurableError) is not handed back, or every later flush
+ * would add it again (counted at most once; lost if a failover discards the node that ran it).
+ */
 export async function addVariantStats(redis: Redis, keys: RedisKeys, at: Date, counts: Map<string, number>): Promise<void> {
   if (counts.size === 0) return;
   const key = keys.variantStats(statsHour(at));
-  await Promise.all([...[...counts].map(([field, n]) => redis.hIncrBy(key, field, n)), redis.expire(key, HOUR_KEY_TTL_S)]);
+  const entries = [...counts];
+  const results = await Promise.allSettled(entries.map(([field, n]) => redis.hIncrBy(key, field, n)));
+  await redis.expire(key, HOUR_KEY_TTL_S).catch(() => undefined); // the next flush sets it again
+  const ran = (result: PromiseSettledResult<unknown>) => result.status === 'fulfilled' || (result.reason instanceof NotDurableError && result.reason.written !== undefined);
+  const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  if (failed) throw new VariantStatsNotWritten(`variant stats not written: ${failed.reason instanceof Error ? failed.reason.message : String(failed.reason)}`, new Map(entries.filter((_, i) => !ran(results[i]))));
 }
 
 export const variantField = (variant: Variant, event: VariantEvent | VariantHealthEvent | typeof VIEWERS) => `${variant}:${event}`;
@@ -74,7 +91,13 @@ const CLIENT_DAY_TTL_S = 3 * 24 * 3600 + 3600;
 export async function admitReadoutAction(redis: Redis, keys: RedisKeys, client: string, at: Date, variant: Variant, event: VariantEvent, vid?: string): Promise<number> {
   const day = (back: number) => keys.readoutClient(client, statsHour(new Date(at.getTime() - back * DAY_MS)).slice(0, 8));
   const first = vid === undefined ? '' : `${variant}:${event}:${vid}`;
-  return runScript<number>(redis, 'readout-admit', [day(0), day(1), day(2)], [first, `${statsHour(at).slice(8)}:${variant}:${event}`, String(READOUT_CLIENT_HOURLY_CAP), String(CLIENT_DAY_TTL_S)]);
+  try {
+    return await runScript<number>(redis, 'readout-admit', [day(0), day(1), day(2)], [first, `${statsHour(at).slice(8)}:${variant}:${event}`, String(READOUT_CLIENT_HOURLY_CAP), String(CLIENT_DAY_TTL_S)]);
+  } catch (err) {
+    // Ran but no replica confirmed it (behind Sentinels): the admission is stored, so a retry would be a repeat; its answer stands.
+    if (err instanceof NotDurableError && err.written) return Number(err.written.reply);
+    throw err;
+  }
 }
 
 /** The hashes of the `hours` UTC hours up to `now` (the current, partial hour included). */

@@ -6,7 +6,7 @@
  * (ring-unclaim.lua): positions are consumed only when served, and no clock but the API's own
  * timer decides it. What could not be given back is counted as lost.
  */
-import { RedisCallError, withDeadline, type Claim, type Deadline, type RingVersion } from '@feed/storage';
+import { NotDurableError, RedisCallError, withDeadline, type Claim, type Deadline, type RingVersion } from '@feed/storage';
 import { inSpan } from '@feed/telemetry';
 import type { FeedDeps } from './feed-service';
 import type { Positions } from './ring-scan';
@@ -59,14 +59,21 @@ export class RingClaims implements Positions {
     }
   }
 
-  /** A claim this request stopped waiting for: when it turns out to have run, give it back. */
+  /**
+   * A claim this request stopped waiting for: when it turns out to have run, give it back. One that
+   * ran but no replica confirmed (behind Sentinels, NotDurableError) is given back too, over the
+   * connection that claimed (else its positions would be skipped while that node stays the primary).
+   */
   private async giveBackWhenAnswered(claiming: Promise<Claim>): Promise<void> {
-    const claim = await claiming.catch(() => undefined);
-    // No answer: Redis is gone and the claim most likely never ran; nothing to give back.
-    if (!claim || claim.count === 0) return;
+    const answered = await claiming.then(
+      (claim) => ({ claim, late: true, still: () => true }),
+      (err: unknown) => (err instanceof NotDurableError && err.written ? { claim: err.written.reply as Claim, late: false, still: err.written.still } : undefined),
+    );
+    // No answer: Redis is gone and the claim most likely never ran; nothing to give back. Nor when the connection that claimed is gone.
+    if (!answered || answered.claim.count === 0 || !answered.still()) return;
     // Counted apart from Redis failures: the claim ran, its answer came after the request's deadline.
-    this.o.metrics.lateClaims.inc();
-    await this.giveBack([claim], false);
+    if (answered.late) this.o.metrics.lateClaims.inc();
+    await this.giveBack([answered.claim], false);
   }
 
   /** `bounded`: before a page's answer; otherwise no request waits (a late answer, a background give-back). */

@@ -9,7 +9,7 @@
  * (`countHealth`) for the same judge. The counting rules: docs/design.md, "Rollout and audit".
  */
 import { logger } from '@feed/logger';
-import { freshField, guestField, statsHour, unitsField, variantField, VIEWERS, type GuestSight, type ReadoutStore, type Variant, type VariantEvent, type VariantHealthEvent } from '@feed/storage';
+import { freshField, guestField, statsHour, unitsField, variantField, VIEWERS, type GuestSight, type ReadoutStore, type Variant, type VariantEvent, type VariantHealthEvent, VariantStatsNotWritten } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics } from '../metrics';
 
@@ -98,7 +98,8 @@ export class VariantReadout {
     try {
       await this.o.store.add(new Date(), batch);
     } catch (err) {
-      for (const [field, n] of batch) this.pending.set(field, (this.pending.get(field) ?? 0) + n);
+      // Only what did not run is kept: an increment Redis ran (but no replica confirmed) must not be added twice.
+      for (const [field, n] of err instanceof VariantStatsNotWritten ? err.left : batch) this.pending.set(field, (this.pending.get(field) ?? 0) + n);
       logger.warn('variant readout not written to Redis; kept for the next flush', { err: err instanceof Error ? err.message : String(err) });
     }
   }
