@@ -3,8 +3,8 @@
  * against the API process (production, LOG_LEVEL=info, MONGO_DEADLINE_MS=1000, pool 100/100) and
  * against a limit server (likes-limit-server.ts: a bare upsert and `$inc`), on the embedded
  * MongoDB in a process of its own. Each round: U users at once on one video, each a like; an
- * unlike and a like together; a like; every other user an unlike. Prints per server the
- * process's CPU microseconds per request (/proc, user + system) and p50/p99 of every round.
+ * unlike and a like together; a like; every other user an unlike. Prints per server its
+ * process's CPU microseconds per request (/proc, user + system), the MongoDB process's, and p50/p99.
  * BENCH_CPU_PROF=<dir> runs the API under --cpu-prof (the profile of the measured rounds).
  */
 import { randomBytes } from 'node:crypto';
@@ -13,7 +13,7 @@ import jwt from 'jsonwebtoken';
 import { isEligible } from '@feed/domain';
 import { seedVideos } from '@feed/demo-data';
 import { videoModel } from '@feed/storage';
-import { freePort, startProcess, tsx, waitUntil, type Managed } from '../support/processes';
+import { freePort, startMongoProcess, startProcess, tsx, waitUntil, type Managed } from '../support/processes';
 import { percentile } from '../support/percentile';
 import { argValue, benchStores } from './support';
 
@@ -47,9 +47,10 @@ async function burst(base: string, vid: string, users: string[]) {
   return { latencies: latencies.sort((a, b) => a - b), not2xx };
 }
 
-async function measure(name: string, server: Managed, base: string, vid: string, users: number, rounds: number) {
+async function measure(name: string, server: Managed, mongo: Managed, base: string, vid: string, users: number, rounds: number) {
   await burst(base, vid, Array.from({ length: users }, (_, i) => `${name}-warm-${i}`));
   const cpuBefore = cpuUs(server.child.pid!);
+  const mongoBefore = cpuUs(mongo.child.pid!);
   const all: number[] = [];
   let not2xx = 0;
   for (let round = 0; round < rounds; round++) {
@@ -59,13 +60,18 @@ async function measure(name: string, server: Managed, base: string, vid: string,
     console.log(`${name} round ${round}: ${r.latencies.length} requests, not 2xx ${r.not2xx}, p50 ${percentile(r.latencies, 50).toFixed(0)} ms, p99 ${percentile(r.latencies, 99).toFixed(0)} ms`);
   }
   const perRequest = (cpuUs(server.child.pid!) - cpuBefore) / all.length;
+  const mongoPerRequest = (cpuUs(mongo.child.pid!) - mongoBefore) / all.length;
   all.sort((a, b) => a - b);
-  return { perRequest, p50: percentile(all, 50), p99: percentile(all, 99), not2xx };
+  return { perRequest, mongoPerRequest, p50: percentile(all, 50), p99: percentile(all, 99), not2xx };
 }
 
 export async function runLikesBench(): Promise<void> {
   const users = Number(argValue('users', '200'));
   const rounds = Number(argValue('rounds', '3'));
+  // The embedded MongoDB started here, not by benchStores: its process's CPU is measured too.
+  const mongoPort = await freePort();
+  const mongo = await startMongoProcess(mongoPort);
+  process.env.MONGO_URL = `mongodb://127.0.0.1:${mongoPort}/likes`;
   const { mongoUri, connection, prefix, close } = await benchStores();
   const servers: Managed[] = [];
   try {
@@ -84,10 +90,11 @@ export async function runLikesBench(): Promise<void> {
     await waitUntil('the limit server', async () => limit.output.join('').includes('listening'), 60_000);
     console.log(`${users} users a round, ${rounds} rounds after one unmeasured, ${users * 4.5} requests a round`);
     const results = [] as Array<[string, Awaited<ReturnType<typeof measure>>]>;
-    for (const [name, port, server] of [['api', apiPort, api], ['limit', limitPort, limit]] as const) results.push([name, await measure(name, server, `http://127.0.0.1:${port}`, vid, users, rounds)]);
-    for (const [name, r] of results) console.log(`${name}: cpu_us_per_request=${r.perRequest.toFixed(0)} p50=${r.p50.toFixed(0)} ms p99=${r.p99.toFixed(0)} ms not_2xx=${r.not2xx}`);
+    for (const [name, port, server] of [['api', apiPort, api], ['limit', limitPort, limit]] as const) results.push([name, await measure(name, server, mongo, `http://127.0.0.1:${port}`, vid, users, rounds)]);
+    for (const [name, r] of results) console.log(`${name}: cpu_us_per_request=${r.perRequest.toFixed(0)} mongo_cpu_us_per_request=${r.mongoPerRequest.toFixed(0)} p50=${r.p50.toFixed(0)} ms p99=${r.p99.toFixed(0)} ms not_2xx=${r.not2xx}`);
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
     await close();
+    await mongo.stop();
   }
 }
