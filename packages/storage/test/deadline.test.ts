@@ -85,4 +85,15 @@ describe('RequestBudget', () => {
     const aborted = budget.mongo.run((signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), 'insert');
     await expect(aborted).rejects.toThrow(DeadlineExceededError);
   });
+
+  it('when a MongoDB call settles in time, then its signal is never aborted afterwards (no timer outlives the call)', async () => {
+    let answered: AbortSignal | undefined;
+    await new RequestBudget({ redisMs: 100, mongoMs: 20 }).mongo.run(async (signal) => (answered = signal), 'upsert');
+    // A later budget's deadline passing is the condition waited on: the first one's has passed by then.
+    let stalled: AbortSignal | undefined;
+    await expect(new RequestBudget({ redisMs: 100, mongoMs: 60 }).mongo.run((signal) => ((stalled = signal), new Promise(() => undefined)), 'stalled')).rejects.toThrow(DeadlineExceededError);
+    expect(answered?.aborted).toBe(false);
+    expect(stalled?.aborted).toBe(true);
+    expect(stalled?.reason).toBeInstanceOf(DeadlineExceededError);
+  });
 });
