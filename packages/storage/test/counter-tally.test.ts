@@ -106,6 +106,15 @@ describe('tallyCounters (R3)', () => {
     await tallyCounters(videos, models, 'likes', videoId);
     expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 2, likeCount: 2 });
   });
+
+  // No tally writes such a sum (past 2^53 it would take 9e15 record changes): a hand edit or another tool's.
+  it.each([['a string', '7'], ['null', null], ['Infinity', Infinity], ['2^60', 2 ** 60]])('when the stored v sum is %s, then it counts as older and the tally counts the records (the counters do not freeze)', async (_, odd) => {
+    const videoId = await newVideo({ tally: { likes: { v: odd, all: 0, active: 0 } } });
+    await addRecords('likes', videoId, 2);
+    await tallyCounters(videos, models, 'likes', videoId);
+    expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 2, likeCount: 2 });
+    expect((await videos.collection.findOne({ _id: videoId }))?.tally).toEqual({ likes: { v: 2, all: 2, active: 2 } });
+  });
 });
 
 describe('CounterTallies', () => {
