@@ -381,6 +381,15 @@ describe('embedded MongoDB server: documented behaviours mongoose relies on', ()
     expect((await conn.db!.listCollections({ name: 'undefined' }).toArray()).length).toBe(0);
   });
 
+  it('when a pipeline update changes _id, then it is refused (66); an upsert whose filter names no _id takes the _id its pipeline sets', async () => {
+    const things = conn.collection(`pipeline_id_${Date.now()}`);
+    await things.insertOne({ _id: 1 as never, k: 'a' });
+    await expect(things.updateOne({ _id: 1 as never }, [{ $set: { _id: 2 } }])).rejects.toMatchObject({ code: 66 });
+    await things.updateOne({ _id: 1 as never }, [{ $unset: '_id' }, { $set: { n: 1 } }]);
+    await things.updateOne({ k: 'b' }, [{ $set: { _id: 'chosen', n: 2 } }], { upsert: true });
+    expect(await things.find().sort({ n: 1 }).toArray()).toEqual([{ _id: 1, k: 'a', n: 1 }, { _id: 'chosen', k: 'b', n: 2 }]);
+  });
+
   it('when a document past 16 MiB is inserted, then BSONObjectTooLarge (10334) comes back and nothing is stored', async () => {
     const raw = conn.collection(`huge_${Date.now()}`);
     await expect(raw.insertOne({ data: 'x'.repeat(16 * 1024 * 1024) })).rejects.toMatchObject({ code: 10334 });
