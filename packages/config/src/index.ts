@@ -121,7 +121,7 @@ function settingsFor(env: NodeJS.ProcessEnv) {
     ),
     mongoMinPoolSize: setting(
       'MONGO_MIN_POOL_SIZE',
-      Joi.number().integer().min(0).max(Joi.ref('MONGO_MAX_POOL_SIZE')).default(20).description('MongoDB connections an instance opens before it listens and keeps open (the driver opens 2 at a time): a burst on a new instance does not wait for its pool to grow'),
+      Joi.number().integer().min(0).max(Joi.ref('MONGO_MAX_POOL_SIZE')).default(20).description('MongoDB connections an instance opens before it listens and keeps open (the driver opens 2 at a time): a burst on a new instance does not wait for its pool to grow. Unset, 20 or MONGO_MAX_POOL_SIZE when that is smaller'),
     ),
     mongoMaxPoolSize: setting('MONGO_MAX_POOL_SIZE', Joi.number().integer().min(1).max(10_000).default(100).description('MongoDB connections an instance holds at most; more concurrent operations wait (within their budget) for one')),
     embeddedMongoPort: setting('EMBEDDED_MONGO_PORT', Joi.number().port().default(27018).description('Development only: port of that embedded server (shared by api and worker on one machine)')),
@@ -247,6 +247,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration: ${error.details.map((d) => `${String(d.path[0])}: ${d.message}`).join('; ')}`);
   }
   const validated = value as Record<string, unknown>;
+  // The default minimum is no bound of its own: joi checks min <= max on a set value only, and the
+  // driver refuses a pool whose minimum exceeds its maximum (MONGO_MAX_POOL_SIZE=10 alone).
+  if (env.MONGO_MIN_POOL_SIZE === undefined) validated.MONGO_MIN_POOL_SIZE = Math.min(Number(validated.MONGO_MIN_POOL_SIZE), Number(validated.MONGO_MAX_POOL_SIZE));
   // One secret for both, or one inside the other (the password plus a space), would let anyone
   // who knows the admin password sign user tokens.
   if (validated.NODE_ENV === 'production' && oneHoldsTheOther(String(validated.AUTH_JWT_SECRET).trim(), String(validated.ADMIN_PASSWORD).trim())) {

@@ -45,6 +45,13 @@ describe('configuration (D2)', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(name));
   });
 
+  it('when only MONGO_MAX_POOL_SIZE is set, below the default minimum, then the minimum is that maximum (the driver refuses a pool whose minimum exceeds its maximum)', () => {
+    const small = loadConfig({ MONGO_MAX_POOL_SIZE: '10' });
+    expect([small.mongoMinPoolSize, small.mongoMaxPoolSize]).toEqual([10, 10]);
+    expect(loadConfig({ MONGO_MAX_POOL_SIZE: '50' }).mongoMinPoolSize).toBe(20);
+    expect(() => loadConfig({ MONGO_MIN_POOL_SIZE: '11', MONGO_MAX_POOL_SIZE: '10' })).toThrow(/MONGO_MIN_POOL_SIZE/);
+  });
+
   it('when NODE_ENV is production, then MONGO_URL and the secrets are required', () => {
     const error = (() => {
       try {

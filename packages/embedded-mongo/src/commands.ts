@@ -117,6 +117,8 @@ function checkPipeline(pipeline: Document[]): void {
     if (names.length !== 1) throw new CommandError(40323, 'Location40323', 'A pipeline stage specification object must contain exactly one field.');
     if (!STAGES.has(names[0])) throw new CommandError(40324, 'Location40324', `Unrecognized pipeline stage name: '${names[0]}'`);
     if ((names[0] === '$merge' || names[0] === '$out') && at !== pipeline.length - 1) throw new CommandError(40601, 'Location40601', `${names[0]} can only be the final stage in the pipeline`);
+    // mingo's $out writes into a JS array: the documents came back and no collection was written.
+    if (names[0] === '$out') throw new CommandError(115, 'CommandNotSupported', '$out is not supported by the embedded server (use $merge)');
     if (names[0] !== '$group') continue;
     const group = stage.$group as Document;
     if (!('_id' in group)) throw new CommandError(15955, 'Location15955', 'a group specification must include an _id');
@@ -129,6 +131,8 @@ function checkPipeline(pipeline: Document[]): void {
 const MERGE_PIPELINE_STAGES = new Set(['$addFields', '$set', '$project', '$unset', '$replaceRoot', '$replaceWith']);
 const MERGE_WHEN_MATCHED = ['replace', 'keepExisting', 'merge', 'fail'];
 const MERGE_WHEN_NOT_MATCHED = ['insert', 'discard', 'fail'];
+/** The fields of a `$merge` stage MongoDB's parser knows. */
+const MERGE_FIELDS = new Set(['into', 'on', 'let', 'whenMatched', 'whenNotMatched', 'targetCollectionVersion']);
 
 /**
  * A final `$merge` stage: each result document is matched on `_id` in the target collection
@@ -138,7 +142,15 @@ const MERGE_WHEN_NOT_MATCHED = ['insert', 'discard', 'fail'];
  */
 function mergeInto(ctx: CommandContext, db: string, stage: unknown, docs: Document[]): void {
   const spec = (typeof stage === 'string' ? { into: stage } : stage) as Document;
-  const into = typeof spec.into === 'string' ? { db, coll: spec.into } : { db: String((spec.into as Document)?.db ?? db), coll: String((spec.into as Document)?.coll) };
+  // MongoDB's parser refuses what it does not know: a misspelt option is not ignored, no collection is guessed.
+  const unknown = Object.keys(spec).find((name) => !MERGE_FIELDS.has(name));
+  if (unknown) throw new CommandError(40415, 'Location40415', `BSON field '$merge.${unknown}' is an unknown field.`);
+  const target0 = spec.into as unknown;
+  if (typeof target0 !== 'string' && (typeof target0 !== 'object' || target0 === null || Array.isArray(target0))) {
+    throw new CommandError(51178, 'Location51178', `$merge 'into' field  must be either a string or an object, but found ${target0 === null ? 'null' : Array.isArray(target0) ? 'array' : typeof target0}`);
+  }
+  if (typeof target0 === 'object' && typeof (target0 as Document).coll !== 'string') throw new CommandError(40414, 'Location40414', "BSON field '$merge.into.coll' is missing but a required field");
+  const into = typeof target0 === 'string' ? { db, coll: target0 } : { db: String((target0 as Document).db ?? db), coll: String((target0 as Document).coll) };
   const on = spec.on ?? '_id';
   if (on !== '_id' && !(Array.isArray(on) && on.length === 1 && on[0] === '_id')) throw new CommandError(115, 'CommandNotSupported', "$merge 'on' fields other than _id are not supported by the embedded server");
   const { whenMatched = 'merge', whenNotMatched = 'insert' } = spec;

@@ -611,6 +611,12 @@ export class Collection {
   private applyUpdate(doc: Document, spec: UpdateSpec, arrayFilters?: Document[], inserting = false, variables?: Document): Document {
     if (Array.isArray(spec)) {
       const result = new Aggregator(spec, variables ? ({ variables } as never) : undefined).run([cloneDocument(doc)])[0] as Document;
+      // A pipeline that drops _id keeps it; one that changes it is refused, as by MongoDB (it was kept
+      // silently). An upsert whose filter names no _id takes the one its pipeline sets.
+      if (doc._id === undefined) return result;
+      if (result._id !== undefined && keyOf(result._id) !== keyOf(doc._id)) {
+        throw new CommandError(66, 'ImmutableField', "Performing an update on the path '_id' would modify the immutable field '_id'");
+      }
       result._id = doc._id;
       return result;
     }

@@ -366,6 +366,30 @@ describe('embedded MongoDB server: documented behaviours mongoose relies on', ()
     await expect(source.aggregate([{ $merge: { into: target.collectionName } }, { $match: {} }]).toArray()).rejects.toMatchObject({ code: 40601 });
   });
 
+  it('when a $merge names no collection, has an unknown field or its whenMatched pipeline changes _id, then it is refused and nothing is written', async () => {
+    const suffix = Date.now();
+    const source = conn.collection(`merge_bad_source_${suffix}`);
+    const target = conn.collection(`merge_bad_target_${suffix}`);
+    await target.insertOne({ _id: 1 as never, n: 1 });
+    await source.insertMany([{ _id: 1 as never, n: 5 }, { _id: 2 as never, n: 6 }]);
+    const merge = (spec: mongoose.mongo.Document) => source.aggregate([{ $merge: spec }]).toArray();
+    await expect(merge({ into: 5 })).rejects.toMatchObject({ code: 51178 });
+    await expect(merge({ into: { db: conn.db!.databaseName } })).rejects.toMatchObject({ code: 40414 });
+    await expect(merge({ into: target.collectionName, whenMatchd: 'replace' })).rejects.toMatchObject({ code: 40415 });
+    await expect(merge({ into: target.collectionName, whenMatched: [{ $set: { _id: 'moved' } }], whenNotMatched: 'discard' })).rejects.toMatchObject({ code: 66 });
+    expect(await target.find().toArray()).toEqual([{ _id: 1, n: 1 }]);
+    expect((await conn.db!.listCollections({ name: 'undefined' }).toArray()).length).toBe(0);
+  });
+
+  it('when a pipeline update changes _id, then it is refused (66); an upsert whose filter names no _id takes the _id its pipeline sets', async () => {
+    const things = conn.collection(`pipeline_id_${Date.now()}`);
+    await things.insertOne({ _id: 1 as never, k: 'a' });
+    await expect(things.updateOne({ _id: 1 as never }, [{ $set: { _id: 2 } }])).rejects.toMatchObject({ code: 66 });
+    await things.updateOne({ _id: 1 as never }, [{ $unset: '_id' }, { $set: { n: 1 } }]);
+    await things.updateOne({ k: 'b' }, [{ $set: { _id: 'chosen', n: 2 } }], { upsert: true });
+    expect(await things.find().sort({ n: 1 }).toArray()).toEqual([{ _id: 1, k: 'a', n: 1 }, { _id: 'chosen', k: 'b', n: 2 }]);
+  });
+
   it('when a document past 16 MiB is inserted, then BSONObjectTooLarge (10334) comes back and nothing is stored', async () => {
     const raw = conn.collection(`huge_${Date.now()}`);
     await expect(raw.insertOne({ data: 'x'.repeat(16 * 1024 * 1024) })).rejects.toMatchObject({ code: 10334 });
@@ -653,6 +677,12 @@ describe('embedded MongoDB server: collection options', () => {
   it('when a collation is asked for, then the server refuses it instead of comparing bytes', async () => {
     await expect(Thing().find({ name: 'a' }).collation({ locale: 'en', strength: 2 }).lean()).rejects.toThrow(/collation is not supported/);
     await expect(Thing().updateOne({ name: 'a' }, { $set: { name: 'b' } }, { collation: { locale: 'en' } })).rejects.toThrow(/collation is not supported/);
+  });
+
+  it('when a pipeline ends in $out, then the server refuses it instead of answering the documents and writing none', async () => {
+    const source = conn.collection(`out_source_${Date.now()}`);
+    await source.insertOne({ n: 1 });
+    await expect(source.aggregate([{ $out: `out_target_${Date.now()}` }]).toArray()).rejects.toThrow(/\$out is not supported by the embedded server/);
   });
 
   it('when a transaction is started, then the server refuses it as a standalone MongoDB does', async () => {

@@ -21,22 +21,33 @@ const FIRST_CONNECT_ATTEMPTS = 5;
 /** How long a start waits for MONGO_MIN_POOL_SIZE connections before it goes on with fewer. */
 const POOL_GROWTH_MS = 10_000;
 
+/** The connection events `poolGrown` listens to (a MongoClient's, or a test's emitter). */
+interface PoolEvents {
+  on(event: 'connectionReady' | 'connectionClosed', listener: (event: { address: string }) => void): unknown;
+  off(event: 'connectionReady' | 'connectionClosed', listener: (event: { address: string }) => void): unknown;
+}
+
 /**
- * Resolves once the client's pool holds `size` connections (or after `ms`). The driver opens at
+ * Resolves once one server's pool holds `size` connections (or after `ms`). The driver opens at
  * most 2 at a time; an instance that took traffic with an empty pool queued a burst behind it.
+ * Counted per server: on a replica set every member's pool grows to the minimum at once, so a
+ * count over all of them was reached with a third of it on the primary.
  */
-function poolGrown(client: ReturnType<Connection['getClient']>, size: number, ms: number): Promise<boolean> {
-  let open = 0;
+export function poolGrown(client: PoolEvents, size: number, ms: number): Promise<boolean> {
+  const open = new Map<string, number>();
   return new Promise((resolve) => {
     const done = (grown: boolean) => {
       clearTimeout(timer);
-      client.off('connectionReady', ready).off('connectionClosed', closed);
+      client.off('connectionReady', ready);
+      client.off('connectionClosed', closed);
       resolve(grown);
     };
-    const ready = () => ++open >= size && done(true);
-    const closed = () => void open--;
+    const count = (address: string, by: number) => open.set(address, (open.get(address) ?? 0) + by).get(address) ?? 0;
+    const ready = (event: { address: string }) => count(event.address, 1) >= size && done(true);
+    const closed = (event: { address: string }) => void count(event.address, -1);
     const timer = setTimeout(() => done(false), ms);
-    client.on('connectionReady', ready).on('connectionClosed', closed);
+    client.on('connectionReady', ready);
+    client.on('connectionClosed', closed);
     if (size === 0) done(true);
   });
 }

@@ -106,6 +106,25 @@ describe('tallyCounters (R3)', () => {
     await tallyCounters(videos, models, 'likes', videoId);
     expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 2, likeCount: 2 });
   });
+
+  it('when the video was removed after its records were written (a like racing a deletion), then neither a tally nor the repair makes a video document of the sums', async () => {
+    const videoId = await newVideo();
+    await addRecords('likes', videoId, 2, { changedAt: MINUTE_AGO() });
+    await videos.deleteOne({ _id: videoId });
+    await tallyCounters(videos, models, 'likes', videoId);
+    await repairPendingCounters(videos, models, { minAgeMs: 0 });
+    expect(await videos.collection.findOne({ _id: videoId })).toBeNull();
+    expect(await models.likes.countDocuments({ videoId, dirty: true })).toBe(0);
+  });
+
+  // No tally writes such a sum (past 2^53 it would take 9e15 record changes): a hand edit or another tool's.
+  it.each([['a string', '7'], ['null', null], ['Infinity', Infinity], ['2^60', 2 ** 60]])('when the stored v sum is %s, then it counts as older and the tally counts the records (the counters do not freeze)', async (_, odd) => {
+    const videoId = await newVideo({ tally: { likes: { v: odd, all: 0, active: 0 } } });
+    await addRecords('likes', videoId, 2);
+    await tallyCounters(videos, models, 'likes', videoId);
+    expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 2, likeCount: 2 });
+    expect((await videos.collection.findOne({ _id: videoId }))?.tally).toEqual({ likes: { v: 2, all: 2, active: 2 } });
+  });
 });
 
 describe('CounterTallies', () => {

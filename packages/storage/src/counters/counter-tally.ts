@@ -54,8 +54,10 @@ export async function tallyCounters(videos: VideoModel, models: InteractionModel
   const legacyShown = { $and: [legacy, { $ifNull: ['$shown', { $ifNull: ['$active', { $eq: ['$status', 'published'] }] }] }] };
   const one = (condition: unknown) => ({ $sum: { $cond: [condition, 1, 0] } });
   const stored = (field: string) => `$tally.${kind}.${field}`;
-  // Numbers compared with numbers only: a missing or odd stored sum is older than any count.
-  const fresh = { $or: [{ $not: [{ $isNumber: stored('v') }] }, { $lt: [stored('v'), '$$new.v'] }] };
+  // Numbers compared with numbers only: a missing or odd stored sum is older than any count. Odd
+  // includes numbers no tally writes (an infinity, past 2^53: 9e15 record changes), which would
+  // otherwise fence every tally out for ever while the repair cleans the records as counted.
+  const fresh = { $or: [{ $not: [{ $isNumber: stored('v') }] }, { $gt: [stored('v'), Number.MAX_SAFE_INTEGER] }, { $lt: [stored('v'), '$$new.v'] }] };
   const last = (field: 'all' | 'active', otherwise: string) => ({ $cond: [{ $isNumber: stored(field) }, stored(field), otherwise] });
   const moved = (counter: string, by: unknown) => ({ $cond: [fresh, { $add: [numeric(`$${counter}`), by] }, `$${counter}`] });
   const tally = { $mergeObjects: [{ $cond: [{ $eq: [{ $type: '$tally' }, 'object'] }, '$tally', {}] }, { [kind]: { v: '$$new.v', all: '$$new.all', active: '$$new.active' } }] };
