@@ -24,7 +24,7 @@ async function main(): Promise<void> {
     if (before?.active !== active) await videos.updateOne({ _id: videoId }, { $inc: { limitLikes: active ? 1 : -1 } });
     res.json({ active, changed: before?.active !== active });
   });
-  const server = app.listen(Number(process.env.PORT), '127.0.0.1', () => process.stdout.write(`listening ${process.env.PORT}\n`));
+  const server = app.listen({ port: Number(process.env.PORT), host: '127.0.0.1', backlog: 4096 }, () => process.stdout.write(`listening ${process.env.PORT}\n`));
   process.once('SIGTERM', () => server.close(() => process.exit(0)));
 }
 
