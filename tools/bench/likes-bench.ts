@@ -15,6 +15,7 @@ import { seedVideos } from '@feed/demo-data';
 import { videoModel } from '@feed/storage';
 import { freePort, startMongoProcess, startProcess, tsx, waitUntil, type Managed } from '../support/processes';
 import { percentile } from '../support/percentile';
+import { toggleBurst } from '../support/toggle-burst';
 import { argValue, benchStores } from './support';
 
 const SECRET = randomBytes(24).toString('hex');
@@ -36,14 +37,7 @@ async function burst(base: string, vid: string, users: string[]) {
     latencies.push(performance.now() - started);
     if (!res || res.status >= 300) not2xx++;
   };
-  await Promise.all(
-    users.map(async (user, i) => {
-      await tap(user, 'like');
-      await Promise.all([tap(user, 'unlike'), tap(user, 'like')]);
-      await tap(user, 'like');
-      if (i % 2 === 1) await tap(user, 'unlike');
-    }),
-  );
+  await toggleBurst(users, tap);
   return { latencies: latencies.sort((a, b) => a - b), not2xx };
 }
 

@@ -7,6 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { percentile } from '../support/percentile';
+import { toggleBurst } from '../support/toggle-burst';
 import { waitUntil } from '../support/processes';
 import { expect, type Suite } from './suite';
 
@@ -49,14 +50,7 @@ export async function toggleChecks(suite: Suite): Promise<void> {
         statuses.set(res?.status ?? 0, (statuses.get(res?.status ?? 0) ?? 0) + 1);
       };
       const users = Array.from({ length: USERS }, (_, i) => `toggler-${i}`);
-      await Promise.all(
-        users.map(async (user, i) => {
-          await tap(user, 'like');
-          await Promise.all([tap(user, 'unlike'), tap(user, 'like')]);
-          await tap(user, 'like');
-          if (i % 2 === 1) await tap(user, 'unlike');
-        }),
-      );
+      await toggleBurst(users, tap);
       const lastAnswer = Date.now();
       const not2xx = [...statuses].filter(([status]) => status < 200 || status >= 300);
       expect(not2xx.length === 0, `answers not 2xx: ${not2xx.map(([status, n]) => `${n} x ${status}`).join(', ')}`);
