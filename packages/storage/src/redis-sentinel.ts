@@ -106,9 +106,6 @@ const key = (node: RedisNode) => `${node.host}:${node.port}`;
 const FENCE_MS = 500;
 /** Longest wait for a Sentinel's answer to the fence's question (one that does not answer in time does not count). */
 const ANSWER_MS = 2_000;
-/** How long, from their answers, the Sentinels' word stands that a primary without a replica is the settled primary. */
-const SETTLED_MS = 1_000;
-
 /**
  * A write the fence could not confirm: it may be discarded by a failover, so it was not acknowledged.
  * The write itself ran on the node: the storage client sets `written` (one error per write) to its
@@ -131,34 +128,36 @@ export interface ReplicaLink {
 /**
  * Whether the Sentinels agree that `node` is the primary: every one answers, names it, and none
  * is failing it over (only the leader knows it is, and until the switch the others still name
- * the old primary: a majority is not enough). Asked again for each question (a failover may have
- * started since the last answer), on connections kept open; a yes stands SETTLED_MS.
+ * the old primary: a majority is not enough). Each question is answered by a round of asking
+ * that starts after it (a failover may have started since any earlier answer: a cached yes let
+ * the old primary acknowledge writes in the second after its replica's promotion); questions
+ * asked while a round is out share the next round.
  */
-export function sentinelsAgree(sentinels: RedisNode[], name: string, options: SentinelOptions) {
-  const clients = sentinels.map((sentinel) => createClient({ ...options(sentinel), disableOfflineQueue: true }).on('error', () => undefined));
-  let settled = { node: '', until: -Infinity };
+export function agreementRounds(askAll: () => Promise<string[]>, sentinels: number): (node: string) => Promise<boolean> {
   let asking: Promise<string[]> | undefined;
   let next: Promise<string[]> | undefined;
+  return async (node) => {
+    next ??= (asking ?? Promise.resolve()).catch(() => undefined).then(() => ((next = undefined), (asking = askAll())));
+    const answers = await next;
+    return answers.length === sentinels && answers.every((answer) => answer === node);
+  };
+}
+
+/** `agreementRounds` over connections to the Sentinels kept open. */
+export function sentinelsAgree(sentinels: RedisNode[], name: string, options: SentinelOptions) {
+  const clients = sentinels.map((sentinel) => createClient({ ...options(sentinel), disableOfflineQueue: true }).on('error', () => undefined));
   const ask = async (client: (typeof clients)[number]) => {
     if (!client.isOpen) await client.connect();
     const reply = await client.sendCommand<string[]>(['SENTINEL', 'MASTER', name]);
     const field = (k: string) => reply[reply.indexOf(k) + 1];
     return field('flags').includes('failover_in_progress') ? 'failing over' : `${field('ip')}:${field('port')}`;
   };
-  const askAll = async () => {
-    const answers = (await Promise.allSettled(clients.map((client) => Promise.race([ask(client), new Promise<never>((_, reject) => setTimeout(reject, ANSWER_MS).unref())]))))
+  const askAll = async () =>
+    (await Promise.allSettled(clients.map((client) => Promise.race([ask(client), new Promise<never>((_, reject) => setTimeout(reject, ANSWER_MS).unref())]))))
       .flatMap((answer) => (answer.status === 'fulfilled' ? [answer.value] : []));
-    if (answers.length === sentinels.length && answers.every((answer) => answer === answers[0])) settled = { node: answers[0], until: performance.now() + SETTLED_MS };
-    return answers;
-  };
+  const agree = agreementRounds(askAll, sentinels.length);
   return {
-    async agree(node: RedisNode): Promise<boolean> {
-      if (settled.node === key(node) && performance.now() < settled.until) return true;
-      // Questions asked while a round is out wait for the next round, which starts after their writes.
-      next ??= (asking ?? Promise.resolve()).catch(() => undefined).then(() => ((next = undefined), (asking = askAll())));
-      const answers = await next;
-      return answers.length === sentinels.length && answers.every((answer) => answer === key(node));
-    },
+    agree: (node: RedisNode) => agree(key(node)),
     close() {
       for (const client of clients) if (client.isOpen) client.destroy();
     },

@@ -1,0 +1,58 @@
+/**
+ * The write fence's question to the Sentinels (issue 51): "do you all name this node the primary,
+ * with no failover under way?". A yes must come from answers given after the question was asked:
+ * the fence asks it about a node that has just lost its replica, which is exactly the moment a
+ * promotion may have happened. fast-check draws programs of questions about either node, switches
+ * of the primary and answers arriving in any order (`fc.scheduler`); every yes is checked against
+ * the history of which node was primary from the question on.
+ * Seeds: fixed under CI, random otherwise; printed (FC_SEED=<seed> replays).
+ */
+import fc from 'fast-check';
+import { agreementRounds } from '../src/redis-sentinel';
+
+const SEED = Number(process.env.FC_SEED) || (process.env.CI ? 51_051 : Math.floor(Math.random() * 2 ** 31));
+const SENTINELS = 3;
+
+const step = fc.oneof(
+  fc.record({ kind: fc.constant('ask' as const), node: fc.constantFrom('A', 'B') }),
+  fc.constant({ kind: 'switch' as const, node: '' }),
+  fc.constant({ kind: 'answer' as const, node: '' }),
+);
+
+describe('agreementRounds', () => {
+  it('when the primary switches while questions and rounds of answers interleave, then every yes names the node that was primary at some time after its question', async () => {
+    console.log(`sentinel agreement seed ${SEED}`);
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), fc.array(step, { minLength: 1, maxLength: 40 }), async (s, program) => {
+        /** The primary the Sentinels name from each step of the program on. */
+        const primaryAt: string[] = ['A'];
+        let now = 0;
+        // A round's answers are the primary at its start (the Sentinels answer at once; delivery is the scheduler's).
+        const askAll = () => {
+          const named = primaryAt[now]!;
+          return s.schedule(Promise.resolve(Array<string>(SENTINELS).fill(named)), `round named ${named} at step ${now}`);
+        };
+        const agree = agreementRounds(askAll, SENTINELS);
+        const questions: Promise<void>[] = [];
+        for (const { kind, node } of program) {
+          if (kind === 'switch') primaryAt.push(primaryAt[now]! === 'A' ? 'B' : 'A');
+          else primaryAt.push(primaryAt[now]!);
+          now++;
+          if (kind === 'ask') {
+            const asked = now;
+            questions.push(
+              agree(node).then((yes) => {
+                if (yes) expect(primaryAt.slice(asked, now + 1)).toContain(node);
+              }),
+            );
+          }
+          if (kind === 'answer' && s.count() > 0) await s.waitOne();
+          // What follows from this step (a round starting, a question answered) happens before the next step.
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        await s.waitFor(Promise.all(questions));
+      }),
+      { seed: SEED, numRuns: process.env.CI ? 200 : 100 },
+    );
+  });
+});
