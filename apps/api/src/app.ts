@@ -156,7 +156,8 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   let warm = config.queueCopiesMax === 0;
   const warmUp = async (redisUp: boolean) => {
     if (warm || !redisUp) return (warm = true);
-    const { current, rings } = await readState.get();
+    // Bounded like any Redis read: a probe that hangs takes the instance out as surely as a 503.
+    const { current, rings } = await readState.read(new Deadline(config.redisDeadlineMs));
     const ring = current ? rings.get(current) : null;
     if (ring) void queueCopies.ensure(ring).then(() => (warm = true));
     return (warm = !ring || queueCopies.ready(ring));

@@ -127,6 +127,21 @@ describe('readiness of a new instance and of a draining one (D4)', () => {
     expect(await copyLoads(api)).toBe(0);
   });
 
+  it('when Redis answers the probe but not the read of the versions, then /readyz still answers, within the Redis deadline', async () => {
+    await publishQueue(s.redis, s.keys, V, ids.slice(0, 30));
+    // The probe reads `current`; the read state's pipelined read of `previous` never comes back.
+    const stalled = new Proxy(s.redis, {
+      get(target, prop) {
+        const value: unknown = Reflect.get(target, prop);
+        if (prop === 'get') return (key: string) => (key === s.keys.previous ? new Promise(() => undefined) : target.get(key));
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const api = testApi(s, { redisDeadlineMs: 200 }, { redis: stalled });
+    const res = await request(api.app).get('/readyz').timeout(3_000);
+    expect(res.body).toEqual({ status: 'ready', redis: 'ok', mongo: 'ok' });
+  });
+
   it('when no version is current, then a new instance is ready at once: the degraded feed is its steady state', async () => {
     await s.redis.del([s.keys.current, s.keys.previous]);
     const api = testApi(s);
