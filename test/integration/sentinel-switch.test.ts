@@ -28,10 +28,6 @@ const BASE_PORT = Number(/^(\d+)-\d+$/.exec(process.env.CHILD_PORT_RANGE ?? '')?
 const available = ['redis-server', 'redis-cli'].every((tool) => spawnSync(tool, ['--version']).status === 0);
 if (!available && process.env.CI) throw new Error('redis-server/redis-cli not installed: the Sentinel tests are required under CI');
 const sentinelIt = available ? it : it.skip;
-// Quarantined again (issue 51 stays open): with the write fence, 3 failovers passed in one full CI run
-// and in 3 runs alone, then in the next full CI run served 69 positions twice and lost 141 of 6,822
-// jobs. SENTINEL_SWITCH_UNDER_LOAD=1 runs the under-load cases; the start-up refusals always run.
-const underLoadIt = available && process.env.SENTINEL_SWITCH_UNDER_LOAD === '1' ? it : it.skip;
 /**
  * How late every client of the test hears the Sentinels' events (their subscriptions pass a
  * delaying proxy; plain set-up only, TLS hides the SUBSCRIBE): in a full CI run on 2 loaded cores,
@@ -199,7 +195,7 @@ async function failOverUnderLoad(failovers: number): Promise<void> {
 describe('planned Sentinel failovers under load (issue 51 part 0)', () => {
   withSentinels(() => ({}));
 
-  underLoadIt('three SENTINEL FAILOVERs in a row: no acknowledged write lost, no position twice, no 5xx', () => failOverUnderLoad(3), 600_000);
+  sentinelIt('three SENTINEL FAILOVERs in a row: no acknowledged write lost, no position twice, no 5xx', () => failOverUnderLoad(3), 600_000);
 
   sentinelIt('a REDIS_SENTINEL_MASTER the Sentinels do not know stops the API and the worker at start, naming the setting', async () => {
     await expectRefusedAtStart({ REDIS_SENTINEL_MASTER: 'nosuchmaster' }, /REDIS_SENTINEL_MASTER=nosuchmaster.*know no primary of that name/);
@@ -217,7 +213,7 @@ describe('with an ACL user, passwords and TLS on the data nodes and the Sentinel
     secured = false;
   });
 
-  underLoadIt('a SENTINEL FAILOVER under load: no acknowledged write lost, no position twice, no 5xx', () => failOverUnderLoad(1), 600_000);
+  sentinelIt('a SENTINEL FAILOVER under load: no acknowledged write lost, no position twice, no 5xx', () => failOverUnderLoad(1), 600_000);
 
   sentinelIt('a wrong password, a wrong Sentinel password or an untrusted CA stops the API and the worker at start, naming the setting', async () => {
     await expectRefusedAtStart({ REDIS_PASSWORD: 'wrong' }, /REDIS_USERNAME\/REDIS_PASSWORD: .*refused the credentials/);
