@@ -55,8 +55,12 @@ const STORE_DOWN_NAMES = new Set([
   'ConnectionTimeoutError',
   'SocketClosedUnexpectedlyError',
   'MaxRetriesPerRequestError',
+  // A write behind Sentinels that no replica confirmed (a failover under way): @feed/storage's write fence.
+  'NotDurableError',
 ]);
 const STORE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH']);
+/** Redis's replies of a failover or a restart in progress: a demoted primary, data loading, no primary, slots moving. */
+const REDIS_FAILING_OVER = /^(READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|NOREPLICAS) /;
 /**
  * MongoDB's answers of a primary stepping down or an election (NotWritablePrimary,
  * NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary, InterruptedDueToReplStateChange,
@@ -72,6 +76,7 @@ export function isStoreUnavailable(err: unknown): boolean {
     STORE_DOWN_NAMES.has(err.constructor.name) ||
     (typeof code === 'string' && STORE_DOWN_CODES.has(code)) ||
     (typeof code === 'number' && STEPPED_DOWN_CODES.has(code)) ||
+    REDIS_FAILING_OVER.test(err.message) ||
     /buffering timed out|Connection is closed|client is closed/i.test(err.message)
   );
 }
