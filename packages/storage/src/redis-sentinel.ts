@@ -226,7 +226,9 @@ export function sentinelBullConnection(target: { sentinels: RedisNode[]; name: s
       setTimeout(() => moved.get(from) === to && moved.delete(from), HOLD_MS).unref();
     }
   };
-  return () => {
+  // BullMQ's blocking connection is the worker's connection's duplicate(): made here too, so it has
+  // its own node for its fence (natMap records the node of the connection resolving it) and is followed.
+  const make = (override: Partial<IORedisOptions> = {}): IORedis => {
     if (!watcher) {
       agreement = sentinelsAgree(target.sentinels, target.name, sentinelOptions);
       watcher = watchSentinels(target.sentinels, target.name, sentinelOptions, follow);
@@ -234,7 +236,7 @@ export function sentinelBullConnection(target: { sentinels: RedisNode[]; name: s
     }
     let node: RedisNode | undefined;
     const connection = new IORedis({
-      ...options, sentinels: target.sentinels, name: target.name, failoverDetector: true,
+      ...options, ...override, sentinels: target.sentinels, name: target.name, failoverDetector: true,
       natMap: (address: string) => {
         const mapped = natMap(address);
         node = mapped ?? { host: address.slice(0, address.lastIndexOf(':')), port: Number(address.slice(address.lastIndexOf(':') + 1)) };
@@ -242,6 +244,7 @@ export function sentinelBullConnection(target: { sentinels: RedisNode[]; name: s
       },
     });
     made.add(connection);
+    connection.duplicate = (more?: Partial<IORedisOptions>) => make({ ...override, ...more });
     fenceBull(connection, () => node, agreement!);
     // ioredis keeps a lost connection's failoverDetector subscribed; its +switch-master during the reconnect
     // would abort it for good ("Connection is closed", status end: BullMQ silent after a SIGKILLed primary).
@@ -258,6 +261,7 @@ export function sentinelBullConnection(target: { sentinels: RedisNode[]; name: s
     });
     return connection;
   };
+  return () => make();
 }
 
 /** BullMQ's state changes (its Lua scripts, MULTI/EXEC): answered to BullMQ only once the write fence confirms them. */
