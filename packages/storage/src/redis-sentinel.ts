@@ -28,7 +28,7 @@ export type SentinelEvent = { kind: 'hold'; from: RedisNode } | { kind: 'release
 
 const label = (nodes: RedisNode[]) => nodes.map((s) => `${s.host}:${s.port}`).join(',');
 
-/** The primary's address as the first Sentinel that answers names it; throws RedisMisconfigured when those that answer all know no such name. */
+/** The primary's address as the first Sentinel that answers names it; throws RedisMisconfigured when those that answer all, or a majority, know no such name. */
 export async function askSentinels(sentinels: RedisNode[], name: string, options: SentinelOptions): Promise<RedisNode> {
   let denied = 0;
   const failures: string[] = [];
@@ -50,7 +50,8 @@ export async function askSentinels(sentinels: RedisNode[], name: string, options
       if (client.isOpen) client.destroy(); // destroying a closed client throws
     }
   }
-  if (denied > 0 && failures.length === 0) throw new RedisMisconfigured(`REDIS_SENTINEL_MASTER=${name}: the Sentinels ${label(sentinels)} know no primary of that name`);
+  // A majority that knows no such name (one Sentinel down for maintenance does not hide a wrong name).
+  if (denied > sentinels.length / 2 || (denied > 0 && failures.length === 0)) throw new RedisMisconfigured(`REDIS_SENTINEL_MASTER=${name}: the Sentinels ${label(sentinels)} know no primary of that name`);
   throw Object.assign(new Error(`no Sentinel of ${label(sentinels)} names a primary ${name}: ${failures.at(-1) ?? 'none answered'}`), { failures });
 }
 

@@ -3,11 +3,14 @@
  * `duplicate()` of the connection it was given. The duplicate must be one of the factory's
  * connections: its writes pass the write fence, its fence asks about the node it is connected to
  * (not the node another connection resolved last), and it keeps following the Sentinels after the
- * connection it was duplicated from has closed. Ports: CHILD_PORT_RANGE's start + 200 (else 7600).
+ * connection it was duplicated from has closed. And a master name the Sentinels that answer do not
+ * know is a configuration error even while one Sentinel is down (a deploy during its maintenance).
+ * Ports: CHILD_PORT_RANGE's start + 200 (else 7600).
  */
 import { spawnSync } from 'node:child_process';
 import type IORedis from 'ioredis';
-import { bullConnectionFactory } from '../src/redis-connection';
+import { bullConnectionFactory, sentinelOptions } from '../src/redis-connection';
+import { askSentinels } from '../src/redis-sentinel';
 import { SENTINEL_MASTER, startLocalSentinels, type LocalSentinels } from '../../../test/support/redis-sentinel';
 import { waitUntil } from '../../../tools/support/processes';
 
@@ -51,3 +54,12 @@ sentinelIt('a duplicate of a BullMQ connection has its writes fenced and follows
     original.disconnect();
   }
 }, 90_000);
+
+// Last: it stops a Sentinel.
+sentinelIt('a master name that the answering Sentinels do not know, one Sentinel down: a configuration error naming REDIS_SENTINEL_MASTER', async () => {
+  const settings = { redisUrl: '', redisClusterNodes: undefined, redisSentinels: sentinels.sentinels, redisSentinelMaster: 'nosuchmaster' };
+  await sentinels.kill(BASE_PORT + 12);
+  await expect(askSentinels(sentinels.sentinels.map((s) => ({ host: s.split(':')[0], port: Number(s.split(':')[1]) })), 'nosuchmaster', sentinelOptions(settings))).rejects.toThrow(
+    /REDIS_SENTINEL_MASTER=nosuchmaster.*know no primary of that name/,
+  );
+}, 30_000);
