@@ -8,7 +8,7 @@
  * Ports: CHILD_PORT_RANGE's start + 200 (else 7600).
  */
 import { spawnSync } from 'node:child_process';
-import type IORedis from 'ioredis';
+import IORedis from 'ioredis';
 import { bullConnectionFactory, sentinelOptions } from '../src/redis-connection';
 import { askSentinels } from '../src/redis-sentinel';
 import { SENTINEL_MASTER, startLocalSentinels, type LocalSentinels } from '../../../test/support/redis-sentinel';
@@ -32,7 +32,8 @@ const ready = (connection: IORedis) => waitUntil('connection ready', async () =>
 
 sentinelIt('a duplicate of a BullMQ connection has its writes fenced and follows the Sentinels after the original closed', async () => {
   const factory = bullConnectionFactory({ redisUrl: '', redisClusterNodes: undefined, redisSentinels: sentinels.sentinels, redisSentinelMaster: SENTINEL_MASTER });
-  const original = factory() as IORedis;
+  const original = factory();
+  if (!(original instanceof IORedis)) throw new Error('behind Sentinels a BullMQ connection is an ioredis client');
   await ready(original);
   const duplicate = original.duplicate({ connectionName: 'bull:blocking' });
   try {
