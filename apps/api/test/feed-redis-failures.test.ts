@@ -79,10 +79,12 @@ describe('a ring page when one Redis call fails', () => {
     const api = testApi(s);
     // Claims run; the queue is gone before the ids are read; give-backs fail.
     const claim = loadScript('ring-claim').sha;
-    const unclaim = loadScript('ring-unclaim').sha;
+    const unclaim = loadScript('ring-unclaim').source;
     const evalSha = s.redis.evalSha.bind(s.redis);
+    const evalScript = s.redis.eval.bind(s.redis);
+    // A give-back is one EVAL (ring.ts): it fails.
+    jest.spyOn(s.redis, 'eval').mockImplementation(((source: string, options: never) => (source === unclaim ? Promise.reject(new Error('unclaim failed')) : evalScript(source, options))) as typeof s.redis.eval);
     jest.spyOn(s.redis, 'evalSha').mockImplementation((async (sha: string, options: never) => {
-      if (sha === unclaim) throw new Error('unclaim failed');
       const answer = await evalSha(sha, options);
       if (sha === claim) await s.redis.del(s.keys.queue(V1));
       return answer;

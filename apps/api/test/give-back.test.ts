@@ -42,9 +42,10 @@ describe('claimed positions a request could not read', () => {
   it('when the give-back fails too, then the positions are counted as lost', async () => {
     const api = testApi(s);
     jest.spyOn(api.reader, 'idsAt').mockRejectedValueOnce(new RedisCallError('queue read failed'));
-    const unclaim = loadScript('ring-unclaim').sha;
-    const evalSha = s.redis.evalSha.bind(s.redis);
-    jest.spyOn(s.redis, 'evalSha').mockImplementation(((sha: string, options: never) => (sha === unclaim ? Promise.reject(new Error('unclaim failed')) : evalSha(sha, options))) as typeof s.redis.evalSha);
+    // A give-back is one EVAL (ring.ts): it fails.
+    const unclaim = loadScript('ring-unclaim').source;
+    const evalScript = s.redis.eval.bind(s.redis);
+    jest.spyOn(s.redis, 'eval').mockImplementation(((source: string, options: never) => (source === unclaim ? Promise.reject(new Error('unclaim failed')) : evalScript(source, options))) as typeof s.redis.eval);
     await request(api.app).get('/api/app/vid/module/short/all?pageSize=3').set(bearer('give-back-2'));
     expect(await givenBack(api, 'lost', 1)).toBe(1);
     expect(await givenBack(api, 'given-back', 0)).toBe(0);

@@ -37,9 +37,14 @@ export function loadScript(name: ScriptName): LoadedScript {
 
 type Arg = string | Buffer;
 
-export async function runScript<T = unknown>(redis: Redis, name: ScriptName, keys: string[], args: Arg[]): Promise<T> {
+/**
+ * `oneCommand`: EVAL at once, sent in the caller's turn of the event loop (a give-back over the
+ * connection just checked: a NOSCRIPT then EVAL would reach whichever primary is in use by then).
+ */
+export async function runScript<T = unknown>(redis: Redis, name: ScriptName, keys: string[], args: Arg[], oneCommand = false): Promise<T> {
   const script = loadScript(name);
   const options = { keys, arguments: args as string[] };
+  if (oneCommand) return (await redis.eval(script.source, options)) as T;
   try {
     return (await redis.evalSha(script.sha, options)) as T;
   } catch (err) {

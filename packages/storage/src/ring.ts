@@ -115,7 +115,8 @@ export async function unclaimPositions(redis: Redis, keys: RedisKeys, ring: Ring
   if (claim.count === 0) return 0;
   const { key, field } = offsetSlot(keys, ring, userKey);
   try {
-    return Number(await runScript<number>(redis, 'ring-unclaim', [key], [field, String(claim.at), String(claim.count)]));
+    // One command: given back on the connection the caller checked, even where the script is not cached (rare: only claims never served).
+    return Number(await runScript<number>(redis, 'ring-unclaim', [key], [field, String(claim.at), String(claim.count)], true));
   } catch (err) {
     // Ran but not confirmed behind Sentinels: given back on the node that holds the claim (the caller sent it over the claim's connection).
     if (err instanceof NotDurableError && err.written) return Number(err.written.reply);
