@@ -124,9 +124,10 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   // Set once every route is registered (below); requests come after that.
   let requestLabels: RequestLabels;
   app.use((req, res, next) => {
-    const started = process.hrtime.bigint();
-    res.once('finish', () => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const started = performance.now();
+    // 'finish' comes once: `on` spares the once-wrapper; the clock is a number, not two BigInts.
+    res.on('finish', () => {
+      const seconds = (performance.now() - started) / 1000;
       metrics.httpDuration.observe(requestLabels(req.method, (req.route as { path?: string } | undefined)?.path, res.statusCode), seconds);
       if (accessLog) logger.http('request', { requestId: requestIdOf(res), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) });
     });
