@@ -125,7 +125,6 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   let requestLabels: RequestLabels;
   app.use((req, res, next) => {
     const started = performance.now();
-    // 'finish' comes once: `on` spares the once-wrapper; the clock is a number, not two BigInts.
     res.on('finish', () => {
       const seconds = (performance.now() - started) / 1000;
       metrics.httpDuration.observe(requestLabels(req.method, (req.route as { path?: string } | undefined)?.path, res.statusCode), seconds);
@@ -143,8 +142,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const startBudget = requestBudget({ redisMs: config.redisDeadlineMs, mongoMs: config.mongoDeadlineMs });
   const limitNewDevices = newDeviceLimit(history, newDeviceLimiter(redis, keys, config.newDevicesPerAddress, config.newDevicesWindowS), () => metrics.newDevicesLimited.inc());
   app.use((req, res, next) => {
-    const { path } = req;
-    const operation = `${req.method} ${path}`;
+    const operation = `${req.method} ${req.path}`;
     const read = (err?: unknown) => (err ? next(err) : startBudget(req, res, () => (guestOperations.has(operation) ? void limitNewDevices(req, res, next).catch(next) : next())));
     const body = (err?: unknown) => {
       if (err || !bodyOperations.has(operation)) return read(err);
@@ -152,8 +150,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
       if (hasBody && !req.is('application/json')) return next(unsupportedMediaType(`request body must be application/json, not ${req.header('content-type') ?? 'untyped'}`));
       json(req, res, read);
     };
-    if (path.startsWith('/api/app/') || path === '/api/app') cors(req, res, body);
-    else body();
+    return /^\/api\/app(\/|$)/.test(req.path) ? cors(req, res, body) : body();
   });
   // The feed routes first: they take nearly all the traffic.
   app.use(feedRoutes({ feed, catalog, history, watches, readout, jwtSecret: config.authJwtSecret, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));

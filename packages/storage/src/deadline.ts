@@ -53,8 +53,7 @@ export class Deadline {
 
   /** Makes `call` within the time left; when none is left, the call is not made at all. */
   async run<T>(call: () => Promise<T>, what: string): Promise<T> {
-    // Whole milliseconds, as MongoBudget's: Node keeps a timer list per distinct duration, and a
-    // fractional one made a list (and a priority-queue insert and removal) for every call.
+    // Whole milliseconds (as MongoBudget's): Node keeps a timer list per distinct duration.
     const left = Math.floor(this.endsAt - performance.now());
     if (left <= 0) throw new DeadlineSpentError(`${what} skipped: Redis deadline of ${this.ms} ms used up`);
     try {

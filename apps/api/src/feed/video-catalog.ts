@@ -98,28 +98,18 @@ export interface CatalogOptions {
 
 /** The item shape of each cached document, built once per document rather than per response. */
 const infos = new WeakMap<CatalogVideo, VideoInfo>();
-/** Each item's JSON, serialised once, with its UTF-8 length: a page is then copied together, not stringified field by field. */
-const infoJson = new WeakMap<VideoInfo, { json: string; bytes: number }>();
-const itemJson = (info: VideoInfo) => ((json) => ({ json, bytes: Buffer.byteLength(json) }))(JSON.stringify(info));
+/** Each item's JSON, serialised once: a page is then copied together, not stringified field by field. */
+const infoJson = new WeakMap<VideoInfo, string>();
 
 /** The item of a document, built once while the document is cached. */
 export const videoInfo = (video: CatalogVideo): VideoInfo => memoized(infos, video, toVideoInfo);
 
-/**
- * The bytes of `JSON.stringify(page)`, each item's JSON made once (the hot path): the items are
- * written into one buffer, not joined into a string that `res.send` would flatten and encode again.
- */
+/** The bytes of `JSON.stringify(page)`, each item's JSON made once and written into one buffer (the hot path: no joined string to flatten and encode). */
 export function pageBody({ vInfos, ...fields }: { vInfos: VideoInfo[] }): Buffer {
   const rest = JSON.stringify(fields);
-  const tail = rest === '{}' ? ']}' : `],${rest.slice(1)}`;
-  const items = vInfos.map((v) => memoized(infoJson, v, itemJson));
-  const body = Buffer.allocUnsafe(items.reduce((sum, item) => sum + item.bytes + 1, 10) + Buffer.byteLength(tail) + (items.length === 0 ? 1 : 0));
-  let at = body.write('{"vInfos":[');
-  items.forEach(({ json }, i) => {
-    if (i > 0) at = body.writeUInt8(0x2c, at);
-    at += body.write(json, at);
-  });
-  body.write(tail, at);
+  const parts = ['{"vInfos":[', ...vInfos.flatMap((v, i) => (i === 0 ? [] : [',']).concat(memoized(infoJson, v, JSON.stringify))), rest === '{}' ? ']}' : `],${rest.slice(1)}`];
+  const body = Buffer.allocUnsafe(parts.reduce((bytes, part) => bytes + Buffer.byteLength(part), 0));
+  parts.reduce((at, part) => at + body.write(part, at), 0);
   return body;
 }
 

@@ -23,7 +23,6 @@ export function addressOwner(ip: string, peer = 'unknown'): string {
   return address.kind() === 'ipv4' ? address.toString() : `${(address as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`;
 }
 
-/** The limit as a middleware whose promise rejects with the 429 (app.ts passes it on). */
 export function newDeviceLimit(history: UserHistory, takePoint: NewDeviceLimiter, onLimited: () => void): (req: Request, res: Response, next: NextFunction) => Promise<void> {
   return async (req, res, next) => {
     const deviceId = req.header('x-device-id');

@@ -75,9 +75,8 @@ export function feedRoutes({ feed, catalog, history, watches, readout, jwtSecret
     const identity = identify(req, jwtSecret);
     // pageNumber is validated for old clients but never moves the offset (R12).
     const pageSize = pageSizeOf(req);
-    const body = pageBody(await feed.nextPage(identity, pageSize, budgetOf(res), requestIdOf(res)));
-    // Past Express's `send`: the type is constant, Node sets the length of one buffer.
-    res.setHeader('Content-Type', 'application/json; charset=utf-8').end(body);
+    // Past Express's `send` (its type parsing): Node sets the length of one buffer.
+    res.setHeader('Content-Type', 'application/json; charset=utf-8').end(pageBody(await feed.nextPage(identity, pageSize, budgetOf(res), requestIdOf(res))));
   };
   // HEAD is GET without a body (SPEC C): the same authentication, validation and status (a 503
   // when GET's would be), but it never claims (R11: positions are consumed only when served).
