@@ -117,36 +117,41 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.set('query parser', 'simple');
   // Whose X-Forwarded-For names the client (the new-device limit's address); none unless configured.
   app.set('trust proxy', config.trustProxy);
-  app.use(requestId((id) => annotateRequestSpan({ 'http.request_id': id })));
-  // Latency per route; the access log line only when LOG_LEVEL enables 'http' (winston would
-  // otherwise build and discard the line on every request).
+  // Every request's id, and its latency per route; the access log line only when LOG_LEVEL enables
+  // 'http' (winston would otherwise build and discard the line on every request). One layer.
+  const assignId = requestId((id) => annotateRequestSpan({ 'http.request_id': id }));
   const accessLog = logger.isLevelEnabled('http');
   // Set once every route is registered (below); requests come after that.
   let requestLabels: RequestLabels;
   app.use((req, res, next) => {
-    const started = process.hrtime.bigint();
-    res.once('finish', () => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const started = performance.now();
+    res.on('finish', () => {
+      const seconds = (performance.now() - started) / 1000;
       metrics.httpDuration.observe(requestLabels(req.method, (req.route as { path?: string } | undefined)?.path, res.statusCode), seconds);
       if (accessLog) logger.http('request', { requestId: requestIdOf(res), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) });
     });
-    next();
+    assignId(req, res, next);
   });
-  // H5 pages on the allowed origins may call the client API; admin and probes never cross-origin.
   app.use(answerOptions(app, '/api/app'));
-  app.use('/api/app', clientCors(config.corsAllowedOrigins));
-  // A body is read only where the document takes one, and only as JSON (415 otherwise); elsewhere it is ignored.
+  // Then one layer: CORS on the client API (H5 pages on the allowed origins may call it; admin and
+  // probes never cross-origin); a body read only where the document takes one, and only as JSON
+  // (415 otherwise); the budget, started once the request is read (a slow body is bounded by the
+  // 408 timeouts, not by it); a guest operation's new-device limit.
+  const cors = clientCors(config.corsAllowedOrigins);
   const json = express.json({ limit: '16kb' });
-  app.use((req, res, next) => {
-    if (!bodyOperations.has(`${req.method} ${req.path}`)) return next();
-    const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-    if (hasBody && !req.is('application/json')) return next(unsupportedMediaType(`request body must be application/json, not ${req.header('content-type') ?? 'untyped'}`));
-    json(req, res, next);
-  });
-  // The budget starts once the request is read (a slow body is bounded by the 408 timeouts, not by it).
-  app.use(requestBudget({ redisMs: config.redisDeadlineMs, mongoMs: config.mongoDeadlineMs }));
+  const startBudget = requestBudget({ redisMs: config.redisDeadlineMs, mongoMs: config.mongoDeadlineMs });
   const limitNewDevices = newDeviceLimit(history, newDeviceLimiter(redis, keys, config.newDevicesPerAddress, config.newDevicesWindowS), () => metrics.newDevicesLimited.inc());
-  app.use((req, res, next) => (guestOperations.has(`${req.method} ${req.path}`) ? limitNewDevices(req, res, next) : next()));
+  app.use((req, res, next) => {
+    const operation = `${req.method} ${req.path}`;
+    const read = (err?: unknown) => (err ? next(err) : startBudget(req, res, () => (guestOperations.has(operation) ? void limitNewDevices(req, res, next).catch(next) : next())));
+    const body = (err?: unknown) => {
+      if (err || !bodyOperations.has(operation)) return read(err);
+      const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+      if (hasBody && !req.is('application/json')) return next(unsupportedMediaType(`request body must be application/json, not ${req.header('content-type') ?? 'untyped'}`));
+      json(req, res, read);
+    };
+    return /^\/api\/app(\/|$)/.test(req.path) ? cors(req, res, body) : body();
+  });
   // The feed routes first: they take nearly all the traffic.
   app.use(feedRoutes({ feed, catalog, history, watches, readout, jwtSecret: config.authJwtSecret, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
   let draining = false;

@@ -1,13 +1,14 @@
 /**
  * The video catalogue's shared look-ups: the cache misses of one loop turn's requests are one
  * MongoDB query, an id already being fetched is waited for rather than asked again, and every
- * request gets exactly the videos that exist among its ids, with or without the cache.
+ * request gets exactly the videos that exist among its ids, with or without the cache; a page's
+ * body, written from its items' memoized JSON, is the bytes of `JSON.stringify(page)`.
  */
 import fc from 'fast-check';
 import { Types } from 'mongoose';
 import { MongoBudget, videoModel } from '@feed/storage';
 import { demoVideo } from '@feed/demo-data';
-import { VideoCatalog } from '../src/feed/video-catalog';
+import { pageBody, VideoCatalog, type VideoInfo } from '../src/feed/video-catalog';
 import { useTestServices } from '../../../test/support/services';
 
 const s = useTestServices('catalog-batch');
@@ -74,5 +75,19 @@ describe('video look-ups shared by concurrent requests', () => {
     } finally {
       find.mockRestore();
     }
+  });
+});
+
+describe('the page body', () => {
+  it('when items hold any Unicode text, then the body is the bytes of JSON.stringify(page), each item written once from its memo', () => {
+    const item = fc.record({ vid: fc.string(), title: fc.string({ unit: 'binary' }), reviewAt: fc.constant(null) }) as fc.Arbitrary<VideoInfo>;
+    const page = fc.record({ vInfos: fc.array(item, { maxLength: 5 }), hasNext: fc.boolean(), queueVersion: fc.string({ unit: 'grapheme' }) }, { requiredKeys: ['vInfos'] });
+    fc.assert(
+      fc.property(page, (p) => {
+        // Twice: the second body is written from the memoized item JSON.
+        expect([pageBody(p), pageBody(p)].map(String)).toEqual([JSON.stringify(p), JSON.stringify(p)]);
+      }),
+      { seed: SEED },
+    );
   });
 });

@@ -53,7 +53,8 @@ export class Deadline {
 
   /** Makes `call` within the time left; when none is left, the call is not made at all. */
   async run<T>(call: () => Promise<T>, what: string): Promise<T> {
-    const left = this.endsAt - performance.now();
+    // Whole milliseconds (as MongoBudget's): Node keeps a timer list per distinct duration.
+    const left = Math.floor(this.endsAt - performance.now());
     if (left <= 0) throw new DeadlineSpentError(`${what} skipped: Redis deadline of ${this.ms} ms used up`);
     try {
       return await withDeadline(call(), left, what);

@@ -33,13 +33,14 @@ export function labelCombinations(declared: LabelDeclaration): Labels[] {
   return Object.entries(declared).reduce<Labels[]>((sets, [label, values]) => sets.flatMap((set) => values.map((value) => ({ ...set, [label]: value }))), [{}]);
 }
 
-function checkLabels(name: string, declared: LabelDeclaration, labels: unknown): void {
-  if (typeof labels !== 'object' || labels === null) throw new UndeclaredLabelError(name, Object.keys(declared).join(','), 'none');
-  for (const label of Object.keys(declared)) {
+/** Throws unless `labels` has exactly the declared labels, each with a declared value (every labelled event: no array built). */
+function checkLabels(name: string, declared: ReadonlyMap<string, ReadonlySet<string>>, labels: unknown): void {
+  if (typeof labels !== 'object' || labels === null) throw new UndeclaredLabelError(name, [...declared.keys()].join(','), 'none');
+  for (const [label, values] of declared) {
     const value = (labels as Labels)[label];
-    if (!declared[label].includes(String(value))) throw new UndeclaredLabelError(name, label, value);
+    if (!values.has(String(value))) throw new UndeclaredLabelError(name, label, value);
   }
-  for (const label of Object.keys(labels)) if (!(label in declared)) throw new UndeclaredLabelError(name, label, (labels as Labels)[label]);
+  for (const label in labels) if (!declared.has(label)) throw new UndeclaredLabelError(name, label, (labels as Labels)[label]);
 }
 
 /**
@@ -49,11 +50,12 @@ function checkLabels(name: string, declared: LabelDeclaration, labels: unknown):
  */
 export function declareLabels<M extends object>(declaredMetric: M, declared: LabelDeclaration): M {
   const metric = declaredMetric as LabelledMetric;
+  const known = new Map(Object.entries(declared).map(([label, values]) => [label, new Set(values)]));
   for (const method of ['inc', 'observe'] as const) {
     const original = metric[method]?.bind(metric);
     if (!original) continue;
     metric[method] = (labels: unknown, value?: number) => {
-      checkLabels(metric.name, declared, labels);
+      checkLabels(metric.name, known, labels);
       original(labels, value);
     };
   }
@@ -61,8 +63,8 @@ export function declareLabels<M extends object>(declaredMetric: M, declared: Lab
   const labelled = metric.labels?.bind(metric);
   if (labelled && metric.zero) {
     metric.labels = (...args: unknown[]) => {
-      if (typeof args[0] === 'object') checkLabels(metric.name, declared, args[0]);
-      else checkLabels(metric.name, declared, Object.fromEntries((metric.labelNames ?? Object.keys(declared)).map((label, i) => [label, args[i]])));
+      if (typeof args[0] === 'object') checkLabels(metric.name, known, args[0]);
+      else checkLabels(metric.name, known, Object.fromEntries((metric.labelNames ?? Object.keys(declared)).map((label, i) => [label, args[i]])));
       return labelled(...args);
     };
   }

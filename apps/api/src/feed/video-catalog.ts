@@ -98,16 +98,27 @@ export interface CatalogOptions {
 
 /** The item shape of each cached document, built once per document rather than per response. */
 const infos = new WeakMap<CatalogVideo, VideoInfo>();
-/** Each item's JSON, serialised once: a page is then joined, not stringified field by field. */
-const infoJson = new WeakMap<VideoInfo, string>();
+/** Each item's JSON, serialised once, and its UTF-8 length: a page is then copied together, not stringified field by field. */
+const infoJson = new WeakMap<VideoInfo, { json: string; bytes: number }>();
+const itemJson = (info: VideoInfo) => ((json) => ({ json, bytes: Buffer.byteLength(json) }))(JSON.stringify(info));
 
 /** The item of a document, built once while the document is cached. */
 export const videoInfo = (video: CatalogVideo): VideoInfo => memoized(infos, video, toVideoInfo);
 
-/** The same JSON as `JSON.stringify(page)`, with each item's JSON made once (the hot path). */
-export function pageJson({ vInfos, ...fields }: { vInfos: VideoInfo[] }): string {
+/** The bytes of `JSON.stringify(page)`, each item's JSON made once and written into one buffer (the hot path: no joined string to flatten and encode). */
+export function pageBody({ vInfos, ...fields }: { vInfos: VideoInfo[] }): Buffer {
   const rest = JSON.stringify(fields);
-  return `{"vInfos":[${vInfos.map((v) => memoized(infoJson, v, JSON.stringify)).join(',')}]${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}}`;
+  const tail = rest === '{}' ? ']}' : `],${rest.slice(1)}`;
+  const items = vInfos.map((v) => memoized(infoJson, v, itemJson));
+  // '{"vInfos":[' and the commas between the items: 11 + n - 1 bytes (11 when there is none).
+  const body = Buffer.allocUnsafe(items.reduce((bytes, item) => bytes + item.bytes + 1, 10) + Buffer.byteLength(tail) + (items.length === 0 ? 1 : 0));
+  let at = body.write('{"vInfos":[');
+  items.forEach(({ json }, i) => {
+    if (i > 0) at = body.writeUInt8(0x2c, at);
+    at += body.write(json, at);
+  });
+  body.write(tail, at);
+  return body;
 }
 
 export class VideoCatalog {

@@ -8,7 +8,7 @@
  * least share), an IPv4-mapped one as its IPv4, a forwarded value that is no address as the peer. Redis unreachable or past the request's Redis
  * budget, the request goes on (R17).
  */
-import type { RequestHandler } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import ipaddr from 'ipaddr.js';
 import { AppError } from '@feed/http';
 import { logger } from '@feed/logger';
@@ -23,7 +23,7 @@ export function addressOwner(ip: string, peer = 'unknown'): string {
   return address.kind() === 'ipv4' ? address.toString() : `${(address as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`;
 }
 
-export function newDeviceLimit(history: UserHistory, takePoint: NewDeviceLimiter, onLimited: () => void): RequestHandler {
+export function newDeviceLimit(history: UserHistory, takePoint: NewDeviceLimiter, onLimited: () => void): (req: Request, res: Response, next: NextFunction) => Promise<void> {
   return async (req, res, next) => {
     const deviceId = req.header('x-device-id');
     // Users, and requests identify() refuses, are not its business.

@@ -8,7 +8,7 @@ import { identify } from '../http/identity';
 import { budgetOf } from '../http/request-budget';
 import { objectId, validateBody, validateQuery, vidBody } from '../http/validate';
 import type { FeedService } from '../feed/feed-service';
-import { pageJson, type VideoCatalog } from '../feed/video-catalog';
+import { pageBody, type VideoCatalog } from '../feed/video-catalog';
 import type { VariantReadout } from '../feed/variant-readout';
 
 /** Largest page a client may ask for: more than a few swipes ahead is wasted work. */
@@ -75,7 +75,8 @@ export function feedRoutes({ feed, catalog, history, watches, readout, jwtSecret
     const identity = identify(req, jwtSecret);
     // pageNumber is validated for old clients but never moves the offset (R12).
     const pageSize = pageSizeOf(req);
-    res.type('application/json').send(pageJson(await feed.nextPage(identity, pageSize, budgetOf(res), requestIdOf(res))));
+    // Past Express's `send` (its type parsing): Node sets the length of one buffer.
+    res.setHeader('Content-Type', 'application/json; charset=utf-8').end(pageBody(await feed.nextPage(identity, pageSize, budgetOf(res), requestIdOf(res))));
   };
   // HEAD is GET without a body (SPEC C): the same authentication, validation and status (a 503
   // when GET's would be), but it never claims (R11: positions are consumed only when served).
