@@ -5,10 +5,11 @@
  * Query, update and aggregation operators come from mingo.
  */
 import { Decimal128, EJSON, Long, ObjectId, calculateObjectSize, type Document } from 'bson';
-import { Aggregator, Query, find, update as applyModifier } from 'mingo';
+import { update as applyModifier } from 'mingo';
 import * as updateOperators from 'mingo/operators/update';
 import { compare, resolve } from 'mingo/util';
 import { CommandError, duplicateKeyError } from './errors';
+import { Aggregator, Query, find } from './mingo';
 
 /** An index as createIndexes gave it: every option is kept, so listIndexes reports it back. */
 export interface IndexSpec {
