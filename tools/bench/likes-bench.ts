@@ -5,7 +5,7 @@
  * MongoDB in a process of its own. Each round: U users at once on one video, each a like; an
  * unlike and a like together; a like; every other user an unlike. Prints per server its
  * process's CPU microseconds per request (/proc, user + system), the MongoDB process's, and p50/p99.
- * BENCH_CPU_PROF=<dir> runs the API under --cpu-prof (the profile of the measured rounds).
+ * BENCH_CPU_PROF=<dir> runs the API under --cpu-prof, and the MongoDB process too (in <dir>/mongo).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -64,7 +64,9 @@ export async function runLikesBench(): Promise<void> {
   const rounds = Number(argValue('rounds', '3'));
   // The embedded MongoDB started here, not by benchStores: its process's CPU is measured too.
   const mongoPort = await freePort();
-  const mongo = await startMongoProcess(mongoPort);
+  const profiles = process.env.BENCH_CPU_PROF;
+  const profile = (dir: string | undefined) => (dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []);
+  const mongo = await startMongoProcess(mongoPort, profile(profiles && `${profiles}/mongo`));
   process.env.MONGO_URL = `mongodb://127.0.0.1:${mongoPort}/likes`;
   const { mongoUri, connection, prefix, close } = await benchStores();
   const servers: Managed[] = [];
@@ -74,9 +76,8 @@ export async function runLikesBench(): Promise<void> {
     await seedVideos(videos, { videos: 200, fresh: 10 });
     const vid = String((await videos.find().limit(100).lean()).find((v) => isEligible(v))!._id);
     const [apiPort, limitPort] = [await freePort(), await freePort()];
-    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
     const env = { NODE_ENV: 'production', LOG_LEVEL: 'info', AUTH_JWT_SECRET: SECRET, ADMIN_PASSWORD: randomBytes(24).toString('hex'), MONGO_URL: mongoUri, REDIS_KEY_PREFIX: prefix, MONGO_DEADLINE_MS: '1000', MONGO_MIN_POOL_SIZE: '100', MONGO_MAX_POOL_SIZE: '100', NEW_DEVICES_PER_ADDRESS: '1000000' };
-    const api = startProcess([...profile, ...tsx('apps/api/src/main.ts')], { ...env, PORT: String(apiPort) });
+    const api = startProcess([...profile(profiles), ...tsx('apps/api/src/main.ts')], { ...env, PORT: String(apiPort) });
     servers.push(api);
     const limit = startProcess(tsx('tools/bench/likes-limit-server.ts'), { ...env, PORT: String(limitPort) });
     servers.push(limit);

@@ -131,9 +131,9 @@ export async function startRedis(port: number, dir: string): Promise<Managed> {
   return redis;
 }
 
-/** The embedded MongoDB-protocol server (`pnpm cli mongo`) in a child process, once listening. */
-export async function startMongoProcess(port: number): Promise<Managed> {
-  const mongo = startProcess(tsx('tools/cli.ts', 'mongo', '--port', String(port)), {});
+/** The embedded MongoDB-protocol server (`pnpm cli mongo`) in a child process, once listening; `nodeArgs` go before the script (a bench's `--cpu-prof`). */
+export async function startMongoProcess(port: number, nodeArgs: string[] = []): Promise<Managed> {
+  const mongo = startProcess([...nodeArgs, ...tsx('tools/cli.ts', 'mongo', '--port', String(port))], {});
   // Its start compiles the CLI with tsx: tens of seconds on a loaded 2-core machine, not 15 s.
   await waitUntil(`embedded mongo on ${port}`, async () => mongo.output.join('').includes('listening'), 60_000);
   return mongo;

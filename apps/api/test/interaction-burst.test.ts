@@ -6,7 +6,7 @@
  */
 import { demoVideo } from '@feed/demo-data';
 import { interactionModels, repairPendingCounters, videoModel, type InteractionModels, type VideoModel } from '@feed/storage';
-import { tsx } from '../../../tools/support/processes';
+import { exitWithin, tsx } from '../../../tools/support/processes';
 import { bearer } from '../../../test/support/feed-fixtures';
 import { startTestDeployable } from '../../../test/support/deployables';
 import { useTestServices } from '../../../test/support/services';
@@ -21,8 +21,8 @@ beforeAll(async () => {
   await Promise.all([videos.init(), records.likes.init()]);
 });
 
-async function startApi() {
-  const api = await startTestDeployable(tsx('apps/api/src/main.ts'), { prefix: s.prefix, mongoUrl: s.config.mongoUrl! }, { MONGO_DEADLINE_MS: '1000', LOG_LEVEL: 'warn' });
+async function startApi(env: Record<string, string> = {}) {
+  const api = await startTestDeployable(tsx('apps/api/src/main.ts'), { prefix: s.prefix, mongoUrl: s.config.mongoUrl! }, { MONGO_DEADLINE_MS: '1000', LOG_LEVEL: 'warn', ...env });
   s.disposeAfter(() => api.process.stop('SIGKILL'));
   return api;
 }
@@ -65,4 +65,20 @@ it('when the API is SIGKILLed in the middle of a burst of likes on one video, th
   expect(await counters(vid)).toEqual({ recommendLikeCount: likes, likeCount: likes });
   expect(await records.likes.countDocuments({ videoId: vid, userId: { $in: answered } })).toBe(answered.length);
   expect(await records.likes.countDocuments({ videoId: vid, dirty: true })).toBe(0);
+}, 120_000);
+
+it('when the API is sent SIGTERM right after a burst of likes on one video is answered, then it exits 0 with both counters equal to the like records, no repair needed', async () => {
+  const [video] = await videos.insertMany([demoVideo()]);
+  const vid = video._id.toHexString();
+  // No propagation delay: the stores close right after the drain, while the burst's tallies are due.
+  const api = await startApi({ SHUTDOWN_DELAY_MS: '0' });
+  for (let round = 0; round < 3; round++) {
+    const statuses = await Promise.all(Array.from({ length: 40 }, (_, i) => like(api.base, `term-${round}-${i}`, vid)));
+    expect(statuses.every((status) => status === 200)).toBe(true);
+  }
+  api.process.child.kill('SIGTERM');
+  expect(await exitWithin(api.process, 'the API after SIGTERM', 20_000)).toBe(0);
+  const likes = await records.likes.countDocuments({ videoId: vid });
+  expect(likes).toBe(120);
+  expect(await counters(vid)).toEqual({ recommendLikeCount: likes, likeCount: likes });
 }, 120_000);

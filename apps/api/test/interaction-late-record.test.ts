@@ -29,17 +29,19 @@ it('when the like record lands after the budget, then the answer is 503 with Ret
   const api = testApi(s, { mongoDeadlineMs: 1000 });
   // The video in the instance's cache first: the budget is the record write's alone.
   await request(api.app).post('/api/app/vid/unlike').set(bearer('late-0')).send({ vid }).expect(200);
-  const findOneAndUpdate = records.likes.findOneAndUpdate.bind(records.likes);
+  // The toggles write through the model's collection (the driver's findAndModify).
+  const { collection } = records.likes;
+  const findOneAndUpdate = collection.findOneAndUpdate.bind(collection) as (...args: unknown[]) => Promise<unknown>;
   let signal: AbortSignal | undefined;
   let landed: Promise<unknown> = Promise.resolve();
   // The write reaches MongoDB only once the request gave up on it, and lands all the same.
-  jest.spyOn(records.likes, 'findOneAndUpdate').mockImplementationOnce(((...args: Parameters<typeof findOneAndUpdate>) => {
+  jest.spyOn(collection, 'findOneAndUpdate').mockImplementationOnce(((...args: unknown[]) => {
     signal = (args[2] as { signal?: AbortSignal }).signal;
     const late = new Promise((resolve) => signal?.addEventListener('abort', resolve)).then(() => {
-      landed = findOneAndUpdate(args[0], args[1], { ...args[2], signal: undefined }).lean().exec();
+      landed = findOneAndUpdate(args[0], args[1], { ...(args[2] as object), signal: undefined });
       return landed;
     });
-    return { lean: () => late.then(() => Promise.reject(signal?.reason)) };
+    return late.then(() => Promise.reject(signal?.reason));
   }) as never);
 
   const res = await request(api.app).post('/api/app/vid/like').set(bearer('late-1')).send({ vid }).expect(503);

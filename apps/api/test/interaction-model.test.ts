@@ -76,7 +76,7 @@ mongoose.plugin((schema: Schema) => {
   const wait = async () => {
     await turnstile.enter();
   };
-  for (const op of ['find', 'findOne', 'findOneAndUpdate', 'updateOne', 'updateMany'] as const) schema.pre(op, wait);
+  for (const op of ['find', 'findOne', 'updateOne', 'updateMany'] as const) schema.pre(op, wait);
   schema.pre('aggregate', wait);
   schema.pre('save', wait);
   schema.pre('bulkWrite', wait);
@@ -98,6 +98,18 @@ let replicas: Array<{ service: InteractionService; tallies: CounterTallies }>;
 /** A request's budget, generous: the turnstile holds commands back on purpose. */
 const budget = () => new RequestBudget({ redisMs: 1_000, mongoMs: 60_000 });
 
+/** findOneAndUpdate waits at the turnstile below mongoose: the toggles send it through the model's collection. */
+function findAndModifyThroughTurnstile(model: Model<CountedRecord>) {
+  const { collection } = model;
+  const findOneAndUpdate = collection.findOneAndUpdate.bind(collection) as (...args: unknown[]) => Promise<unknown>;
+  Object.assign(collection, {
+    findOneAndUpdate: async (...args: unknown[]) => {
+      await turnstile.enter();
+      return findOneAndUpdate(...args);
+    },
+  });
+}
+
 /** Real MongoDB runs the statements of one bulk write each on its own: others may run between them. */
 function statementByStatement(model: Model<CountedRecord>) {
   const bulkWrite = model.bulkWrite.bind(model);
@@ -112,12 +124,16 @@ beforeAll(async () => {
   videos = videoModel(s.mongo);
   records = interactionModels(s.mongo);
   await Promise.all([videos.init(), ...Object.values(records).map((m) => m.init())]);
-  for (const model of Object.values(records)) statementByStatement(model as Model<CountedRecord>);
+  for (const model of Object.values(records)) {
+    statementByStatement(model as Model<CountedRecord>);
+    findAndModifyThroughTurnstile(model as Model<CountedRecord>);
+  }
   // A crashed tally (InjectedCrash) leaves its records dirty, as a process killed there would.
   // A catalog per read: the feed's one batches a loop turn's misses of several requests into one
   // query, which the turnstile would count as one waiting command for two requests.
   replicas = [0, 1].map(() => {
-    const tallies = new CounterTallies({ videos, records, hooks, onError: () => undefined });
+    // No pause between a video's tallies: it only delays them, and the turnstile would wait it out.
+    const tallies = new CounterTallies({ videos, records, hooks, onError: () => undefined, pauseMs: 0 });
     return { tallies, service: new InteractionService({ catalog: { load: (ids, budget) => new VideoCatalog({ model: videos, ttlMs: 0 }).load(ids, budget) }, records, tallies, hooks }) };
   });
 });

@@ -3,7 +3,7 @@
  * Replies follow the server's documented shapes (cursor batches, writeErrors, lastErrorObject).
  */
 import { Long, calculateObjectSize, type Document } from 'bson';
-import { Aggregator, Query } from 'mingo';
+import { Aggregator, Query } from './mingo';
 import { CommandError, duplicateKeyError } from './errors';
 import { getPath, type Collection, type Store } from './store';
 

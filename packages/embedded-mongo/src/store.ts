@@ -5,10 +5,11 @@
  * Query, update and aggregation operators come from mingo.
  */
 import { Decimal128, EJSON, Long, ObjectId, calculateObjectSize, type Document } from 'bson';
-import { Aggregator, Query, find, update as applyModifier } from 'mingo';
+import { update as applyModifier } from 'mingo';
 import * as updateOperators from 'mingo/operators/update';
 import { compare, resolve } from 'mingo/util';
 import { CommandError, duplicateKeyError } from './errors';
+import { Aggregator, Query, find } from './mingo';
 
 /** An index as createIndexes gave it: every option is kept, so listIndexes reports it back. */
 export interface IndexSpec {
@@ -211,17 +212,20 @@ function copyForUpdate(doc: Document, modifier: Document): Document {
   return next;
 }
 
-/** A value a filter's equality can be tested on with `===` (NaN is left to mingo). */
-type EqualityScalar = string | number | boolean;
+/** A value a filter's equality can be tested on with `===` (NaN is left to mingo), or an ObjectId (by its 12 bytes). */
+type EqualityScalar = string | number | boolean | ObjectId;
 const isEqualityScalar = (value: unknown): value is EqualityScalar =>
-  typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && !Number.isNaN(value));
+  typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && !Number.isNaN(value)) || value instanceof ObjectId;
+
+/** Equality of two `EqualityScalar`s as MongoDB's: an ObjectId equals only an ObjectId of the same bytes. */
+const sameEqualityScalar = (a: EqualityScalar, b: EqualityScalar) => (a instanceof ObjectId ? b instanceof ObjectId && a.equals(b) : a === b);
 
 /**
- * For a filter of top-level equalities and `$ne`s to strings, numbers and booleans (the build's
- * eligibility filter), a direct test of a document; undefined for any other filter. The test
- * answers undefined for a document whose field holds anything but such a scalar or nothing (an
- * array matches by its elements, a BSON wrapper by its value): mingo decides those. Over a million
- * documents, mingo's generic matching took seconds per scan.
+ * For a filter of top-level equalities and `$ne`s to strings, numbers, booleans and ObjectIds (the
+ * build's eligibility filter, a record's key), a direct test of a document; undefined for any
+ * other filter. The test answers undefined for a document whose field holds anything but such a
+ * value or nothing (an array matches by its elements, a BSON wrapper by its value): mingo decides
+ * those. Over a million documents, mingo's generic matching took seconds per scan.
  */
 function scalarEqualityMatcher(filter: Document): ((doc: Document) => boolean | undefined) | undefined {
   const conditions: Array<{ field: string; value: EqualityScalar; equal: boolean }> = [];
@@ -238,9 +242,13 @@ function scalarEqualityMatcher(filter: Document): ((doc: Document) => boolean | 
   return (doc) => {
     let matches = true;
     for (const { field, value, equal } of conditions) {
-      const stored = doc[field];
-      if (stored !== undefined && stored !== null && !isEqualityScalar(stored)) return undefined;
-      if ((stored === value) !== equal) matches = false;
+      const stored: unknown = doc[field];
+      if (stored === undefined || stored === null) {
+        if (equal) matches = false;
+        continue;
+      }
+      if (!isEqualityScalar(stored)) return undefined;
+      if (sameEqualityScalar(value, stored) !== equal) matches = false;
     }
     return matches;
   };
@@ -532,9 +540,10 @@ export class Collection {
       return find(docs, exact ? {} : filter).sort(sort as Record<string, 1 | -1>).all() as Document[];
     }
     if (exact) return docs;
-    const query = new Query(filter);
+    // mingo's Query is compiled only for a document the direct test leaves undecided (a record's key lookup needs none).
+    let query: Query | undefined;
     const direct = scalarEqualityMatcher(filter);
-    return docs.filter((d) => direct?.(d) ?? query.test(d));
+    return docs.filter((d) => direct?.(d) ?? (query ??= new Query(filter)).test(d));
   }
 
   find(filter: Document, options: { sort?: Document; skip?: number; limit?: number }): Document[] {

@@ -597,6 +597,26 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
     expect(await raw.countDocuments({ status: 'approved', deleted: { $ne: true } })).toBe(3);
   });
 
+  it('when a filter pins ObjectIds by equality or $ne, then only an ObjectId of the same bytes is equal (not its hex string), arrays match by their elements, missing fields are not equal', async () => {
+    const raw = conn.collection(`raw_oid_${Date.now()}`);
+    const [x, y] = [new mongoose.Types.ObjectId(), new mongoose.Types.ObjectId()];
+    await raw.insertMany([
+      { k: 'a', videoId: x, userId: 'u' },
+      { k: 'b', videoId: x.toHexString(), userId: 'u' },
+      { k: 'c', videoId: [y, x], userId: 'u' },
+      { k: 'd', videoId: y, userId: 'u' },
+      { k: 'e', userId: 'u' },
+      { k: 'f', videoId: new mongoose.Types.ObjectId(x.toHexString()), userId: 'v' },
+    ]);
+    // Unsorted (sorted here): a find with a sort is matched by mingo, without one by the server's own test.
+    const keys = async (filter: mongoose.mongo.Filter<mongoose.mongo.Document>) => (await raw.find(filter).toArray()).map((d) => String(d.k)).sort();
+    expect(await keys({ videoId: x })).toEqual(['a', 'c', 'f']);
+    expect(await keys({ videoId: x, userId: 'u' })).toEqual(['a', 'c']);
+    expect(await keys({ videoId: { $eq: y } })).toEqual(['c', 'd']);
+    expect(await keys({ videoId: { $ne: x } })).toEqual(['b', 'd', 'e']);
+    expect(await keys({ videoId: x.toHexString() })).toEqual(['b']);
+  });
+
   it('when the positional $ names the element the filter matched, then $set, $push and $addToSet change that element', async () => {
     await Doc().collection.updateOne({ name: 'a', 'scores.subject': 'art' }, { $set: { 'scores.$.score': 45 } });
     // The driver's types do not know positional paths: the updates as plain documents.

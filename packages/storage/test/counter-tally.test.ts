@@ -8,6 +8,7 @@ import { mongo, Types } from 'mongoose';
 import { demoVideo } from '@feed/demo-data';
 import { COUNTER_KINDS, CounterTallies, freshRecordFields, interactionModels, repairPendingCounters, tallyCounters, videoModel, type CountedRecord, type CounterKind, type InteractionModels, type VideoModel } from '../src';
 import { useTestServices } from '../../../test/support/services';
+import { waitUntil } from '../../../tools/support/processes';
 
 const s = useTestServices('counter-tally');
 let videos: VideoModel;
@@ -151,6 +152,33 @@ describe('CounterTallies', () => {
     await queue.idle();
     expect(tallies).toBe(2);
     expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 51, likeCount: 51 });
+  });
+
+  it('when a tally is asked for while one runs, then the next waits its pause, and settle (shutdown) runs it at once: true, the counters exact', async () => {
+    const videoId = await newVideo();
+    let release = () => undefined as void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let tallies = 0;
+    const queue = new CounterTallies({
+      videos,
+      records: models,
+      pauseMs: 60_000,
+      hooks: { beforeTally: () => (++tallies === 1 ? held : Promise.resolve()) },
+      onError: (_, err) => {
+        throw err;
+      },
+    });
+    await addRecords('likes', videoId, 1);
+    queue.request('likes', videoId);
+    await addRecords('likes', videoId, 1);
+    queue.request('likes', videoId);
+    release();
+    // The second ask waits out the first tally's pause: a minute, far past settle's bound below.
+    await waitUntil('the second tally paused', async () => (Reflect.get(queue, 'paused') as Set<unknown>).size === 1);
+    expect(tallies).toBe(1);
+    expect(await queue.settle(5_000)).toBe(true);
+    expect(tallies).toBe(2);
+    expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 2, likeCount: 2 });
   });
 });
 

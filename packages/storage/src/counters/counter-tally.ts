@@ -86,13 +86,25 @@ export async function tallyCounters(videos: VideoModel, models: InteractionModel
 }
 
 /**
+ * The pause before a video's next tally when one was asked for while the last ran: this, or as
+ * long as the last took up to TALLY_PAUSE_MAX_MS. A burst on one video then costs a few tallies a
+ * second (each reads all its records), not one after another (issue 49).
+ */
+export const TALLY_PAUSE_MS = 200;
+export const TALLY_PAUSE_MAX_MS = 1_000;
+
+/**
  * One tally per video and kind at a time in this process: asked for while one runs, it runs once
- * more after it (every ask after a record write is answered by a tally that reads after it).
+ * more after it and a pause (every ask after a record write is answered by a tally that reads
+ * after it). `pauseMs` 0: no pause (a test of interleavings).
  */
 export class CounterTallies {
   private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
+  /** Wakes the paused tallies (shutdown: no pause). */
+  private readonly paused = new Set<() => void>();
+  private settling = false;
 
-  constructor(private readonly options: { videos: VideoModel; records: InteractionModels; hooks?: CounterHooks; onError: (kind: CounterKind, err: unknown) => void }) {}
+  constructor(private readonly options: { videos: VideoModel; records: InteractionModels; hooks?: CounterHooks; onError: (kind: CounterKind, err: unknown) => void; pauseMs?: number }) {}
 
   request(kind: CounterKind, videoId: Types.ObjectId): void {
     const key = `${kind}:${videoId.toHexString()}`;
@@ -100,20 +112,51 @@ export class CounterTallies {
     if (running) return void (running.again = true);
     const entry = { again: true, done: Promise.resolve() };
     this.running.set(key, entry);
-    const { videos, records, hooks, onError } = this.options;
+    const { videos, records, hooks, onError, pauseMs = TALLY_PAUSE_MS } = this.options;
     entry.done = (async () => {
       while (entry.again) {
         entry.again = false;
+        const started = performance.now();
         // A failed tally leaves its records dirty: the next ask or the repair job counts them.
         await tallyCounters(videos, records, kind, videoId, hooks).catch((err: unknown) => onError(kind, err));
+        if (entry.again && pauseMs > 0) await this.pause(Math.max(pauseMs, Math.min(TALLY_PAUSE_MAX_MS, performance.now() - started)));
       }
       this.running.delete(key);
     })();
   }
 
+  private pause(ms: number): Promise<void> {
+    if (this.settling) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.paused.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.paused.add(wake);
+    });
+  }
+
   /** Resolves once no tally runs (tests, shutdown). */
   async idle(): Promise<void> {
     while (this.running.size > 0) await Promise.all([...this.running.values()].map((entry) => entry.done));
+  }
+
+  /**
+   * Shutdown: the tallies asked for run now, without their pause; true once none runs, false
+   * when some still run after `ms` (their records stay dirty for the repair job).
+   */
+  async settle(ms: number): Promise<boolean> {
+    this.settling = true;
+    for (const wake of [...this.paused]) wake();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+    try {
+      return await Promise.race([this.idle().then(() => true as const), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
 
