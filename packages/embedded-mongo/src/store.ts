@@ -540,9 +540,11 @@ export class Collection {
       return find(docs, exact ? {} : filter).sort(sort as Record<string, 1 | -1>).all() as Document[];
     }
     if (exact) return docs;
-    // mingo's Query is compiled only for a document the direct test leaves undecided (a record's key lookup needs none).
-    let query: Query | undefined;
+    // A filter the direct test takes (valid by construction) compiles mingo's Query only for a
+    // document it leaves undecided (a record's key lookup needs none); any other filter at once,
+    // so that an invalid one fails though no document is a candidate (an upsert must not insert).
     const direct = scalarEqualityMatcher(filter);
+    let query = direct ? undefined : new Query(filter);
     return docs.filter((d) => direct?.(d) ?? (query ??= new Query(filter)).test(d));
   }
 

@@ -617,6 +617,17 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
     expect(await keys({ videoId: x.toHexString() })).toEqual(['b']);
   });
 
+  it('when a filter names an unknown operator, then the command fails even where no document is a candidate, and an upsert inserts nothing', async () => {
+    const raw = conn.collection(`raw_badop_${Date.now()}`);
+    await raw.createIndex({ userId: 1, videoId: 1 }, { unique: true });
+    const videoId = new mongoose.Types.ObjectId();
+    const bad = { userId: 'u', videoId, n: { $nosuch: 1 } } as mongoose.mongo.Filter<mongoose.mongo.Document>;
+    await expect(raw.find(bad).toArray()).rejects.toThrow(/\$nosuch/);
+    await expect(raw.findOneAndUpdate(bad, { $set: { n: 1 } }, { upsert: true })).rejects.toThrow(/\$nosuch/);
+    await expect(raw.updateOne(bad, { $set: { n: 1 } }, { upsert: true })).rejects.toThrow(/\$nosuch/);
+    expect(await raw.countDocuments({})).toBe(0);
+  });
+
   it('when the positional $ names the element the filter matched, then $set, $push and $addToSet change that element', async () => {
     await Doc().collection.updateOne({ name: 'a', 'scores.subject': 'art' }, { $set: { 'scores.$.score': 45 } });
     // The driver's types do not know positional paths: the updates as plain documents.
