@@ -407,6 +407,12 @@ export class Collection {
   private readonly indexes: IndexSpec[] = [{ name: '_id_', key: { _id: 1 } }];
   /** Unique index name -> (key tuple -> document). */
   private readonly uniqueMaps = new Map<string, Map<string, Document>>();
+  /**
+   * Unique index name -> its documents whose key holds an array. MongoDB indexes each element of
+   * one; the map keys the whole array, so while any is there a filter on the index is not
+   * answered from the map (`candidates`).
+   */
+  private readonly multikey = new Map<string, Set<Document>>();
 
   /** The options the collection was created with (`create`), reported by listCollections. */
   options: Document = {};
@@ -468,7 +474,12 @@ export class Collection {
   private addToIndexes(doc: Document): void {
     this.byId.set(keyOf(doc._id), doc);
     if (this.options.capped) this.cappedBytes += calculateObjectSize(doc);
-    for (const index of this.uniqueIndexes()) if (this.inIndex(index, doc)) this.uniqueMaps.get(index.name)!.set(this.uniqueKey(index, doc), doc);
+    for (const index of this.uniqueIndexes()) if (this.inIndex(index, doc)) this.addToUnique(index, this.uniqueMaps.get(index.name)!, doc);
+  }
+
+  private addToUnique(index: IndexSpec, map: Map<string, Document>, doc: Document): void {
+    map.set(this.uniqueKey(index, doc), doc);
+    if (Object.keys(index.key).some((field) => Array.isArray(getPath(doc, field)))) this.multikey.get(index.name)!.add(doc);
   }
 
   private removeFromIndexes(doc: Document): void {
@@ -478,6 +489,7 @@ export class Collection {
       const map = this.uniqueMaps.get(index.name)!;
       const key = this.uniqueKey(index, doc);
       if (map.get(key) === doc) map.delete(key);
+      this.multikey.get(index.name)!.delete(doc);
     }
   }
 
@@ -523,7 +535,7 @@ export class Collection {
     }
     for (const index of this.uniqueIndexes()) {
       // A partial or sparse index holds only some documents: its map cannot answer for the rest.
-      if (index.partialFilterExpression || index.sparse || index.collation) continue;
+      if (index.partialFilterExpression || index.sparse || index.collation || this.multikey.get(index.name)!.size > 0) continue;
       const values = Object.keys(index.key).map((field) => equalityValue(filter, field));
       if (values.every((v) => v.found)) {
         const doc = this.uniqueMaps.get(index.name)!.get(keyOf(values.map((v) => v.value ?? null)));
@@ -757,11 +769,14 @@ export class Collection {
     if (this.indexes.some((i) => i.name === spec.name)) return false;
     if (spec.unique) {
       const map = new Map<string, Document>();
+      this.multikey.set(spec.name, new Set());
       for (const doc of this.byId.values()) {
         if (!this.inIndex(spec, doc)) continue;
-        const key = this.uniqueKey(spec, doc);
-        if (map.has(key)) throw this.duplicateOn(spec, doc);
-        map.set(key, doc);
+        if (map.has(this.uniqueKey(spec, doc))) {
+          this.multikey.delete(spec.name);
+          throw this.duplicateOn(spec, doc);
+        }
+        this.addToUnique(spec, map, doc);
       }
       this.uniqueMaps.set(spec.name, map);
     }
@@ -792,6 +807,7 @@ export class Collection {
     if (at <= 0) return false;
     this.indexes.splice(at, 1);
     this.uniqueMaps.delete(name);
+    this.multikey.delete(name);
     this.partialFilters.delete(name);
     return true;
   }
@@ -799,6 +815,7 @@ export class Collection {
   dropAllIndexes(): void {
     this.indexes.splice(1);
     this.uniqueMaps.clear();
+    this.multikey.clear();
     this.partialFilters.clear();
   }
 

@@ -617,6 +617,17 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
     expect(await keys({ videoId: x.toHexString() })).toEqual(['b']);
   });
 
+  it("when a unique index's field holds an array, then a filter pinning the index's fields finds the document by an element, as MongoDB's multikey index does", async () => {
+    const raw = conn.collection(`raw_multikey_${Date.now()}`);
+    await raw.createIndex({ userId: 1, videoId: 1 }, { unique: true });
+    const [x, y] = [new mongoose.Types.ObjectId(), new mongoose.Types.ObjectId()];
+    await raw.insertMany([{ userId: 'u', videoId: [x, y] }, { userId: ['v', 'w'], videoId: x }]);
+    expect(await raw.countDocuments({ userId: 'u', videoId: x })).toBe(1);
+    expect(await raw.countDocuments({ userId: 'w', videoId: { $eq: x } })).toBe(1);
+    expect((await raw.findOneAndUpdate({ userId: 'u', videoId: y }, { $set: { seen: true } }, { upsert: true, returnDocument: 'after' }))?.videoId).toEqual([x, y]);
+    expect(await raw.countDocuments({})).toBe(2);
+  });
+
   it('when a filter names an unknown operator, then the command fails even where no document is a candidate, and an upsert inserts nothing', async () => {
     const raw = conn.collection(`raw_badop_${Date.now()}`);
     await raw.createIndex({ userId: 1, videoId: 1 }, { unique: true });
