@@ -31,7 +31,9 @@ function keyOf(value: unknown): string {
     const b = value.id;
     return String.fromCharCode(0, (b[0] << 8) | b[1], (b[2] << 8) | b[3], (b[4] << 8) | b[5], (b[6] << 8) | b[7], (b[8] << 8) | b[9], (b[10] << 8) | b[11]);
   }
-  return EJSON.stringify(value === undefined ? null : (value as Document), { relaxed: false });
+  // -0 is 0 to MongoDB's comparisons (canonical EJSON tells them apart), alone or in a compound key.
+  const key = value === 0 ? 0 : Array.isArray(value) ? value.map((part: unknown) => (part === 0 ? 0 : part)) : value;
+  return EJSON.stringify(key === undefined ? null : (key as Document), { relaxed: false });
 }
 
 /**

@@ -628,6 +628,15 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
     expect(await raw.countDocuments({})).toBe(2);
   });
 
+  it('when a filter pins -0 where 0 is stored, then it matches, looked up by _id or a unique index', async () => {
+    const raw = conn.collection(`raw_minus_zero_${Date.now()}`);
+    await raw.createIndex({ userId: 1, videoId: 1 }, { unique: true });
+    const videoId = new mongoose.Types.ObjectId();
+    await raw.insertMany([{ userId: 0, videoId }, { _id: 0 as never, userId: 'z' }]);
+    expect(await raw.countDocuments({ userId: -0, videoId })).toBe(1);
+    expect(await raw.countDocuments({ _id: -0 as never })).toBe(1);
+  });
+
   it('when a filter names an unknown operator, then the command fails even where no document is a candidate, and an upsert inserts nothing', async () => {
     const raw = conn.collection(`raw_badop_${Date.now()}`);
     await raw.createIndex({ userId: 1, videoId: 1 }, { unique: true });
