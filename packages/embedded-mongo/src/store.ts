@@ -4,7 +4,7 @@
  * `$inc` type checks and `nModified` that counts only changed documents.
  * Query, update and aggregation operators come from mingo.
  */
-import { Decimal128, EJSON, Long, ObjectId, calculateObjectSize, type Document } from 'bson';
+import { BSONRegExp, Decimal128, EJSON, Long, ObjectId, calculateObjectSize, type Document } from 'bson';
 import { update as applyModifier } from 'mingo';
 import * as updateOperators from 'mingo/operators/update';
 import { compare, resolve } from 'mingo/util';
@@ -258,10 +258,14 @@ function scalarEqualityMatcher(filter: Document): ((doc: Document) => boolean | 
 
 const isOperatorObject = (value: unknown): value is Document => isPlainObject(value) && Object.keys(value).some((k) => k.startsWith('$'));
 
+/** A regular expression: a filter's pattern, not an equality (except under `$eq`). */
+const isPattern = (value: unknown) => value instanceof RegExp || value instanceof BSONRegExp;
+
 /** The value a filter pins `field` to by equality, if it does. */
 function equalityValue(filter: Document, field: string): { found: boolean; value?: unknown } {
   if (!(field in filter)) return { found: false };
   const condition = filter[field];
+  if (isPattern(condition)) return { found: false };
   if (!isOperatorObject(condition)) return { found: true, value: condition };
   const ops = Object.keys(condition);
   if (ops.length === 1 && ops[0] === '$eq') return { found: true, value: condition.$eq };
@@ -531,7 +535,7 @@ export class Collection {
       return { docs: doc ? [doc] : [], exact: onlyKeys(['_id']) };
     }
     const idCondition = filter._id;
-    if (isOperatorObject(idCondition) && Object.keys(idCondition).length === 1 && Array.isArray(idCondition.$in)) {
+    if (isOperatorObject(idCondition) && Object.keys(idCondition).length === 1 && Array.isArray(idCondition.$in) && !idCondition.$in.some(isPattern)) {
       const docs = new Set((idCondition.$in as unknown[]).map((value) => this.byId.get(keyOf(value))).filter((doc) => doc !== undefined));
       return { docs: [...docs], exact: onlyKeys(['_id']) };
     }

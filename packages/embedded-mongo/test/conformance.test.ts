@@ -637,6 +637,19 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
     expect(await raw.countDocuments({ _id: -0 as never })).toBe(1);
   });
 
+  it('when a filter gives a regular expression for _id or a unique key, then it matches by the pattern (not a key lookup), and an upsert does not copy it', async () => {
+    const raw = conn.collection(`raw_regex_key_${Date.now()}`);
+    await raw.createIndex({ userId: 1, videoId: 1 }, { unique: true });
+    const videoId = new mongoose.Types.ObjectId();
+    await raw.insertMany([{ _id: 'abc' as never, userId: 'user-1', videoId }, { _id: 'xyz' as never, userId: 'other', videoId }]);
+    const ids = async (filter: mongoose.mongo.Filter<mongoose.mongo.Document>) => (await raw.find(filter).toArray()).map((d) => String(d._id)).sort();
+    expect(await ids({ _id: /^a/ as never })).toEqual(['abc']);
+    expect(await ids({ _id: { $in: [/^x/, 'abc'] } as never })).toEqual(['abc', 'xyz']);
+    expect(await ids({ userId: /^user-/, videoId })).toEqual(['abc']);
+    const inserted = await raw.findOneAndUpdate({ userId: /^nobody/, videoId: new mongoose.Types.ObjectId() }, { $set: { n: 1 } }, { upsert: true, returnDocument: 'after' });
+    expect(inserted).not.toHaveProperty('userId');
+  });
+
   it('when a filter names an unknown operator, then the command fails even where no document is a candidate, and an upsert inserts nothing', async () => {
     const raw = conn.collection(`raw_badop_${Date.now()}`);
     await raw.createIndex({ userId: 1, videoId: 1 }, { unique: true });
