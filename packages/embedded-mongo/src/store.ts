@@ -4,7 +4,7 @@
  * `$inc` type checks and `nModified` that counts only changed documents.
  * Query, update and aggregation operators come from mingo.
  */
-import { Decimal128, EJSON, Long, ObjectId, calculateObjectSize, type Document } from 'bson';
+import { BSONRegExp, Decimal128, EJSON, Long, ObjectId, calculateObjectSize, type Document } from 'bson';
 import { update as applyModifier } from 'mingo';
 import * as updateOperators from 'mingo/operators/update';
 import { compare, resolve } from 'mingo/util';
@@ -31,7 +31,9 @@ function keyOf(value: unknown): string {
     const b = value.id;
     return String.fromCharCode(0, (b[0] << 8) | b[1], (b[2] << 8) | b[3], (b[4] << 8) | b[5], (b[6] << 8) | b[7], (b[8] << 8) | b[9], (b[10] << 8) | b[11]);
   }
-  return EJSON.stringify(value === undefined ? null : (value as Document), { relaxed: false });
+  // -0 is 0 to MongoDB's comparisons (canonical EJSON tells them apart), alone or in a compound key.
+  const key = value === 0 ? 0 : Array.isArray(value) ? value.map((part: unknown) => (part === 0 ? 0 : part)) : value;
+  return EJSON.stringify(key === undefined ? null : (key as Document), { relaxed: false });
 }
 
 /**
@@ -256,10 +258,14 @@ function scalarEqualityMatcher(filter: Document): ((doc: Document) => boolean | 
 
 const isOperatorObject = (value: unknown): value is Document => isPlainObject(value) && Object.keys(value).some((k) => k.startsWith('$'));
 
+/** A regular expression: a filter's pattern, not an equality (except under `$eq`). */
+const isPattern = (value: unknown) => value instanceof RegExp || value instanceof BSONRegExp;
+
 /** The value a filter pins `field` to by equality, if it does. */
 function equalityValue(filter: Document, field: string): { found: boolean; value?: unknown } {
   if (!(field in filter)) return { found: false };
   const condition = filter[field];
+  if (isPattern(condition)) return { found: false };
   if (!isOperatorObject(condition)) return { found: true, value: condition };
   const ops = Object.keys(condition);
   if (ops.length === 1 && ops[0] === '$eq') return { found: true, value: condition.$eq };
@@ -407,6 +413,12 @@ export class Collection {
   private readonly indexes: IndexSpec[] = [{ name: '_id_', key: { _id: 1 } }];
   /** Unique index name -> (key tuple -> document). */
   private readonly uniqueMaps = new Map<string, Map<string, Document>>();
+  /**
+   * Unique index name -> its documents whose key holds an array. MongoDB indexes each element of
+   * one; the map keys the whole array, so while any is there a filter on the index is not
+   * answered from the map (`candidates`).
+   */
+  private readonly multikey = new Map<string, Set<Document>>();
 
   /** The options the collection was created with (`create`), reported by listCollections. */
   options: Document = {};
@@ -468,7 +480,12 @@ export class Collection {
   private addToIndexes(doc: Document): void {
     this.byId.set(keyOf(doc._id), doc);
     if (this.options.capped) this.cappedBytes += calculateObjectSize(doc);
-    for (const index of this.uniqueIndexes()) if (this.inIndex(index, doc)) this.uniqueMaps.get(index.name)!.set(this.uniqueKey(index, doc), doc);
+    for (const index of this.uniqueIndexes()) if (this.inIndex(index, doc)) this.addToUnique(index, this.uniqueMaps.get(index.name)!, doc);
+  }
+
+  private addToUnique(index: IndexSpec, map: Map<string, Document>, doc: Document): void {
+    map.set(this.uniqueKey(index, doc), doc);
+    if (Object.keys(index.key).some((field) => Array.isArray(getPath(doc, field)))) this.multikey.get(index.name)!.add(doc);
   }
 
   private removeFromIndexes(doc: Document): void {
@@ -478,6 +495,7 @@ export class Collection {
       const map = this.uniqueMaps.get(index.name)!;
       const key = this.uniqueKey(index, doc);
       if (map.get(key) === doc) map.delete(key);
+      this.multikey.get(index.name)!.delete(doc);
     }
   }
 
@@ -517,13 +535,13 @@ export class Collection {
       return { docs: doc ? [doc] : [], exact: onlyKeys(['_id']) };
     }
     const idCondition = filter._id;
-    if (isOperatorObject(idCondition) && Object.keys(idCondition).length === 1 && Array.isArray(idCondition.$in)) {
+    if (isOperatorObject(idCondition) && Object.keys(idCondition).length === 1 && Array.isArray(idCondition.$in) && !idCondition.$in.some(isPattern)) {
       const docs = new Set((idCondition.$in as unknown[]).map((value) => this.byId.get(keyOf(value))).filter((doc) => doc !== undefined));
       return { docs: [...docs], exact: onlyKeys(['_id']) };
     }
     for (const index of this.uniqueIndexes()) {
       // A partial or sparse index holds only some documents: its map cannot answer for the rest.
-      if (index.partialFilterExpression || index.sparse || index.collation) continue;
+      if (index.partialFilterExpression || index.sparse || index.collation || this.multikey.get(index.name)!.size > 0) continue;
       const values = Object.keys(index.key).map((field) => equalityValue(filter, field));
       if (values.every((v) => v.found)) {
         const doc = this.uniqueMaps.get(index.name)!.get(keyOf(values.map((v) => v.value ?? null)));
@@ -540,9 +558,11 @@ export class Collection {
       return find(docs, exact ? {} : filter).sort(sort as Record<string, 1 | -1>).all() as Document[];
     }
     if (exact) return docs;
-    // mingo's Query is compiled only for a document the direct test leaves undecided (a record's key lookup needs none).
-    let query: Query | undefined;
+    // A filter the direct test takes (valid by construction) compiles mingo's Query only for a
+    // document it leaves undecided (a record's key lookup needs none); any other filter at once,
+    // so that an invalid one fails though no document is a candidate (an upsert must not insert).
     const direct = scalarEqualityMatcher(filter);
+    let query = direct ? undefined : new Query(filter);
     return docs.filter((d) => direct?.(d) ?? (query ??= new Query(filter)).test(d));
   }
 
@@ -755,11 +775,14 @@ export class Collection {
     if (this.indexes.some((i) => i.name === spec.name)) return false;
     if (spec.unique) {
       const map = new Map<string, Document>();
+      this.multikey.set(spec.name, new Set());
       for (const doc of this.byId.values()) {
         if (!this.inIndex(spec, doc)) continue;
-        const key = this.uniqueKey(spec, doc);
-        if (map.has(key)) throw this.duplicateOn(spec, doc);
-        map.set(key, doc);
+        if (map.has(this.uniqueKey(spec, doc))) {
+          this.multikey.delete(spec.name);
+          throw this.duplicateOn(spec, doc);
+        }
+        this.addToUnique(spec, map, doc);
       }
       this.uniqueMaps.set(spec.name, map);
     }
@@ -790,6 +813,7 @@ export class Collection {
     if (at <= 0) return false;
     this.indexes.splice(at, 1);
     this.uniqueMaps.delete(name);
+    this.multikey.delete(name);
     this.partialFilters.delete(name);
     return true;
   }
@@ -797,6 +821,7 @@ export class Collection {
   dropAllIndexes(): void {
     this.indexes.splice(1);
     this.uniqueMaps.clear();
+    this.multikey.clear();
     this.partialFilters.clear();
   }
 

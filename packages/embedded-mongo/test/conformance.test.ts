@@ -617,6 +617,50 @@ describe('embedded MongoDB server: queries, projections and update paths as the 
     expect(await keys({ videoId: x.toHexString() })).toEqual(['b']);
   });
 
+  it("when a unique index's field holds an array, then a filter pinning the index's fields finds the document by an element, as MongoDB's multikey index does", async () => {
+    const raw = conn.collection(`raw_multikey_${Date.now()}`);
+    await raw.createIndex({ userId: 1, videoId: 1 }, { unique: true });
+    const [x, y] = [new mongoose.Types.ObjectId(), new mongoose.Types.ObjectId()];
+    await raw.insertMany([{ userId: 'u', videoId: [x, y] }, { userId: ['v', 'w'], videoId: x }]);
+    expect(await raw.countDocuments({ userId: 'u', videoId: x })).toBe(1);
+    expect(await raw.countDocuments({ userId: 'w', videoId: { $eq: x } })).toBe(1);
+    expect((await raw.findOneAndUpdate({ userId: 'u', videoId: y }, { $set: { seen: true } }, { upsert: true, returnDocument: 'after' }))?.videoId).toEqual([x, y]);
+    expect(await raw.countDocuments({})).toBe(2);
+  });
+
+  it('when a filter pins -0 where 0 is stored, then it matches, looked up by _id or a unique index', async () => {
+    const raw = conn.collection(`raw_minus_zero_${Date.now()}`);
+    await raw.createIndex({ userId: 1, videoId: 1 }, { unique: true });
+    const videoId = new mongoose.Types.ObjectId();
+    await raw.insertMany([{ userId: 0, videoId }, { _id: 0 as never, userId: 'z' }]);
+    expect(await raw.countDocuments({ userId: -0, videoId })).toBe(1);
+    expect(await raw.countDocuments({ _id: -0 as never })).toBe(1);
+  });
+
+  it('when a filter gives a regular expression for _id or a unique key, then it matches by the pattern (not a key lookup), and an upsert does not copy it', async () => {
+    const raw = conn.collection(`raw_regex_key_${Date.now()}`);
+    await raw.createIndex({ userId: 1, videoId: 1 }, { unique: true });
+    const videoId = new mongoose.Types.ObjectId();
+    await raw.insertMany([{ _id: 'abc' as never, userId: 'user-1', videoId }, { _id: 'xyz' as never, userId: 'other', videoId }]);
+    const ids = async (filter: mongoose.mongo.Filter<mongoose.mongo.Document>) => (await raw.find(filter).toArray()).map((d) => String(d._id)).sort();
+    expect(await ids({ _id: /^a/ as never })).toEqual(['abc']);
+    expect(await ids({ _id: { $in: [/^x/, 'abc'] } as never })).toEqual(['abc', 'xyz']);
+    expect(await ids({ userId: /^user-/, videoId })).toEqual(['abc']);
+    const inserted = await raw.findOneAndUpdate({ userId: /^nobody/, videoId: new mongoose.Types.ObjectId() }, { $set: { n: 1 } }, { upsert: true, returnDocument: 'after' });
+    expect(inserted).not.toHaveProperty('userId');
+  });
+
+  it('when a filter names an unknown operator, then the command fails even where no document is a candidate, and an upsert inserts nothing', async () => {
+    const raw = conn.collection(`raw_badop_${Date.now()}`);
+    await raw.createIndex({ userId: 1, videoId: 1 }, { unique: true });
+    const videoId = new mongoose.Types.ObjectId();
+    const bad = { userId: 'u', videoId, n: { $nosuch: 1 } } as mongoose.mongo.Filter<mongoose.mongo.Document>;
+    await expect(raw.find(bad).toArray()).rejects.toThrow(/\$nosuch/);
+    await expect(raw.findOneAndUpdate(bad, { $set: { n: 1 } }, { upsert: true })).rejects.toThrow(/\$nosuch/);
+    await expect(raw.updateOne(bad, { $set: { n: 1 } }, { upsert: true })).rejects.toThrow(/\$nosuch/);
+    expect(await raw.countDocuments({})).toBe(0);
+  });
+
   it('when the positional $ names the element the filter matched, then $set, $push and $addToSet change that element', async () => {
     await Doc().collection.updateOne({ name: 'a', 'scores.subject': 'art' }, { $set: { 'scores.$.score': 45 } });
     // The driver's types do not know positional paths: the updates as plain documents.
