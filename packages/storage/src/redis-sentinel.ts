@@ -105,6 +105,8 @@ const key = (node: RedisNode) => `${node.host}:${node.port}`;
 
 /** Longest wait for a replica to confirm writes (WAIT) before they count as not durable. */
 const FENCE_MS = 500;
+/** How long a round of the fence's questions may be out before the next starts beside it. */
+const OVERLAP_AFTER_MS = 100;
 /** Longest wait for a Sentinel's answer to the fence's question (one that does not answer in time does not count). */
 const ANSWER_MS = 2_000;
 /**
@@ -132,13 +134,18 @@ export interface ReplicaLink {
  * the old primary: a majority is not enough). Each question is answered by a round of asking
  * that starts after it (a failover may have started since any earlier answer: a cached yes let
  * the old primary acknowledge writes in the second after its replica's promotion); questions
- * asked while a round is out share the next round.
+ * asked while a round is out share the next round, which starts when that one ends or, if it is
+ * slow, `overlapAfterMs` after them (one slow Sentinel then delays a write by one round, not two).
  */
-export function agreementRounds(askAll: () => Promise<string[]>, sentinels: number): (node: string) => Promise<boolean> {
-  let asking: Promise<string[]> | undefined;
+export function agreementRounds(askAll: () => Promise<string[]>, sentinels: number, overlapAfterMs = OVERLAP_AFTER_MS): (node: string) => Promise<boolean> {
+  let asking: Promise<unknown> = Promise.resolve();
   let next: Promise<string[]> | undefined;
   return async (node) => {
-    next ??= (asking ?? Promise.resolve()).catch(() => undefined).then(() => ((next = undefined), (asking = askAll())));
+    next ??= new Promise<void>((start) => {
+      // The next round starts when the one out ends, or overlapAfterMs after this question if it is slow (a slow Sentinel).
+      const timer = setTimeout(start, overlapAfterMs).unref();
+      void asking.catch(() => undefined).then(() => (clearTimeout(timer), start()));
+    }).then(() => ((next = undefined), (asking = askAll())));
     const answers = await next;
     return answers.length === sentinels && answers.every((answer) => answer === node);
   };

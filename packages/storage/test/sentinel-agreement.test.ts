@@ -19,7 +19,8 @@ const step = fc.oneof(
   fc.constant({ kind: 'answer' as const, node: '' }),
 );
 
-describe('agreementRounds', () => {
+// 0 ms: a new round starts beside each slow one (every round counts as slow), as with a slow Sentinel.
+describe.each([100, 0])('agreementRounds, rounds overlapping after %i ms', (overlapAfterMs) => {
   it('when the primary switches while questions and rounds of answers interleave, then every yes names the node that was primary at some time after its question', async () => {
     console.log(`sentinel agreement seed ${SEED}`);
     await fc.assert(
@@ -32,7 +33,7 @@ describe('agreementRounds', () => {
           const named = primaryAt[now]!;
           return s.schedule(Promise.resolve(Array<string>(SENTINELS).fill(named)), `round named ${named} at step ${now}`);
         };
-        const agree = agreementRounds(askAll, SENTINELS);
+        const agree = agreementRounds(askAll, SENTINELS, overlapAfterMs);
         const questions: Promise<void>[] = [];
         for (const { kind, node } of program) {
           if (kind === 'switch') primaryAt.push(primaryAt[now]! === 'A' ? 'B' : 'A');
@@ -54,5 +55,23 @@ describe('agreementRounds', () => {
       }),
       { seed: SEED, numRuns: process.env.CI ? 200 : 100 },
     );
+  });
+});
+
+describe('agreementRounds with a slow Sentinel', () => {
+  it('when a round hangs, then a question asked after it started is answered by a round started beside it', async () => {
+    const rounds: Array<(answers: string[]) => void> = [];
+    const agree = agreementRounds(() => new Promise<string[]>((answer) => rounds.push(answer)), SENTINELS, 10);
+    const first = agree('A');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(rounds).toHaveLength(1); // the first round is out and never answers
+    const second = agree('A');
+    await new Promise<void>((resolve) => {
+      const poll = setInterval(() => rounds.length === 2 && (clearInterval(poll), resolve()), 5);
+    });
+    rounds[1]!(Array<string>(SENTINELS).fill('A'));
+    expect(await second).toBe(true);
+    rounds[0]!([]);
+    expect(await first).toBe(false);
   });
 });
