@@ -129,19 +129,26 @@ describe('tallyCounters (R3)', () => {
 });
 
 describe('CounterTallies', () => {
-  it('when 50 tallies of one video are asked for while one runs, then they cost one more tally, which counts every record', async () => {
-    const videoId = await newVideo();
+  /** Tallies whose first waits for `release()`; `tallies()` counts those begun. */
+  function heldTallies(options: { pauseMs?: number } = {}) {
     let release = () => undefined as void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let tallies = 0;
     const queue = new CounterTallies({
       videos,
       records: models,
+      ...options,
       hooks: { beforeTally: () => (++tallies === 1 ? held : Promise.resolve()) },
       onError: (_, err) => {
         throw err;
       },
     });
+    return { queue, release: () => release(), tallies: () => tallies };
+  }
+
+  it('when 50 tallies of one video are asked for while one runs, then they cost one more tally, which counts every record', async () => {
+    const videoId = await newVideo();
+    const { queue, release, tallies } = heldTallies();
     await addRecords('likes', videoId, 1);
     queue.request('likes', videoId);
     for (let i = 0; i < 50; i++) {
@@ -150,24 +157,13 @@ describe('CounterTallies', () => {
     }
     release();
     await queue.idle();
-    expect(tallies).toBe(2);
+    expect(tallies()).toBe(2);
     expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 51, likeCount: 51 });
   });
 
   it('when a tally is asked for while one runs, then the next waits its pause, and settle (shutdown) runs it at once: true, the counters exact', async () => {
     const videoId = await newVideo();
-    let release = () => undefined as void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let tallies = 0;
-    const queue = new CounterTallies({
-      videos,
-      records: models,
-      pauseMs: 60_000,
-      hooks: { beforeTally: () => (++tallies === 1 ? held : Promise.resolve()) },
-      onError: (_, err) => {
-        throw err;
-      },
-    });
+    const { queue, release, tallies } = heldTallies({ pauseMs: 60_000 });
     await addRecords('likes', videoId, 1);
     queue.request('likes', videoId);
     await addRecords('likes', videoId, 1);
@@ -175,9 +171,9 @@ describe('CounterTallies', () => {
     release();
     // The second ask waits out the first tally's pause: a minute, far past settle's bound below.
     await waitUntil('the second tally paused', async () => (Reflect.get(queue, 'paused') as Set<unknown>).size === 1);
-    expect(tallies).toBe(1);
+    expect(tallies()).toBe(1);
     expect(await queue.settle(5_000)).toBe(true);
-    expect(tallies).toBe(2);
+    expect(tallies()).toBe(2);
     expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 2, likeCount: 2 });
   });
 });
