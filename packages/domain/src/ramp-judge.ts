@@ -1,12 +1,10 @@
 /**
- * SPEC R23, second part: the judge of one ramp step. It reads the step's readout (D7) and the
- * feed's health per variant, and says pass, fail or wait. Operational guards: the ring's 5xx,
- * degradation and empty-page rates must not exceed legacy's by more than a margin. Engagement
- * guards: likes, collects and shares per view must not be lower than legacy's, nor "not
- * interested" higher, beyond chance (a two-proportion z-test, confidence split by Bonferroni).
- * An underpowered step or an unreadable readout waits, never passes. Guards read trusted units
- * only, and a sample-ratio check before any verdict but a failure reports a broken sample. The
- * statistics and their reasons: docs/design.md, "The ramp's judge" and "Made-up devices".
+ * SPEC R23, second part: the judge of one ramp step, from its readout (D7): pass, fail or wait.
+ * Operational guards: the ring's 5xx, degradation and empty-page rates may not exceed legacy's by
+ * more than a margin. Engagement guards: likes, collects and shares per view may not be lower, nor
+ * "not interested" higher, beyond chance (two-proportion z-test, Bonferroni). Underpowered or
+ * unreadable: wait, never pass. A sample-ratio check precedes any verdict but a failure. Reasons:
+ * docs/design.md, "The ramp's judge" and "Made-up devices".
  */
 import { twoProportionTest, twoSidedPValue, isValidSample, type Interval, type ProportionEstimate, type ProportionSample } from './two-proportion';
 
@@ -29,10 +27,8 @@ export interface VariantCounts {
 }
 
 /**
- * The most actions of one kind (views, likes, "not interested", ...) one client (user or guest
- * device) has counted per hour and variant (D7), on top of counting each video once: no client
- * moves an engagement rate by more than this over the views of the hour. 200 is a 15-second video
- * every 18 seconds for a full hour.
+ * Most actions of one kind one client counts per hour and variant (D7), each video once: no client
+ * moves a rate by more than this. 200 is a 15-second video every 18 seconds for an hour.
  */
 export const READOUT_CLIENT_HOURLY_CAP = 200;
 
@@ -67,9 +63,8 @@ export interface SampleRatio {
 }
 
 /**
- * Pearson's chi-square of `units` against a split of `ringShare` to the ring: with one degree of
- * freedom it is z², so its p-value is the normal's two-sided one. No check below 5 expected units
- * in either arm (the approximation's usual floor), nor for a share of 0 or 1.
+ * Pearson's chi-square of `units` against `ringShare` (1 degree of freedom: z², the normal's p).
+ * No check below 5 expected units in an arm, nor for a share of 0 or 1.
  */
 export function sampleRatioCheck(units: PerArm, ringShare: number): SampleRatio {
   const n = units.ring + units.legacy;
@@ -116,9 +111,9 @@ export interface StepGuards {
 }
 
 /**
- * 20,000 views per variant catch a like rate 10 % lower (5 % vs 4.5 %) about three times in four
- * (`pnpm bench ramp-judge`); 2,000 would pass such a V2 four times in five. 2,000 requests keep the
- * 0.5-point 5xx margin many standard errors away from a 0.1 % base rate.
+ * 20,000 views per variant catch a like rate 10 % lower (5 % vs 4.5 %) three times in four (`pnpm
+ * bench ramp-judge`); 2,000 would pass it four times in five. 2,000 requests keep the 0.5-point 5xx
+ * margin many standard errors from a 0.1 % base rate.
  */
 export const DEFAULT_STEP_GUARDS: StepGuards = {
   confidence: 0.95,
@@ -251,10 +246,8 @@ function judgeEngagement(guard: EngagementGuardName, readout: StepReadout, guard
 }
 
 /**
- * The verdict on one step: `fail` when any guard with its full sample fails (a failure is not
- * undone by another guard still waiting), else `mismatch` when the units of `readout.units` do
- * not fit `ringShare` (the step's percent / 100), else `wait` while any guard is underpowered or
- * unreadable, else `pass`.
+ * `fail` when any guard with its full sample fails, else `mismatch` when the units do not fit
+ * `ringShare`, else `wait` while any guard is underpowered or unreadable, else `pass`.
  */
 export function judgeStep(readout: StepReadout, guards: StepGuards = DEFAULT_STEP_GUARDS, ringShare?: number): StepJudgement {
   const tests = Math.max(1, guards.engagement.length * (readout.users ? 2 : 1));
