@@ -1,8 +1,7 @@
 /**
- * OpenAPI 3.1 description of the API, served at /openapi.json. Request parameters and bodies are
- * generated from the joi schemas the routes validate with (joi-to-json), so a rule is written
- * once; the response shapes are declared here and checked against real responses in tests. Lint
- * clean under `redocly lint` (recommended rules), run by the tests.
+ * OpenAPI 3.1 description of the API, served at /openapi.json. Parameters and bodies come from the
+ * routes' joi schemas (joi-to-json); response shapes are declared here, checked against real
+ * responses and `redocly lint` in tests.
  */
 import type Joi from 'joi';
 import parse from 'joi-to-json';
@@ -66,8 +65,8 @@ const adminSecurity = [{ adminBasic: [] }];
 type Operation = OperationFields<'feed' | 'views' | 'interactions' | 'admin' | 'operations'>;
 
 /**
- * Every route but the probes, the metrics and this document reads a store (the error handler:
- * 503). No 500 is documented: the error handler's answer to a bug is a drift the contract check reports.
+ * Every route but the probes, metrics and this document reads a store (503). No 500 is documented:
+ * a bug's answer is a drift the contract check reports.
  */
 const operation = ({ tag, responses, ...fields }: Operation) => ({
   tags: [tag],

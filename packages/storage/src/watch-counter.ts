@@ -1,7 +1,4 @@
-/**
- * Free watches (SPEC R15): a per-user, per-business-day SET of watched video ids in Redis — no
- * new MongoDB field. Registering the same video twice on one day counts once.
- */
+/** Free watches (SPEC R15): a per-user, per-business-day SET of watched ids in Redis; a video counts once a day. */
 import { versionFor } from '@feed/domain';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
@@ -31,9 +28,8 @@ export class WatchCounter {
   }
 
   /**
-   * Registers a watch of `videoId` today (idempotent per user, video and day). Past the free
-   * watches the video is taken out again: a day's set stays within `totalWatch` (a made-up
-   * device cannot store the catalogue), and the count is 0 either way.
+   * Registers a watch of `videoId` today. Past the free watches it is removed again, so a made-up
+   * device cannot store the catalogue; the count is then 0.
    */
   async register(userKey: string, videoId: string, now = new Date()): Promise<WatchCount> {
     const key = this.key(userKey, now);
