@@ -393,20 +393,17 @@ export const openApiDocument = {
   }, (path) => (path.startsWith('/api/app/') ? CORS_PREFLIGHT : ''), slowClient),
 };
 
-/** `METHOD /path` of each operation that takes a body: app.ts reads a body there and nowhere else. */
-/** `METHOD path` of the operations a guest may call: the new-device limit's (app.ts). */
-export const guestOperations = new Set(
-  Object.entries(openApiDocument.paths as Record<string, Record<string, { security?: object[] }>>).flatMap(([path, operations]) =>
-    Object.entries(operations)
-      .filter(([method, operation]) => method !== 'head' && operation.security === userOrGuest)
-      .map(([method]) => `${method.toUpperCase()} ${path}`),
-  ),
-);
+type DocumentedOperation = { security?: object[]; requestBody?: object };
+const operationsWhere = (keep: (method: string, operation: DocumentedOperation) => unknown) =>
+  new Set(
+    Object.entries(openApiDocument.paths as Record<string, Record<string, DocumentedOperation>>).flatMap(([path, operations]) =>
+      Object.entries(operations)
+        .filter(([method, operation]) => keep(method, operation))
+        .map(([method]) => `${method.toUpperCase()} ${path}`),
+    ),
+  );
 
-export const bodyOperations = new Set(
-  Object.entries(openApiDocument.paths as Record<string, Record<string, { requestBody?: object }>>).flatMap(([path, operations]) =>
-    Object.entries(operations)
-      .filter(([, operation]) => operation.requestBody)
-      .map(([method]) => `${method.toUpperCase()} ${path}`),
-  ),
-);
+/** `METHOD path` of the operations a guest may call: the new-device limit's (app.ts). */
+export const guestOperations = operationsWhere((method, operation) => method !== 'head' && operation.security === userOrGuest);
+/** `METHOD /path` of each operation that takes a body: app.ts reads a body there and nowhere else. */
+export const bodyOperations = operationsWhere((_method, operation) => operation.requestBody);
