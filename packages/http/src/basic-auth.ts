@@ -9,9 +9,8 @@ function safeEqual(a: string, b: string): boolean {
 }
 
 /**
- * HTTP Basic auth for admin surfaces (SPEC C): 401 with a challenge without valid credentials.
- * `realm` names the deployable, so a browser keeps separate credentials for each.
- * On success the user name is `res.locals.adminUser`, for the audit trail (D6).
+ * HTTP Basic auth for admin surfaces (SPEC C): 401 with a challenge, `realm` per deployable (the
+ * browser keeps credentials apart); the user is `res.locals.adminUser`, for the audit trail (D6).
  */
 export function basicAuth(user: string, password: string, realm: string): RequestHandler {
   return (req, res, next) => {

@@ -65,9 +65,8 @@ interface DocumentedOperation {
 const pathId = (path: string) => path.replace(/(.)\/$/, '$1/index').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase());
 
 /**
- * `paths` with the methods both deployables answer on every path, documented as they answer
- * them (http-semantics.ts): HEAD beside each GET (its credentials, parameters and statuses, no
- * body) and OPTIONS on every path (204 with `Allow`, before any credentials; `note` per path).
+ * `paths` with the methods answered on every path (http-semantics.ts): HEAD beside each GET (no
+ * body), OPTIONS everywhere (204 with `Allow`, before credentials; `note` per path).
  */
 export function methodsOnEveryPath<T extends Record<string, Record<string, DocumentedOperation>>>(paths: T, note: (path: string) => string, responses: Record<string, object>): T {
   const documented = { ...paths };
