@@ -132,9 +132,8 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     assignId(req, res, next);
   });
   app.use(answerOptions(app, '/api/app'));
-  // CORS on the client API only (admin and probes never cross-origin); a body read only where the
-  // document takes one, as JSON (415 otherwise); the budget, started once the request is read (a
-  // slow body is bounded by the 408 timeouts); a guest operation's new-device limit.
+  // CORS on the client API only (admin and probes never cross-origin); JSON bodies only where the
+  // document takes one (415 otherwise); the budget once the body is read (408s bound a slow body).
   const cors = clientCors(config.corsAllowedOrigins);
   const json = express.json({ limit: '16kb' });
   const startBudget = requestBudget({ redisMs: config.redisDeadlineMs, mongoMs: config.mongoDeadlineMs });

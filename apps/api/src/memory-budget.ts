@@ -1,9 +1,6 @@
 const MB = 1024 * 1024;
 
-/**
- * Each cache's share of API_MEMORY_BUDGET_MB, and V8's old-space limit, leaving ~25% for what no
- * cache owns (code, native memory, young generation, sockets, requests in flight).
- */
+/** Each cache's share of API_MEMORY_BUDGET_MB and V8's old-space limit; ~25% left for what no cache owns. */
 export function memoryShares(budgetMb: number) {
   const budgetBytes = budgetMb * MB;
   return {

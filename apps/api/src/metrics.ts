@@ -5,10 +5,7 @@ import { COUNTER_KINDS, STORES, VARIANT_EVENTS, VARIANTS, type CounterKind, type
 import { declareLabels } from '@feed/telemetry';
 import { SKIP_REASONS, STRATEGIES } from './labels';
 
-/**
- * Known label values, declared once: each series is exported at 0 from the start (alerts see a
- * first event) and an undeclared value throws (test/metric-labels.test.ts checks alerts match).
- */
+/** Label values declared once: exported at 0 from the start (alerts see a first event); an undeclared one throws. */
 export const DEGRADATION_KINDS = ['previous-version', 'legacy-set', 'mongo-fallback'] as const;
 /** The feed's strategies, its settings and user-filter reads, and the other endpoints' Redis calls. */
 export const REDIS_OPERATIONS = [...STRATEGIES, 'settings', 'user-filter', 'watch-count', 'view-history', 'not-interested'] as const;

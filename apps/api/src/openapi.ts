@@ -64,10 +64,7 @@ const adminSecurity = [{ adminBasic: [] }];
 
 type Operation = OperationFields<'feed' | 'views' | 'interactions' | 'admin' | 'operations'>;
 
-/**
- * Every route but the probes, metrics and this document reads a store (503). No 500 is documented:
- * a bug's answer is a drift the contract check reports.
- */
+/** Every route but probes, metrics and this document reads a store (503); no 500: a bug's answer is contract drift. */
 const operation = ({ tag, responses, ...fields }: Operation) => ({
   tags: [tag],
   ...fields,

@@ -7,10 +7,7 @@ import { REPAIR_REASONS } from './controller/repair-reasons';
 import type { BuildStatus } from './daily-build/daily-build';
 import type { DocumentIssue } from './daily-build/read-candidates';
 
-/**
- * Known label values, declared once: exported at 0 from the start (so `increase()` sees a first
- * failure) and an undeclared value throws. Records over the code's types: a new value fails to compile.
- */
+/** Label values declared once, exported at 0 from the start (`increase()` sees a first failure); records over the code's types. */
 export const BUILD_RESULTS = Object.keys({ built: 1, shadow: 1, held: 1, superseded: 1, 'already-current': 1, locked: 1, failed: 1, invalid: 1 } satisfies Record<BuildStatus | 'failed' | 'invalid', 1>);
 export const DOCUMENT_ISSUES = Object.keys({ 'unreadable-id': 1, 'unreadable-document': 1, 'non-numeric-field': 1, 'saturated-score': 1 } satisfies Record<DocumentIssue, 1>);
 export const RAMP_STEP_KINDS = [...RAMP_NOTICE_KINDS];

@@ -29,10 +29,7 @@ const isProduction = (env: NodeJS.ProcessEnv) => env.NODE_ENV === 'production';
 /** Shortest secret production accepts (D2). */
 export const PRODUCTION_SECRET_MIN_LENGTH = 32;
 
-/**
- * The marker every development, test and example secret here carries: production refuses it (as
- * Django's deploy check refuses `django-insecure-`), so it never starts with a readable secret.
- */
+/** Every development, test and example secret carries it; production refuses it (as Django does `django-insecure-`). */
 export const INSECURE_SECRET_MARKER = 'feed-insecure-';
 
 /** A secret production refuses: it carries the marker, or names itself a placeholder. */

@@ -26,10 +26,7 @@ export interface VariantCounts {
   notInterested: number;
 }
 
-/**
- * Most actions of one kind one client counts per hour and variant (D7), each video once: no client
- * moves a rate by more than this. 200 is a 15-second video every 18 seconds for an hour.
- */
+/** Most actions of a kind one client counts per hour and variant (D7): 200 is a 15-second video every 18 s for an hour. */
 export const READOUT_CLIENT_HOURLY_CAP = 200;
 
 /** A count per arm. */
@@ -62,10 +59,7 @@ export interface SampleRatio {
   mismatch: boolean;
 }
 
-/**
- * Pearson's chi-square of `units` against `ringShare` (1 degree of freedom: z², the normal's p).
- * No check below 5 expected units in an arm, nor for a share of 0 or 1.
- */
+/** Pearson's chi-square of `units` against `ringShare` (1 df: z²); none below 5 expected units an arm, or at 0 or 1. */
 export function sampleRatioCheck(units: PerArm, ringShare: number): SampleRatio {
   const n = units.ring + units.legacy;
   const expected = [n * ringShare, n * (1 - ringShare)];
@@ -245,10 +239,7 @@ function judgeEngagement(guard: EngagementGuardName, readout: StepReadout, guard
   return { ...base, outcome: 'pass' };
 }
 
-/**
- * `fail` when any guard with its full sample fails, else `mismatch` when the units do not fit
- * `ringShare`, else `wait` while any guard is underpowered or unreadable, else `pass`.
- */
+/** `fail` if any full-sample guard fails, else `mismatch` (units vs `ringShare`), else `wait` (underpowered), else `pass`. */
 export function judgeStep(readout: StepReadout, guards: StepGuards = DEFAULT_STEP_GUARDS, ringShare?: number): StepJudgement {
   const tests = Math.max(1, guards.engagement.length * (readout.users ? 2 : 1));
   const perTestConfidence = 1 - (1 - guards.confidence) / tests;

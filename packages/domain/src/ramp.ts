@@ -141,10 +141,7 @@ export function rampNeedsReadout(state: RampState, now: Date): boolean {
   return rampActive(state) && state.judgeAt !== null && now.getTime() >= Date.parse(state.judgeAt);
 }
 
-/**
- * UTC hours whose readout (D7) covers the current step up to `now`, its start hour included (both
- * variants count side by side in every hour: more samples, no bias); 0 before it started.
- */
+/** UTC hours of readout (D7) covering the step up to `now`, start hour included (both variants share it: no bias). */
 export function rampReadoutHours(state: RampState, now: Date): number {
   const startedAt = state.steps[state.current].startedAt;
   if (!startedAt) return 0;
@@ -200,10 +197,7 @@ function judge(state: RampState, now: Date, readout: StepReadout): RolloutWrite 
   return { percent: state.steps[state.current].percent };
 }
 
-/**
- * One driver check: the kill switch or any rollout other than the step's pauses an active ramp;
- * a due step is judged from `tick.readout` (throws when absent). Paused, halted, done: no-op.
- */
+/** One check: the kill switch or a foreign rollout pauses an active ramp; a due step is judged from `tick.readout` (required). */
 export function advanceRamp(state: RampState, tick: RampTick): RampAdvance {
   const { now, rollout } = tick;
   if (!rampActive(state)) return { state, write: null };

@@ -73,10 +73,7 @@ export interface HoldReason {
   message: string;
 }
 
-/**
- * `pass` and `first-version` (nothing to compare with) switch; `hold` keeps a shadow; `skipped`
- * (on-call's) switches, its reasons saying what it would have held for.
- */
+/** `pass`, `first-version` (nothing to compare) and `skipped` (on-call's; reasons still listed) switch; `hold` keeps a shadow. */
 export type GateOutcome = 'pass' | 'hold' | 'first-version' | 'skipped';
 
 export interface GateVerdict {
@@ -102,9 +99,8 @@ export interface GateOptions {
 const readable = (n: number) => Number.isFinite(n) && n >= 0;
 
 /**
- * The verdict for switching to `next` over `current` (null: none). A non-finite or negative figure
- * of `next` holds it; one of `current` is not compared (a corrupt current would pin users to it).
- * Throws a RangeError for a `holdDrop` outside [0, 1].
+ * The verdict on `next` over `current` (null: none). A bad figure of `next` holds it; one of
+ * `current` is not compared (it would pin users to a corrupt current). RangeError: `holdDrop` not in [0, 1].
  */
 export function judgeRelease(next: ReleaseFigures, current: ReleaseFigures | null, options: GateOptions = {}): GateVerdict {
   const holdDrop = options.holdDrop ?? DEFAULT_HOLD_DROP;

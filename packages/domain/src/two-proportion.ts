@@ -82,10 +82,7 @@ export function estimateProportion(sample: ProportionSample, confidence: number)
   return { successes, trials, rate: p, interval: [low, high] };
 }
 
-/**
- * Compares two rates (R23's engagement guards) at `confidence`, with each interval and the
- * difference's. RangeError on counts that are no rate or a confidence outside (0, 1).
- */
+/** Compares two rates (R23) at `confidence`, with intervals; RangeError on counts that are no rate or a bad confidence. */
 export function twoProportionTest(a: ProportionSample, b: ProportionSample, confidence = 0.95): TwoProportionResult {
   checkSample(a, 'a');
   checkSample(b, 'b');

@@ -102,10 +102,7 @@ export function errorFields(err: unknown): { message: string; name: string; stac
   return { message, name: typeof err, stack: `thrown ${typeof err}: ${message} (no stack: not an Error)` };
 }
 
-/**
- * The app's last middleware. `unexpected` answers errors neither ours nor a known store failure
- * (default `internal`, 500); such an error is always logged at error level with stack and request id.
- */
+/** The app's last middleware: an error neither ours nor a store's is `unexpected` (default 500), always logged with its stack. */
 export function errorHandler(options: { unexpected?: 'internal' | 'unavailable' } = {}): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const { error, bug } = toAppError(err, options.unexpected ?? 'internal');

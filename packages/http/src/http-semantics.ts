@@ -102,10 +102,7 @@ export function methodNotAllowed(app: Express): RequestHandler {
   };
 }
 
-/**
- * OPTIONS on both deployables, before credentials: 204 with `Allow`, or 404. A CORS preflight on a
- * known path under `corsPrefix` goes on to the CORS middleware with `Allow` set.
- */
+/** OPTIONS before credentials: 204 with `Allow`, or 404; a CORS preflight under `corsPrefix` goes on to CORS with `Allow` set. */
 export function answerOptions(app: Express, corsPrefix?: string): RequestHandler {
   return (req, res, next) => {
     if (req.method !== 'OPTIONS') return next();

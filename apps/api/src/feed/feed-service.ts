@@ -133,9 +133,8 @@ export class FeedService {
   }
 
   /**
-   * Claims positions until the page is full or a whole circle was scanned; each is served or
-   * skipped, so the offset moves past exactly what was looked at. A claim that happened is
-   * served: past the deadline only further claims are given up.
+   * Claims until the page is full or a circle was scanned; every claimed position is served or
+   * skipped, so the offset moves past exactly what was looked at. Past the deadline no new claims.
    */
   private async ringPage(request: PageRequest, version: string | null): Promise<FeedPage> {
     if (!version) throw new NotApplicable('no such version');

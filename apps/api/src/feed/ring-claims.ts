@@ -57,10 +57,7 @@ export class RingClaims implements Positions {
     }
   }
 
-  /**
-   * A claim this request stopped waiting for is given back if it ran, an unconfirmed one
-   * (NotDurableError) too, over the connection that claimed (else its positions are skipped).
-   */
+  /** A claim given up on is given back if it ran (unconfirmed ones too, over the claiming connection). */
   private async giveBackWhenAnswered(claiming: Promise<Claim>): Promise<void> {
     const answered = await claiming.then(
       (claim) => ({ claim, late: true, still: () => true }),

@@ -35,10 +35,7 @@ export class VariantReadout {
     this.timer = setInterval(() => void this.flush(), FLUSH_EVERY_MS).unref();
   }
 
-  /**
-   * One action, counted unless a repeat on `vid` (undefined: a known first success) or past the
-   * client's hourly cap. Without Redis it goes uncounted rather than failing the request.
-   */
+  /** One action, unless a repeat on `vid` or past the client's hourly cap; without Redis uncounted, never a failed request. */
   async record(identity: Identity, event: Exclude<VariantEvent, 'page'>, vid?: string, sight?: GuestSight): Promise<void> {
     let arm: Arm;
     let admitted: number;

@@ -57,8 +57,8 @@ export function toVideoInfo(video: CatalogVideo): VideoInfo {
 }
 
 /**
- * Heap bytes of one cached entry (document, item and JSON), measured with `--expose-gc` over 20,000
- * demo videos: 1,800 bytes with 141 string characters, each further character costing two.
+ * Heap bytes of a cached entry (document, item, JSON) beside its strings, measured with `--expose-gc`
+ * over 20,000 demo videos; each string character costs two (the document's and the JSON's copy).
  */
 const VIDEO_ENTRY_BYTES = 1_500;
 /** A remembered "no such video": the id and an empty slot. */
@@ -138,10 +138,7 @@ export class VideoCatalog {
     return this.cache?.calculatedSize ?? 0;
   }
 
-  /**
-   * Videos by id (missing ids absent). One loop turn's cache misses are one MongoDB query, each
-   * request waiting within its own `budget`; ids in flight are waited for, not asked again.
-   */
+  /** Videos by id. A loop turn's misses are one MongoDB query, each request waiting within its `budget`; in-flight ids are shared. */
   async load(ids: readonly string[], budget: MongoBudget): Promise<Map<string, CatalogVideo>> {
     const found = new Map<string, CatalogVideo>();
     const misses: string[] = [];
@@ -213,9 +210,8 @@ export class VideoCatalog {
   }
 
   /**
-   * Ids of the `limit` most recently approved servable videos, not `exceptAuthorId`'s (the MongoDB
-   * fallback): R1's filter on the `{status, newsType, reviewAt}` index with a limit and `maxTimeMS`,
-   * waited for within `budget`; a slower answer still fills the pool for later requests.
+   * The MongoDB fallback: ids of the `limit` newest servable videos, not `exceptAuthorId`'s, by R1's
+   * filter on its index with `maxTimeMS`; a slower answer than `budget` still fills the pool.
    */
   async recentServableIds(limit: number, budget: MongoBudget, exceptAuthorId?: string): Promise<string[]> {
     // During a Redis outage every request lands here: one query per cache period, not one each.

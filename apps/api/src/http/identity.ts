@@ -35,9 +35,8 @@ function secretKey(secret: string): KeyObject {
 }
 
 /**
- * Verified tokens by their exact text: a client sends the same token every swipe. Bounded in bytes
- * (`sizeTokenCache`); an entry never outlives the token's `exp`, or ten minutes without one
- * (nothing revokes a valid token sooner; a changed secret is checked on every hit).
+ * Verified tokens by exact text (a client sends the same one every swipe), bounded in bytes; an entry
+ * never outlives `exp`, or ten minutes without one. A changed secret is checked on every hit.
  */
 const VERIFIED_TOKEN_TTL_MS = 10 * 60_000;
 /** Heap bytes of an entry beside its strings, measured with `--expose-gc` (609 bytes for a 132-character token). */

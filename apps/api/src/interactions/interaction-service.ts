@@ -27,9 +27,8 @@ const turn = (to: boolean, now: Date) => {
 };
 
 /**
- * A toggle's findAndModify as mongoose sends it (checked with command monitoring) minus its query
- * layer, whose casting and cloning were a tenth of the API's CPU in a like burst (issue 49). The
- * driver honours `signal` on every operation; its types list it on reads only.
+ * findAndModify as mongoose sends it (checked with command monitoring) minus its query layer, a
+ * tenth of the API's CPU in a like burst (issue 49). The driver honours `signal`; its types do not.
  */
 const findAndModify = (model: Model<ToggleRecord>, filter: object, update: object[], options: mongo.FindOneAndUpdateOptions & mongo.Abortable) =>
   model.collection.findOneAndUpdate(filter, update, options as mongo.FindOneAndUpdateOptions) as Promise<ToggleRecord | null>;
@@ -50,9 +49,8 @@ export class InteractionService {
   constructor(private readonly deps: { catalog: Pick<VideoCatalog, 'load'>; records: InteractionModels; tallies: CounterTallies; readout?: Pick<VariantReadout, 'record'>; hooks?: CounterHooks }) {}
 
   /**
-   * A first success's record write (made at `now`), counted for D7 when it makes the record. A
-   * failed write may still land: it is counted once it appears (looked for after 2, 4, 8, 16 and
-   * 32 s: 5 reads each for a burst's failures, not 30).
+   * A first success's record write, counted for D7 when it makes the record; a failed write may
+   * still land, so it is looked for after 2, 4, 8, 16 and 32 s and counted once it appears.
    */
   private async firstSuccess<T>(event: 'like' | 'collect' | 'comment', userId: string, landed: (signal: AbortSignal) => Promise<unknown>, write: () => Promise<T>, isFirst: (result: T) => boolean): Promise<T> {
     const record = () => this.deps.readout?.record(userIdentity(userId), event);
@@ -91,10 +89,7 @@ export class InteractionService {
     return video._id;
   }
 
-  /**
-   * Like or collect: one upsert on the unique key. MongoDB retries an upsert that races on that
-   * key itself; a server that does not gets one retry here, which finds the record.
-   */
+  /** Like or collect: one upsert on the unique key; one retry for a server that does not retry a racing upsert itself. */
   private async activate(kind: ToggleKind, vid: string, userId: string, budget: RequestBudget): Promise<ToggleOutcome> {
     const videoId = await this.requireServable(vid, budget);
     const model = this.deps.records[kind] as Model<ToggleRecord>;
@@ -172,9 +167,8 @@ export class InteractionService {
   }
 
   /**
-   * A share (R4). No video id: nothing counted (old clients); unknown video: 404. A user's first
-   * share of an approved short video counts once: `counted`/`first` say this call made the record
-   * (the one D7 counts); `valid` that it names an approved short video (a guest's is engagement).
+   * A share (R4): without a video id nothing counts (old clients); unknown video: 404. A user's first
+   * share of an approved short video counts once (`counted`/`first`); `valid`: it names one.
    */
   async share(vid: string | undefined, userId: string | undefined, budget: RequestBudget): Promise<{ counted: boolean; first: boolean; valid: boolean }> {
     if (vid === undefined) return { counted: false, first: false, valid: false };

@@ -19,10 +19,7 @@ export const commentBody = Joi.object<{ vid: string; content: string }>({
 export const shareBody = Joi.object<{ videoID?: string }>({ videoID: objectId.description('Without it nothing is counted (old clients)') }).unknown(true);
 export const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, 'Idempotency-Key (8-128 characters of A-Z, a-z, 0-9, _ . : -)');
 
-/**
- * Routes parse, call the service with the request's budget, and answer; the service owns the
- * MongoDB work and D7's first successes. `readout` counts shares (guests' too) (D7).
- */
+/** Routes parse, call the service with the request's budget, answer; `readout` counts shares, guests' too (D7). */
 export function interactionRoutes({ interactions, jwtSecret, readout }: { interactions: InteractionService; jwtSecret: string; readout: Pick<VariantReadout, 'recordShare'> }): Router {
   const router = Router(ROUTING);
   type Toggle = (vid: string, userId: string, budget: RequestBudget) => Promise<ToggleOutcome>;

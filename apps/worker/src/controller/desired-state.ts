@@ -85,10 +85,7 @@ function repairJobData(target: string, today: string, force: boolean): BuildJobD
 
 type QueueOutcome = 'queued' | 'busy' | 'stopped';
 
-/**
- * Whether a failed repair got past the catalog read: such a build fails again however often it
- * runs (an empty queue, duplicate ids), so it is an attempt; a lock or MongoDB failure is not.
- */
+/** A failed repair past the catalog read fails again however often it runs: an attempt. A lock or MongoDB failure is not. */
 function readTheCatalog(job: Job | undefined): boolean {
   const phase = (job?.progress as { phase?: unknown } | undefined)?.phase;
   return typeof phase === 'string' && phase !== 'lock' && phase !== 'read';

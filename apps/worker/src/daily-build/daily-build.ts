@@ -107,10 +107,7 @@ function todayVersion(deps: BuildDeps): string {
 /** What this build will do once it has the lock. */
 type Plan = { publish: 'current' } | { publish: 'shadow'; reason?: string } | { skip: BuildResult };
 
-/**
- * "Already current" means switched *and* finished, so BullMQ's retry reruns a build that failed
- * after its switch. A replay (older than current, later than today) switches only when asked.
- */
+/** "Already current" is switched *and* finished, so a retry reruns a build failed after its switch; a replay switches only if asked. */
 async function plan(deps: BuildDeps, version: string, options: BuildOptions): Promise<Plan> {
   if (options.shadow) return { publish: 'shadow' };
   const current = await deps.store.versions.current();
@@ -208,10 +205,7 @@ async function verifyStaging(deps: BuildDeps, build: AssembledBuild): Promise<vo
   await deps.failpoint?.('before-publish');
 }
 
-/**
- * VersionStore.publish with the keys' expiry (R10); `from: 'shadow'` is a promote. A refused
- * publish (the lock lost, lengths that disagree) is a failed verification.
- */
+/** VersionStore.publish with the keys' expiry (R10); a refused publish (lock lost, lengths disagree) is a failed verification. */
 export async function publish(deps: Pick<BuildDeps, 'store' | 'keyTtlHours'>, meta: QueueMeta, lock: BuildLock, which: LiveOrShadow, from: 'staging' | 'shadow' = 'staging'): Promise<void> {
   try {
     await deps.store.versions.publish(meta, lock, which, deps.keyTtlHours * 3600, from);

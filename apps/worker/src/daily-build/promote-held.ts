@@ -87,9 +87,9 @@ async function decideLocked(deps: PromoteDeps, held: HeldVersion, lock: BuildLoc
 }
 
 /**
- * Promotes (or dismisses) the held `version`. Refused, nothing changed: 404 when it is not the
- * held one; 409 when its build holds the lock, its shadow keys are not the held build or not
- * whole, or (a dismiss) it is not older than current. `who`: the admin, user@host or the job.
+ * Promotes (or dismisses) the held `version`, refused with nothing changed: 404 when not the held
+ * one; 409 when its build holds the lock, its shadow is not the held build or whole, or a dismissed
+ * day is not older than current.
  */
 export async function promoteHeldVersion(deps: PromoteDeps, version: string, who: Pick<AuditEntry, 'actor' | 'via'>, decision: HeldDecision = 'promote'): Promise<PromoteResult> {
   const { store, logger } = deps;

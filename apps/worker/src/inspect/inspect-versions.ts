@@ -10,10 +10,7 @@ import { resolveRollout, variantReadout, type AuditTrail, type BuildStore, type 
 
 export type Pointers = Awaited<ReturnType<BuildStore['pointers']>>;
 
-/**
- * One version's report; `pointers` give its roles. A shadow has no readers, so no offsets.
- * `fullBlockRatio`: blocks of exactly 17 high + 3 new over all; `compositions`: "17+3" -> 10.
- */
+/** One version's report (a shadow has no offsets); `fullBlockRatio`: exact 17+3 blocks over all; `compositions`: "17+3" -> 10. */
 export async function reportVersion(store: BuildStore, version: string, pointers: Pointers, which: LiveOrShadow = 'live') {
   const { versions } = store;
   const [meta, completeness, { length: queueLength, ttlSeconds }] = await Promise.all([versions.readMeta(version, which), versions.completeness(version, which), versions.queueState(version, which)]);
@@ -97,11 +94,7 @@ async function scoreHistogram(store: BuildStore, videos: VideoModel, version: st
   return { sampled: docs.length, buckets, odd: { count: odd.length, ids: odd.slice(0, ODD_NAMED) } };
 }
 
-/**
- * The build's schedule as BullMQ holds it, not as configured: `nextBuildAt` (UTC, null without a
- * scheduler) and in the business zone; `error` when the scheduler is missing or the controller
- * stopped a repair (R21); `lastRepair`.
- */
+/** The schedule as BullMQ holds it: `nextBuildAt` (UTC and local), `error` (no scheduler, repairs stopped, R21), `lastRepair`. */
 export async function buildSchedule(queue: Pick<Queue, 'getJobScheduler'>, store: BuildStore, timeZone: string) {
   const [scheduler, repair, stopped] = await Promise.all([queue.getJobScheduler(SCHEDULER_ID), store.lastRepair(), store.stoppedDetail()]);
   // R21: a repair that does not converge is stopped, and said here until the state changes.

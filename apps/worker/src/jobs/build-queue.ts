@@ -237,10 +237,7 @@ export async function startBuildQueue(options: BuildQueueOptions) {
     queue,
     worker,
     ensureScheduler,
-    /**
-     * Stops taking jobs. An active build that cannot finish within BUILD_SHUTDOWN_GRACE_MS at its
-     * pace is handed over at once (aborted, lock released, job back to waiting); else after the grace.
-     */
+    /** Stops taking jobs; a build that cannot finish within BUILD_SHUTDOWN_GRACE_MS is handed over at once, else after it. */
     async close() {
       for (const build of activeBuilds) if (!finishesWithin(build, BUILD_SHUTDOWN_GRACE_MS)) handOver(build);
       const abortAfterGrace = setTimeout(() => activeBuilds.forEach(handOver), BUILD_SHUTDOWN_GRACE_MS);

@@ -38,11 +38,7 @@ export const freshRecordFields = (now = new Date()) => ({ v: 1, dirty: true, cha
 /** A number's value, any other value (a string, null, NaN, an infinity) 0 (R1a), in an aggregation. */
 const numeric = (path: string) => ({ $cond: [{ $and: [{ $isNumber: path }, { $gt: [path, -Infinity] }, { $lt: [path, Infinity] }] }, path, 0] });
 
-/**
- * One tally of `kind` on the video, one command, fenced on the stored `v` sum (a tally that read
- * less writes nothing). Before the first tally the counters hold the previous protocol's
- * `counted`/`shown` records exactly.
- */
+/** One tally, one command, fenced on the stored `v` sum; before the first, counters hold the old protocol's `counted`/`shown`. */
 export async function tallyCounters(videos: VideoModel, models: InteractionModels, kind: CounterKind, videoId: Types.ObjectId, hooks: CounterHooks = {}): Promise<void> {
   await hooks.beforeTally?.();
   const { recommend, display } = COUNTER_KINDS[kind];
@@ -80,17 +76,11 @@ export async function tallyCounters(videos: VideoModel, models: InteractionModel
   );
 }
 
-/**
- * The pause before a video's next tally when one was asked for meanwhile (up to the last's
- * duration, at most TALLY_PAUSE_MAX_MS): a burst costs a few tallies a second (issue 49).
- */
+/** The pause before a video's next asked-for tally (up to the last's duration): a burst costs a few tallies a second (issue 49). */
 export const TALLY_PAUSE_MS = 200;
 export const TALLY_PAUSE_MAX_MS = 1_000;
 
-/**
- * One tally per video and kind at a time in this process; one asked for meanwhile runs once more
- * after a pause, so it reads after every write. `pauseMs` 0: no pause (tests).
- */
+/** One tally per video and kind at a time; one asked for meanwhile reruns after a pause, reading every write. `pauseMs` 0: none. */
 export class CounterTallies {
   private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
   /** Wakes the paused tallies (shutdown: no pause). */
