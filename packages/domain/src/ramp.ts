@@ -36,10 +36,7 @@ export type RampNotice = { seq: number; at: string; kind: RampNoticeKind; percen
 /** A rollout write: `enabled` only when a human started or resumed the ramp. */
 export type RolloutWrite = { percent: number; enabled?: true };
 
-/**
- * The stored ramp: `revision` +1 on every change (saved only over the revision read), `current`
- * the step in force, `judgeAt` its next judgement, `lastGoodPercent` where a halt goes back to.
- */
+/** The stored ramp: `revision` +1 per change (saved only over the one read), `lastGoodPercent` where a halt goes back to. */
 export interface RampState {
   schema: typeof RAMP_SCHEMA;
   id: string;

@@ -14,9 +14,8 @@ export class RedisCallError extends Error {}
 export class DeadlineSpentError extends RedisCallError {}
 
 /**
- * Rejects when `promise` has not settled within `ms`. The rejection waits for the turn's I/O
- * (setImmediate): on a busy loop a timer runs before a reply that came in time, and a claim would
- * have moved the offset for a page never served.
+ * Rejects when `promise` has not settled within `ms`, after the turn's I/O (setImmediate): on a busy
+ * loop timers run first, and a claim answered in time would have moved the offset for nothing.
  */
 export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   // One promise settled by whichever comes first (half the cost of Promise.race with a finally: every Redis call of a page).
@@ -62,9 +61,8 @@ export class Deadline {
 }
 
 /**
- * One request's MongoDB budget (SPEC R17). Each call gets the time left as the driver's AbortSignal
- * (a stuck operation's socket is closed, the pool does not fill) and as a race (bounding mongoose's
- * buffering, a shared query).
+ * One request's MongoDB budget (SPEC R17): each call gets the time left as an AbortSignal (a stuck
+ * operation's socket is closed) and as a race (bounding mongoose's buffering, a shared query).
  */
 export class MongoBudget {
   private readonly endsAt: number;

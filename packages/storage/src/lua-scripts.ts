@@ -33,10 +33,7 @@ export function loadScript(name: ScriptName): LoadedScript {
 
 type Arg = string | Buffer;
 
-/**
- * `oneCommand`: EVAL at once in the caller's turn (a give-back over the connection just checked:
- * NOSCRIPT then EVAL could reach another primary).
- */
+/** `oneCommand`: EVAL at once in the caller's turn (a give-back: NOSCRIPT then EVAL could reach another primary). */
 export async function runScript<T = unknown>(redis: Redis, name: ScriptName, keys: string[], args: Arg[], oneCommand = false): Promise<T> {
   const script = loadScript(name);
   const options = { keys, arguments: args as string[] };

@@ -25,10 +25,7 @@ interface PoolEvents {
   off(event: 'connectionReady' | 'connectionClosed', listener: (event: { address: string }) => void): unknown;
 }
 
-/**
- * Resolves once one server's pool holds `size` connections (or after `ms`): the driver opens 2 at a
- * time, and traffic on an empty pool queued. Per server: on a replica set every member grows at once.
- */
+/** Resolves once one server's pool holds `size` (or after `ms`): the driver opens 2 at a time, and a burst queued on an empty pool. */
 export function poolGrown(client: PoolEvents, size: number, ms: number): Promise<boolean> {
   const open = new Map<string, number>();
   return new Promise((resolve) => {

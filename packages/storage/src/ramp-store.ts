@@ -62,10 +62,7 @@ const hashAt = (redis: Redis, key: string) =>
     throw err;
   });
 
-/**
- * Moves a past version's ramp key to `keys.ramp` once, never overwriting a ramp there; a crash
- * before the delete is finished by the next call. True when an old key was found.
- */
+/** Moves a past version's ramp key to `keys.ramp` once, never over a ramp there (a crash is finished next call); true if found. */
 export async function migrateRampKey(redis: Redis, keys: RedisKeys): Promise<boolean> {
   const old = await hashAt(redis, keys.legacyRamp);
   if (old?.state === undefined) return false;
@@ -147,10 +144,7 @@ const record = (trail: AuditTrail, entry: AuditEntry) =>
   // Stored already: a trail that is down must not make it look failed (the kill switch must work while MongoDB is down).
   trail.record(entry).catch((err: unknown) => logger.error('audit trail unwritable', { ...entry, err }));
 
-/**
- * Reads ramp and rollout, decides, commits both over the revision read; a lost race reads again
- * (a few attempts: a driver commits once or twice a check). A human's rollout change always wins.
- */
+/** Reads, decides, commits over the revision read; a lost race reads again (a few attempts). A human's rollout change always wins. */
 async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollout: RolloutInForce, now: Date) => Decision, attempts = COMMAND_ATTEMPTS): Promise<{ ok: true; before: StoredRamp; state?: RampState; rollout: { wrote: boolean; before: RolloutInForce; after: RolloutInForce } } | Exclude<RampCommandResult, { ok: true }>> {
   const { redis, keys, environment } = deps;
   for (let attempt = 0; attempt < attempts; attempt++) {

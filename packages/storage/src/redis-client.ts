@@ -16,10 +16,7 @@ export { NotDurableError } from './redis-sentinel';
 type StandaloneClient = ReturnType<typeof createClient>;
 type ClusterClient = ReturnType<typeof createCluster>;
 
-/**
- * The commands the service sends, each on keys of one slot, so all three clients satisfy this
- * (checked in `connectRedis`); a command only one client has needs an adapter below.
- */
+/** The commands the service sends, each on one slot's keys, so all three clients satisfy it (checked in `connectRedis`). */
 type RedisCommands = Pick<
   StandaloneClient,
   | 'get' | 'set' | 'del' | 'exists' | 'expire' | 'pExpire' | 'pExpireAt' | 'ttl' | 'pTTL' | 'pExpireTime' | 'rename' | 'strLen' | 'mGet'
@@ -258,10 +255,7 @@ export async function connectRedis(config: RedisSettings, options: RedisOptions 
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
-/**
- * Deletes every key under `prefix` (tests, benchmarks), including `{prefix…}:staging`. One key per
- * DEL: on a cluster a scanned batch spans slots.
- */
+/** Deletes every key under `prefix` (tests, benchmarks), `{prefix…}:staging` too; one key per DEL (a batch spans cluster slots). */
 export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<void> {
   for (const pattern of [`${prefix}*`, `{${prefix}*`]) {
     for await (const batch of redis.scanKeys(pattern)) await Promise.all(batch.map((key) => redis.del(key)));

@@ -56,10 +56,7 @@ export function createRedisKeys(prefix = '') {
     buildLock: (version: string) => `${p}build-lock:{${version}}`,
     /** STRING owner token with expiry: a shadow build's lock of its own (R21: a shadow never blocks the live build). */
     shadowBuildLock: (version: string) => `${p}build-lock:{${version}}:shadow`,
-    /**
-     * HASH 8-byte device digest -> guest record (lua/guest-record.lua): first seen, recent views (V1),
-     * hourly readout count; bucketed like offsets (R22), so a device costs a field (issue 52).
-     */
+    /** HASH device digest -> guest record (lua/guest-record.lua, V1), bucketed like offsets (R22): a field, not keys (issue 52). */
     guests: (bucket: number) => `${p}guests:{${bucket}}`,
     /** rate-limiter-flexible's key prefix: new guest device ids per client address (R23, issue 52). */
     newDevices: `${p}new-devices`,

@@ -21,10 +21,7 @@ export interface RingVersion {
   expiresAt: number;
 }
 
-/**
- * The version's ring, or null when its queue or meta is gone. A queue whose length disagrees with
- * its meta is still read (claims may come short): completeness is VersionStore's to say.
- */
+/** The version's ring, or null when its queue or meta is gone (a short queue still reads: completeness is VersionStore's). */
 export async function readRingVersion(redis: Redis, keys: RedisKeys, version: string): Promise<RingVersion | null> {
   const [[length, buildId, offsetBuckets], expiresAt] = await Promise.all([
     redis.hmGet(keys.meta(version), ['length', 'buildId', 'offsetBuckets']),
@@ -77,10 +74,7 @@ export function parseCursor(stored: string | null): number | null {
   return Number(comma === -1 ? stored : stored.slice(0, comma)) || 0;
 }
 
-/**
- * Claims up to min(count, length) next positions for `userKey` and moves its cursor. Redis reads
- * no clock: a claim the caller stopped waiting for is given back (`unclaimPositions`).
- */
+/** Claims up to min(count, length) next positions and moves the cursor; no clock: a claim given up on is given back. */
 export async function claimPositions(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, count: number): Promise<Claim> {
   const { key, field } = offsetSlot(keys, ring, userKey);
   const take = Math.min(count, ring.length);

@@ -48,8 +48,8 @@ export class VariantStatsNotWritten extends Error {
 }
 
 /**
- * Adds `counts` to the hour of `at`. Throws VariantStatsNotWritten with the increments that did not
- * run; one that ran unconfirmed (NotDurableError) is not handed back, or every flush would re-add it.
+ * Adds `counts` to the hour of `at`. VariantStatsNotWritten holds the increments that did not run;
+ * one that ran unconfirmed (NotDurableError) is left out, or every flush would re-add it.
  */
 export async function addVariantStats(redis: Redis, keys: RedisKeys, at: Date, counts: Map<string, number>): Promise<void> {
   if (counts.size === 0) return;
@@ -111,10 +111,7 @@ const STEP_FIELDS: Record<keyof VariantCounts, VariantEvent | VariantHealthEvent
 
 const COUNT_OF = Object.fromEntries(Object.entries(STEP_FIELDS).map(([count, event]) => [event, count])) as Record<string, keyof VariantCounts>;
 
-/**
- * A step's readout (R23 over D7): both variants over `hours` up to `now`, less guest devices first
- * seen since the step started (`fresh`, beside), with units at `percent` and users alone (`users`).
- */
+/** A step's readout (R23, D7) over `hours`, less guest devices new since its start (`fresh`), with `units` and `users`. */
 export async function readStepReadout(redis: Redis, keys: RedisKeys, now: Date, hours: number, step?: { startedAt: Date; percent: number }): Promise<StepReadout> {
   const readout = emptyReadout();
   const [viewers, units] = [{ ring: 0, legacy: 0 }, { ring: 0, legacy: 0 }];

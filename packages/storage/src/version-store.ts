@@ -110,10 +110,7 @@ export class VersionStore {
     await this.redis.hSet(liveOrShadowKeys(this.keys, version, which).meta, 'shadow', shadow ? '1' : '0');
   }
 
-  /**
-   * Stages a build's queue and scores (via `writeLists`), then its meta, under its lock token, all
-   * with `ttlSeconds`, so a build killed before publishing leaves nothing for ever.
-   */
+  /** Stages queue and scores (`writeLists`), then meta, under the lock token with `ttlSeconds`: a killed build leaves nothing. */
   async stage(meta: QueueMeta, lock: PublishLock, ttlSeconds: number, writeLists: (lists: { queue: Append; scores: Append }) => Promise<void>): Promise<void> {
     const staged = this.stagingKeys(meta.version, lock.token);
     await writeLists({ queue: (ids) => this.redis.rPush(staged.queue, ids), scores: (scores) => this.redis.rPush(staged.scores, scores) });
@@ -151,10 +148,7 @@ export class VersionStore {
     if (rebuildInPlace) await Promise.all(offsetBucketKeys(this.keys, meta).map((key) => this.redis.expire(key, ttlSeconds)));
   }
 
-  /**
-   * Refills the legacy set (R17) via a staging set named by the lock token, with `ttlSeconds`, then
-   * renamed over the set in one step. `beforeSwap` runs between (a failpoint).
-   */
+  /** Refills the legacy set (R17): a staging set under the lock token, renamed over it in one step; `beforeSwap` between. */
   async refillLegacy(lock: PublishLock, ttlSeconds: number, fill: (add: Append) => Promise<void>, beforeSwap?: () => Promise<void>): Promise<void> {
     const staging = this.keys.legacyIdsStaging(lock.token);
     await fill((ids) => this.redis.sAdd(staging, ids));

@@ -27,10 +27,7 @@ export class WatchCounter {
     return { watchCount: Math.max(0, this.totalWatch - used), totalWatchCount: this.totalWatch };
   }
 
-  /**
-   * Registers a watch of `videoId` today. Past the free watches it is removed again, so a made-up
-   * device cannot store the catalogue; the count is then 0.
-   */
+  /** Registers today's watch; past the free watches it is removed (a made-up device cannot store the catalogue), count 0. */
   async register(userKey: string, videoId: string, now = new Date()): Promise<WatchCount> {
     const key = this.key(userKey, now);
     // Pipelined on one connection, so SCARD sees the SADD; no transaction is needed for a count.

@@ -20,10 +20,7 @@ export const REDACTED = 'REDACTED';
 /** What a key looks like; anything else where a key goes may be the secret itself (`?<token>`). */
 const KEY_LIKE = /^[A-Za-z_][A-Za-z0-9_.[\]-]{0,39}$/;
 
-/**
- * `a=1&token=s` -> `a=REDACTED&token=REDACTED` (D5: no URL value recorded verbatim). A part with
- * no value or unlike a key is `REDACTED` whole.
- */
+/** `a=1&token=s` -> `a=REDACTED&token=REDACTED` (D5): no URL value recorded verbatim; a bare or odd part is `REDACTED` whole. */
 export function redactQuery(query: string): string {
   const parts = [...new URLSearchParams(query)].map(([key, value]) => (!/^=*$/.test(value) && KEY_LIKE.test(key) ? `${encodeURIComponent(key)}=${REDACTED}` : REDACTED));
   return [...new Set(parts)].join('&');

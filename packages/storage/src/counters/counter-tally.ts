@@ -154,10 +154,7 @@ export interface RepairOptions {
 
 export type RepairReport = Record<CounterName, number>;
 
-/**
- * The repair job: tallies videos of records dirty for `minAgeMs`, clears `dirty` where `v` is
- * unchanged, and returns each counter's change (0 when every process had tallied).
- */
+/** The repair job: tallies videos of records dirty for `minAgeMs`, clears `dirty` where `v` is unchanged; each counter's change. */
 export async function repairPendingCounters(videos: VideoModel, models: InteractionModels, options: RepairOptions = {}): Promise<RepairReport> {
   const { minAgeMs = 30_000, maxRecords = 50_000 } = options;
   const report = Object.fromEntries(Object.values(COUNTER_KINDS).flatMap((c) => [[c.recommend, 0], [c.display, 0]])) as RepairReport;
