@@ -3,7 +3,7 @@
  * it once per build and claims touch only the offset bucket. A copy loads in the background
  * (jittered, so instances do not all hit one master at the switch) and is used once verified
  * against the meta; until then positions come from Redis. At most `queueCopiesMax` within
- * `maxBytes`, LRU. Details: docs/design.md, "Layout at scale".
+ * `maxBytes`, LRU: today's, yesterday's (R17's fallback), one being replaced (docs/design.md, "Layout at scale").
  */
 import { logger } from '@feed/logger';
 import type { RingVersion, VersionStore } from '@feed/storage';

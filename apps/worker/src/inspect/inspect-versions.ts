@@ -122,7 +122,7 @@ export interface InspectorDeps {
 /** Audit entries the page shows (the stream keeps many more; `pnpm cli rollout --history` reads them too). */
 const AUDIT_SHOWN = 50;
 
-/** The inspector page: a week's versions, shadow, scores, rollout, next build, readout (D7), ramp (R23), audit (D6). */
+/** The inspector page: a week's versions, shadow, scores, rollout, next build, V2 readout (D7), ramp (R23), audit (D6). */
 export async function inspectorSummary({ config, queue, store, rollout, videos, audit: trail }: InspectorDeps) {
   const summary = await summarizeVersions(store, (await store.versions.listVersions()).slice(0, 7));
   const focus = summary.pointers.current ?? summary.versions[0]?.version;
