@@ -117,8 +117,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.set('query parser', 'simple');
   // Whose X-Forwarded-For names the client (the new-device limit's address); none unless configured.
   app.set('trust proxy', config.trustProxy);
-  // Every request's id, and its latency per route; the access log line only when LOG_LEVEL enables
-  // 'http' (winston would otherwise build and discard the line on every request). One layer.
+  // The access log line only when LOG_LEVEL enables 'http' (else winston builds and drops it per request).
   const assignId = requestId((id) => annotateRequestSpan({ 'http.request_id': id }));
   const accessLog = logger.isLevelEnabled('http');
   // Set once every route is registered (below); requests come after that.
@@ -133,10 +132,8 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     assignId(req, res, next);
   });
   app.use(answerOptions(app, '/api/app'));
-  // Then one layer: CORS on the client API (H5 pages on the allowed origins may call it; admin and
-  // probes never cross-origin); a body read only where the document takes one, and only as JSON
-  // (415 otherwise); the budget, started once the request is read (a slow body is bounded by the
-  // 408 timeouts, not by it); a guest operation's new-device limit.
+  // CORS on the client API only (admin and probes never cross-origin); JSON bodies only where the
+  // document takes one (415 otherwise); the budget once the body is read (408s bound a slow body).
   const cors = clientCors(config.corsAllowedOrigins);
   const json = express.json({ limit: '16kb' });
   const startBudget = requestBudget({ redisMs: config.redisDeadlineMs, mongoMs: config.mongoDeadlineMs });
@@ -155,9 +152,8 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   // The feed routes first: they take nearly all the traffic.
   app.use(feedRoutes({ feed, catalog, history, watches, readout, jwtSecret: config.authJwtSecret, onRedisFailure: (operation) => metrics.redisFailures.inc({ operation }) }));
   let draining = false;
-  // Warm once the copy of the version current at start is held (or there is none, copies are off,
-  // the copy was refused, or Redis is down: degraded is ready, and stays so when Redis returns):
-  // later versions load while the instance serves, as every instance does at the daily switch.
+  // Warm once the copy of the version current at start is held (or none is needed, refused, or Redis
+  // is down: degraded is ready); later versions load while serving, as at the daily switch.
   let warm = config.queueCopiesMax === 0;
   const warmUp = async (redisUp: boolean) => {
     if (warm || !redisUp) return (warm = true);

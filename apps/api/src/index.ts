@@ -1,7 +1,4 @@
-/**
- * The API's public entry: what the CLI, the benchmarks and cross-package tests may use.
- * `main.ts` is the runnable entry (`node dist/main.js`).
- */
+/** The API's public entry for the CLI, benchmarks and cross-package tests; `main.ts` is the runnable one. */
 export { clientCors, createApp, type Api, type ApiDeps } from './app';
 export { startApi, type RunningApi } from './main';
 export { createApiMetrics, declareHttpRoutes, HTTP_STATUSES, type ApiMetrics } from './metrics';

@@ -1,7 +1,4 @@
-/**
- * The read path's label unions, declared once: the feed counts with them and metrics.ts declares
- * its series from them (kept apart so neither imports the other for a type).
- */
+/** The read path's label unions, apart so the feed and metrics.ts need not import each other. */
 export const STRATEGIES = ['ring', 'previous-version', 'legacy-set', 'mongo-fallback'] as const;
 /** The feed's strategies, tried in order until one serves a page (feed-service.ts). */
 export type StrategyName = (typeof STRATEGIES)[number];

@@ -1,10 +1,6 @@
 const MB = 1024 * 1024;
 
-/**
- * What an API instance may hold, from one setting (API_MEMORY_BUDGET_MB): each cache's share in
- * bytes and V8's old-space limit. The shares leave room for what no cache owns: Node's own code
- * and native memory, the young generation, sockets and in-flight requests (~25%).
- */
+/** Each cache's share of API_MEMORY_BUDGET_MB and V8's old-space limit; ~25% left for what no cache owns. */
 export function memoryShares(budgetMb: number) {
   const budgetBytes = budgetMb * MB;
   return {

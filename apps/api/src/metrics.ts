@@ -5,20 +5,13 @@ import { COUNTER_KINDS, STORES, VARIANT_EVENTS, VARIANTS, type CounterKind, type
 import { declareLabels } from '@feed/telemetry';
 import { SKIP_REASONS, STRATEGIES } from './labels';
 
-/**
- * The known label values, declared once: the code that counts takes its values from here, each
- * series is exported at 0 from the start (so alerts see a first event), and an undeclared value
- * throws (test/metric-labels.test.ts also checks the alerts and the dashboard match these).
- */
+/** Label values declared once: exported at 0 from the start (alerts see a first event); an undeclared one throws. */
 export const DEGRADATION_KINDS = ['previous-version', 'legacy-set', 'mongo-fallback'] as const;
 /** The feed's strategies, its settings and user-filter reads, and the other endpoints' Redis calls. */
 export const REDIS_OPERATIONS = [...STRATEGIES, 'settings', 'user-filter', 'watch-count', 'view-history', 'not-interested'] as const;
 export const CLAIM_RESULTS = ['given-back', 'lost'] as const;
 export const CACHE_RESULTS = ['hit', 'miss'] as const;
-/**
- * The statuses the API answers with; any other is recorded as its class (`4xx`, `5xx`...), so a
- * `status=~"5.."` match still counts it, and each route's series stays a bounded, declared set.
- */
+/** Answered statuses; any other is recorded as its class (`5xx`...), keeping each route's series declared and bounded. */
 export const HTTP_STATUSES = ['200', '400', '401', '404', '500', '503', '2xx', '3xx', '4xx', '5xx'] as const;
 export const UNMATCHED_ROUTE = 'unmatched';
 
@@ -117,10 +110,7 @@ const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'
 /** The labels of one request, from its method, its route (undefined when none matched) and its status. */
 export type RequestLabels = (method: string, route: string | undefined, status: number) => { method: string; route: string; status: string };
 
-/**
- * Declares the latency histogram over `routes` (`METHOD path`; a GET route answers HEAD too) and
- * `unmatched` for any method, at every status; returns what maps a request onto those labels.
- */
+/** Declares the latency histogram over `routes` (a GET answers HEAD too) and `unmatched`, at every status. */
 export function declareHttpRoutes(histogram: Histogram, routes: readonly string[]): RequestLabels {
   const pairs = new Set([...routes.flatMap((route) => (route.startsWith('GET ') ? [route, `HEAD ${route.slice(4)}`] : [route])), ...HTTP_METHODS.map((method) => `${method} ${UNMATCHED_ROUTE}`)]);
   for (const pair of pairs) {

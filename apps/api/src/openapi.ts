@@ -1,8 +1,7 @@
 /**
- * OpenAPI 3.1 description of the API, served at /openapi.json. Request parameters and bodies are
- * generated from the joi schemas the routes validate with (joi-to-json), so a rule is written
- * once; the response shapes are declared here and checked against real responses in tests. Lint
- * clean under `redocly lint` (recommended rules), run by the tests.
+ * OpenAPI 3.1 description of the API, served at /openapi.json. Parameters and bodies come from the
+ * routes' joi schemas (joi-to-json); response shapes are declared here, checked against real
+ * responses and `redocly lint` in tests.
  */
 import type Joi from 'joi';
 import parse from 'joi-to-json';
@@ -65,10 +64,7 @@ const adminSecurity = [{ adminBasic: [] }];
 
 type Operation = OperationFields<'feed' | 'views' | 'interactions' | 'admin' | 'operations'>;
 
-/**
- * Every route but the probes, the metrics and this document reads a store (the error handler:
- * 503). No 500 is documented: the error handler's answer to a bug is a drift the contract check reports.
- */
+/** Every route but probes, metrics and this document reads a store (503); no 500: a bug's answer is contract drift. */
 const operation = ({ tag, responses, ...fields }: Operation) => ({
   tags: [tag],
   ...fields,
@@ -394,20 +390,17 @@ export const openApiDocument = {
   }, (path) => (path.startsWith('/api/app/') ? CORS_PREFLIGHT : ''), slowClient),
 };
 
-/** `METHOD /path` of each operation that takes a body: app.ts reads a body there and nowhere else. */
-/** `METHOD path` of the operations a guest may call: the new-device limit's (app.ts). */
-export const guestOperations = new Set(
-  Object.entries(openApiDocument.paths as Record<string, Record<string, { security?: object[] }>>).flatMap(([path, operations]) =>
-    Object.entries(operations)
-      .filter(([method, operation]) => method !== 'head' && operation.security === userOrGuest)
-      .map(([method]) => `${method.toUpperCase()} ${path}`),
-  ),
-);
+type DocumentedOperation = { security?: object[]; requestBody?: object };
+const operationsWhere = (keep: (method: string, operation: DocumentedOperation) => unknown) =>
+  new Set(
+    Object.entries(openApiDocument.paths as Record<string, Record<string, DocumentedOperation>>).flatMap(([path, operations]) =>
+      Object.entries(operations)
+        .filter(([method, operation]) => keep(method, operation))
+        .map(([method]) => `${method.toUpperCase()} ${path}`),
+    ),
+  );
 
-export const bodyOperations = new Set(
-  Object.entries(openApiDocument.paths as Record<string, Record<string, { requestBody?: object }>>).flatMap(([path, operations]) =>
-    Object.entries(operations)
-      .filter(([, operation]) => operation.requestBody)
-      .map(([method]) => `${method.toUpperCase()} ${path}`),
-  ),
-);
+/** `METHOD path` of the operations a guest may call: the new-device limit's (app.ts). */
+export const guestOperations = operationsWhere((method, operation) => method !== 'head' && operation.security === userOrGuest);
+/** `METHOD /path` of each operation that takes a body: app.ts reads a body there and nowhere else. */
+export const bodyOperations = operationsWhere((_method, operation) => operation.requestBody);

@@ -1,7 +1,4 @@
-/**
- * The first import of main.ts: traces start (when OTEL_* variables ask for them) before express,
- * redis and mongodb are required, so that their instrumentations can patch them (D5).
- */
+/** main.ts's first import: traces start before express, redis and mongodb load, so they can be patched (D5). */
 import { startTelemetry } from '@feed/telemetry';
 
 startTelemetry('feed-api');

@@ -1,7 +1,6 @@
 /**
- * The worker's HTTP surface, admin parts behind credentials: the job dashboard (bull-board),
- * where on-call watches builds and triggers a rebuild, and the queue inspector; `/metrics`; `/healthz`; `/readyz`;
- * `/openapi.json`, the document of all but bull-board's own routes (./openapi.ts).
+ * The worker's HTTP surface: behind credentials the job dashboard (bull-board) and the inspector;
+ * `/metrics`, `/healthz`, `/readyz`, and `/openapi.json` (all but bull-board's routes).
  */
 import express, { type Express, type RequestHandler } from 'express';
 import { createBullBoard } from '@bull-board/api';

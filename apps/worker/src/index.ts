@@ -1,7 +1,4 @@
-/**
- * The worker's public entry: what the CLI, `pnpm start`, the benchmarks and cross-package tests
- * may use. `main.ts` is the runnable entry (`node dist/main.js`).
- */
+/** The worker's public entry for the CLI, `pnpm start`, benchmarks and tests; `main.ts` is the runnable one. */
 export { startWorker, type RunningWorker } from './main';
 export { buildDepsFrom, runDailyBuild, type BuildDeps, type BuildOptions, type BuildResult } from './daily-build/daily-build';
 export { promoteHeldVersion, PromoteRefusedError, type PromoteDeps, type PromoteResult } from './daily-build/promote-held';

@@ -7,12 +7,7 @@ import { REPAIR_REASONS } from './controller/repair-reasons';
 import type { BuildStatus } from './daily-build/daily-build';
 import type { DocumentIssue } from './daily-build/read-candidates';
 
-/**
- * The known label values, declared once: the code that counts takes its values from here, each
- * series is exported at 0 from the start (so `increase()` sees a first failed build or a first
- * repair) and an undeclared value throws (test/metric-labels.test.ts also checks the alerts).
- */
-// Written as records over the code's own types, so a value added there and not here fails to compile.
+/** Label values declared once, exported at 0 from the start (`increase()` sees a first failure); records over the code's types. */
 export const BUILD_RESULTS = Object.keys({ built: 1, shadow: 1, held: 1, superseded: 1, 'already-current': 1, locked: 1, failed: 1, invalid: 1 } satisfies Record<BuildStatus | 'failed' | 'invalid', 1>);
 export const DOCUMENT_ISSUES = Object.keys({ 'unreadable-id': 1, 'unreadable-document': 1, 'non-numeric-field': 1, 'saturated-score': 1 } satisfies Record<DocumentIssue, 1>);
 export const RAMP_STEP_KINDS = [...RAMP_NOTICE_KINDS];
@@ -20,10 +15,7 @@ export const REPAIRED_COUNTERS = Object.values(COUNTER_KINDS).flatMap((kind) => 
 
 export interface WorkerMetricsOptions {
   defaultMetrics?: boolean;
-  /**
-   * The current version's meta in Redis. When given, the build gauges are read from it at every
-   * scrape, so each replica (and a restarted one, or after a CLI build) reports the same truth.
-   */
+  /** Current's meta: build gauges are read from it every scrape, so every replica reports the same. */
   currentMeta?: () => Promise<QueueMeta | null>;
   /** The stored ramp's status and pause (R23). When given, `feed_ramp_halted` and `feed_ramp_sample_ratio_mismatch` are read from it at every scrape, on every replica. */
   rampStatus?: () => Promise<{ status: string; pause: { cause: string } | null } | null>;
@@ -42,9 +34,8 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
   /** A gauge; with `collect`, read at every scrape. */
   const gauge = (name: string, help: string, collect?: (this: Gauge) => Promise<void>) => new Gauge({ name, help, registers: [registry], collect });
   const { currentMeta } = options;
-  // One read of current's meta per scrape, shared: prom-client collects every gauge at once, so
-  // each build gauge waits for it (a gauge that did not read the last scrape's). A Redis error or
-  // a read past SCRAPE_WAIT_MS keeps the last values, marked stale by feed_build_meta_up 0.
+  // One meta read per scrape, shared by the gauges. A Redis error or a read past SCRAPE_WAIT_MS
+  // keeps the last values, marked stale by feed_build_meta_up 0.
   let reading: Promise<QueueMeta | null> | undefined;
   /** Reads current's meta into the build gauges; false when there is none or it could not be read in time. */
   const readMeta =

@@ -1,9 +1,7 @@
 /**
- * OpenAPI 3.1 description of the worker's own HTTP surface, served at /openapi.json: the probes,
- * the metrics, the queue inspector's page, JSON and its one action. bull-board's dashboard is
- * named but not described (its JSON API is bull-board's, versioned with it): the
- * `x-unspecified-paths` extension says so. Lint clean under `redocly lint` (recommended rules),
- * run by the tests, which also check every response they get against it.
+ * OpenAPI 3.1 description of the worker's own surface (probes, metrics, inspector), at
+ * /openapi.json. bull-board's dashboard is named, not described (`x-unspecified-paths`). Checked
+ * by `redocly lint` and against every response in the tests.
  */
 import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, operationsPaths, readinessSchema, ref, slowClient, type OperationFields } from '@feed/http';
 import { VERSION_PATTERN } from '@feed/storage';

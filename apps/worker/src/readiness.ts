@@ -1,9 +1,7 @@
 /**
- * The worker's `/readyz`: 200 while both stores answer, 503 naming the one that has been failing
- * for a few seconds (a store slow for a moment shows `down` in the body, still 200: see
- * StoreHealth). A worker builds from MongoDB into Redis, so without either it can neither build
- * nor show its dashboard; `/healthz` stays independent of both, so it is not restarted for a
- * store's outage.
+ * The worker's `/readyz`: 200 while both stores answer (a moment's slowness shows `down`, still
+ * 200), 503 naming one failing for a few seconds: a build needs both. `/healthz` needs neither, so
+ * an outage does not restart the worker.
  */
 import type { RequestHandler } from 'express';
 import type { StoreHealth } from '@feed/storage';

@@ -29,11 +29,7 @@ const isProduction = (env: NodeJS.ProcessEnv) => env.NODE_ENV === 'production';
 /** Shortest secret production accepts (D2). */
 export const PRODUCTION_SECRET_MIN_LENGTH = 32;
 
-/**
- * The marker every development, test and example secret of this repository carries (the defaults,
- * `.env.example`, the infra placeholders, the tests): production refuses it, as Django's deploy check
- * refuses `django-insecure-`. A secret anyone can read here is one production never starts with.
- */
+/** Every development, test and example secret carries it; production refuses it (as Django does `django-insecure-`). */
 export const INSECURE_SECRET_MARKER = 'feed-insecure-';
 
 /** A secret production refuses: it carries the marker, or names itself a placeholder. */
@@ -41,10 +37,7 @@ function isPublishedSecret(value: string): boolean {
   return value.toLowerCase().includes(INSECURE_SECRET_MARKER) || /replace[-_ ]?me|change[-_ ]?me|placeholder|example/i.test(value);
 }
 
-/**
- * Outside production, a `.env` file at the repository root fills in what the environment does
- * not set (the real environment wins). Production reads the environment only.
- */
+/** Outside production, the repository's `.env` fills in what the environment does not set. */
 export function loadDotEnv(env: NodeJS.ProcessEnv = process.env, file = path.resolve(__dirname, '../../../.env')): void {
   if (isProduction(env) || !existsSync(file)) return;
   for (const [name, value] of Object.entries(parseEnv(readFileSync(file, 'utf8')))) if (env[name] === undefined) env[name] = value;
@@ -59,10 +52,7 @@ function isValidTimeZone(value: string): boolean {
   }
 }
 
-/**
- * One setting: its variable, its joi schema (default, description and rules in one place), and
- * how the validated value lands in `Config`. `Config` is derived from the declarations below.
- */
+/** One setting: its variable, its joi schema (default, description, rules) and how it lands in `Config`. */
 interface Setting<Raw, Value> {
   env: string;
   schema: Joi.Schema<Raw>;
@@ -227,10 +217,7 @@ export type Config = { [K in Exclude<keyof Values, AbsentKeys>]: Values[K] } & {
 
 export class ConfigError extends Error {}
 
-/**
- * NODE_ENV and LOG_LEVEL validated by their declarations, for the logger before (or without) the
- * whole configuration: a bad value reads as its default here, and loadConfig reports it.
- */
+/** NODE_ENV and LOG_LEVEL for the logger before the whole configuration: a bad value reads as its default. */
 export function loggingConfig(env: NodeJS.ProcessEnv = process.env): Pick<Config, 'nodeEnv' | 'logLevel'> {
   const { nodeEnv, logLevel } = settingsFor(env);
   const valid = <T>({ env: name, schema }: Setting<T, T>): T => (schema.validate(env[name]).error ? schema.validate(undefined) : schema.validate(env[name])).value as T;
@@ -247,11 +234,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration: ${error.details.map((d) => `${String(d.path[0])}: ${d.message}`).join('; ')}`);
   }
   const validated = value as Record<string, unknown>;
-  // The default minimum is no bound of its own: joi checks min <= max on a set value only, and the
-  // driver refuses a pool whose minimum exceeds its maximum (MONGO_MAX_POOL_SIZE=10 alone).
+  // joi checks min <= max only on a set value; the driver refuses min > max (MONGO_MAX_POOL_SIZE=10 alone).
   if (env.MONGO_MIN_POOL_SIZE === undefined) validated.MONGO_MIN_POOL_SIZE = Math.min(Number(validated.MONGO_MIN_POOL_SIZE), Number(validated.MONGO_MAX_POOL_SIZE));
-  // One secret for both, or one inside the other (the password plus a space), would let anyone
-  // who knows the admin password sign user tokens.
+  // Equal or nested secrets would let anyone with the admin password sign user tokens.
   if (validated.NODE_ENV === 'production' && oneHoldsTheOther(String(validated.AUTH_JWT_SECRET).trim(), String(validated.ADMIN_PASSWORD).trim())) {
     throw new ConfigError('invalid configuration: AUTH_JWT_SECRET: must differ from ADMIN_PASSWORD and not contain it; ADMIN_PASSWORD: must differ from AUTH_JWT_SECRET and not contain it');
   }
@@ -292,10 +277,7 @@ export function renderConfigTable(): string {
   return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
 }
 
-/**
- * One setting validated alone: for a step that runs before the process does (the image's command
- * derives V8's heap flag from API_MEMORY_BUDGET_MB) and must not stop on another variable.
- */
+/** One setting validated alone, for a step before the process (the image derives V8's heap flag from API_MEMORY_BUDGET_MB). */
 export function loadSetting<K extends keyof Settings>(key: K, env: NodeJS.ProcessEnv = process.env): Values[K] {
   const declared = settingsFor(env)[key] as Setting<unknown, Values[K]>;
   const { value, error } = declared.schema.validate(env[declared.env], { convert: true });

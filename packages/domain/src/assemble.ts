@@ -20,12 +20,10 @@ export interface AssembledQueue<Ids> {
 }
 
 /**
- * Each block takes up to 3 new videos and fills to 20 from the high pool; when the high pool
- * runs out, new videos fill the rest. Every id appears exactly once, nothing pads, and only the
- * last block may be short. Each block is shuffled with a PRNG seeded by version and block index.
- *
- * The build passes candidate indices (Uint32Array) and gets indices back, so no id is copied;
- * tests and small callers pass ids.
+ * Each block takes up to 3 new videos and fills to 20 from the high pool (new ones fill when it
+ * runs out). Every id appears once, nothing pads, only the last block may be short. Each block is
+ * shuffled with a PRNG seeded by version and block index. The build passes indices, so no id is
+ * copied.
  *
  * @param high high pool in serving order (R8)
  * @param fresh new pool in serving order (R7)

@@ -1,9 +1,7 @@
 /**
- * SPEC R1a: how a counter or a date of a video document counts, whatever the operators or other
- * services stored. One rule for the build (which reads raw BSON) and for the read path (which
- * reads deserialised documents): any numeric BSON type counts by its value; anything else does not.
- *
- * BSON values are recognised by their `_bsontype` tag, so the domain needs no driver.
+ * SPEC R1a: how a video's counter or date counts, whatever was stored: one rule for the build (raw
+ * BSON) and the read path. Any numeric BSON type counts by its value (recognised by `_bsontype`,
+ * so no driver); anything else does not.
  */
 
 /** A finite number, or null: NaN and the infinities are not values. */
@@ -22,11 +20,7 @@ function isBsonValue(value: unknown): value is BsonValue {
   return typeof value === 'object' && value !== null && typeof (value as { _bsontype?: unknown })._bsontype === 'string';
 }
 
-/**
- * The value of a number of any numeric BSON type (double, int32, int64, Decimal128, and a JS
- * number or bigint as the driver promotes them), or null for anything else (string, boolean,
- * array, object, null, NaN, a date).
- */
+/** The value of any numeric BSON type (or a JS number or bigint), else null (string, date, NaN, ...). */
 export function numericValue(value: unknown): number | null {
   if (typeof value === 'number') return finiteOrNull(value);
   if (typeof value === 'bigint') return finiteOrNull(Number(value));
@@ -56,11 +50,7 @@ export function dateValue(value: unknown): number | null {
   return numericValue(value);
 }
 
-/**
- * The ISO form of epoch milliseconds, or null when it is no RFC 3339 date-time (the document's
- * `format: date-time`): beyond what a Date holds (±8.64e15 ms) or outside the years 0000-9999,
- * which toISOString writes with six digits and a sign.
- */
+/** The ISO form of epoch ms, or null when no RFC 3339 date-time (beyond a Date, or outside years 0000-9999). */
 export function isoDate(ms: number | null): string | null {
   if (ms === null) return null;
   const date = new Date(ms);

@@ -6,10 +6,7 @@ export interface EligibilityFields {
   deleted?: boolean | null;
 }
 
-/**
- * Approved, short, not deleted. VIP, coin, ad and special videos are eligible like any other;
- * no other status or content type is.
- */
+/** Approved, short, not deleted; VIP, coin, ad and special videos alike. */
 export function isEligible(video: EligibilityFields): boolean {
   return video.status === 'approved' && video.newsType === 'short' && video.deleted !== true;
 }

@@ -2,11 +2,7 @@
 
 export const NEW_WINDOW_MS = 24 * 60 * 60 * 1000;
 
-/**
- * The candidates as the pool rules read them: candidate i's score, review time (epoch ms,
- * -Infinity when unknown) and id order. The build stores them in typed columns
- * (`apps/worker` candidate-columns.ts); any shape with these members will do.
- */
+/** The candidates as the pool rules read them (review time -Infinity when unknown); the build's columns fit. */
 export interface PoolCandidates {
   readonly length: number;
   readonly scores: Float64Array;

@@ -1,12 +1,10 @@
 /**
- * SPEC R23, second part: the judge of one ramp step. It reads the step's readout (D7) and the
- * feed's health per variant, and says pass, fail or wait. Operational guards: the ring's 5xx,
- * degradation and empty-page rates must not exceed legacy's by more than a margin. Engagement
- * guards: likes, collects and shares per view must not be lower than legacy's, nor "not
- * interested" higher, beyond chance (a two-proportion z-test, confidence split by Bonferroni).
- * An underpowered step or an unreadable readout waits, never passes. Guards read trusted units
- * only, and a sample-ratio check before any verdict but a failure reports a broken sample. The
- * statistics and their reasons: docs/design.md, "The ramp's judge" and "Made-up devices".
+ * SPEC R23, second part: the judge of one ramp step, from its readout (D7): pass, fail or wait.
+ * Operational guards: the ring's 5xx, degradation and empty-page rates may not exceed legacy's by
+ * more than a margin. Engagement guards: likes, collects and shares per view may not be lower, nor
+ * "not interested" higher, beyond chance (two-proportion z-test, Bonferroni). Underpowered or
+ * unreadable: wait, never pass. A sample-ratio check precedes any verdict but a failure. Reasons:
+ * docs/design.md, "The ramp's judge" and "Made-up devices".
  */
 import { twoProportionTest, twoSidedPValue, isValidSample, type Interval, type ProportionEstimate, type ProportionSample } from './two-proportion';
 
@@ -28,12 +26,7 @@ export interface VariantCounts {
   notInterested: number;
 }
 
-/**
- * The most actions of one kind (views, likes, "not interested", ...) one client (user or guest
- * device) has counted per hour and variant (D7), on top of counting each video once: no client
- * moves an engagement rate by more than this over the views of the hour. 200 is a 15-second video
- * every 18 seconds for a full hour.
- */
+/** Most actions of a kind one client counts per hour and variant (D7): 200 is a 15-second video every 18 s for an hour. */
 export const READOUT_CLIENT_HOURLY_CAP = 200;
 
 /** A count per arm. */
@@ -66,11 +59,7 @@ export interface SampleRatio {
   mismatch: boolean;
 }
 
-/**
- * Pearson's chi-square of `units` against a split of `ringShare` to the ring: with one degree of
- * freedom it is z², so its p-value is the normal's two-sided one. No check below 5 expected units
- * in either arm (the approximation's usual floor), nor for a share of 0 or 1.
- */
+/** Pearson's chi-square of `units` against `ringShare` (1 df: z²); none below 5 expected units an arm, or at 0 or 1. */
 export function sampleRatioCheck(units: PerArm, ringShare: number): SampleRatio {
   const n = units.ring + units.legacy;
   const expected = [n * ringShare, n * (1 - ringShare)];
@@ -116,9 +105,9 @@ export interface StepGuards {
 }
 
 /**
- * 20,000 views per variant catch a like rate 10 % lower (5 % vs 4.5 %) about three times in four
- * (`pnpm bench ramp-judge`); 2,000 would pass such a V2 four times in five. 2,000 requests keep the
- * 0.5-point 5xx margin many standard errors away from a 0.1 % base rate.
+ * 20,000 views per variant catch a like rate 10 % lower (5 % vs 4.5 %) three times in four (`pnpm
+ * bench ramp-judge`); 2,000 would pass it four times in five. 2,000 requests keep the 0.5-point 5xx
+ * margin many standard errors from a 0.1 % base rate.
  */
 export const DEFAULT_STEP_GUARDS: StepGuards = {
   confidence: 0.95,
@@ -250,12 +239,7 @@ function judgeEngagement(guard: EngagementGuardName, readout: StepReadout, guard
   return { ...base, outcome: 'pass' };
 }
 
-/**
- * The verdict on one step: `fail` when any guard with its full sample fails (a failure is not
- * undone by another guard still waiting), else `mismatch` when the units of `readout.units` do
- * not fit `ringShare` (the step's percent / 100), else `wait` while any guard is underpowered or
- * unreadable, else `pass`.
- */
+/** `fail` if any full-sample guard fails, else `mismatch` (units vs `ringShare`), else `wait` (underpowered), else `pass`. */
 export function judgeStep(readout: StepReadout, guards: StepGuards = DEFAULT_STEP_GUARDS, ringShare?: number): StepJudgement {
   const tests = Math.max(1, guards.engagement.length * (readout.users ? 2 : 1));
   const perTestConfidence = 1 - (1 - guards.confidence) / tests;

@@ -1,13 +1,10 @@
 /**
  * SPEC R23, second part: the self-driving rollout ramp as a pure state machine. The lease
- * holder's driver calls `advanceRamp` on each check with what it observed (the time, the rollout
- * in force, the step's readout when `rampNeedsReadout` says so); the machine answers with the
- * next state and at most one rollout write. Nothing here reads a clock or a store or checks
- * ranges: storage's ramp-schema.ts does. States: `running`, `waiting` (too few samples; it never
- * passes underpowered), `halted` (a guard failed), `done`, `paused` (a human acted, or a
- * sample-ratio mismatch). A state and its write are stored together atomically; `notices` is an
- * outbox for the audit trail (D6) and alerts, dropped with `ackNotices`. The states in full:
- * docs/design.md, "The ramp's states".
+ * holder's driver calls `advanceRamp` each check with what it observed; the answer is the next
+ * state and at most one rollout write, stored together atomically. No clock, store or range check
+ * here (storage's ramp-schema.ts checks). States: `running`, `waiting` (never passes underpowered),
+ * `halted`, `done`, `paused` (a human, or a sample-ratio mismatch). `notices` is an outbox for the
+ * audit trail (D6) and alerts. In full: docs/design.md, "The ramp's states".
  */
 import { judgeStep, stepGuards, type StepGuards, type StepJudgement, type StepReadout } from './ramp-judge';
 
@@ -39,11 +36,7 @@ export type RampNotice = { seq: number; at: string; kind: RampNoticeKind; percen
 /** A rollout write: `enabled` only when a human started or resumed the ramp. */
 export type RolloutWrite = { percent: number; enabled?: true };
 
-/**
- * The stored ramp (storage's rampStateSchema checks it): `revision` +1 on every change (a store
- * saves only over the revision it read), `current` the index of the step in force, `judgeAt` its
- * next judgement (running, waiting), `lastGoodPercent` where a halt goes back to.
- */
+/** The stored ramp: `revision` +1 per change (saved only over the one read), `lastGoodPercent` where a halt goes back to. */
 export interface RampState {
   schema: typeof RAMP_SCHEMA;
   id: string;
@@ -145,11 +138,7 @@ export function rampNeedsReadout(state: RampState, now: Date): boolean {
   return rampActive(state) && state.judgeAt !== null && now.getTime() >= Date.parse(state.judgeAt);
 }
 
-/**
- * UTC hours whose hourly readout (D7) covers the current step up to `now`, its start hour
- * included; 0 before it started. That first hour may hold some of the step before: both variants
- * are counted side by side in every hour, so it adds samples to the comparison, not a bias.
- */
+/** UTC hours of readout (D7) covering the step up to `now`, start hour included (both variants share it: no bias). */
 export function rampReadoutHours(state: RampState, now: Date): number {
   const startedAt = state.steps[state.current].startedAt;
   if (!startedAt) return 0;
@@ -205,12 +194,7 @@ function judge(state: RampState, now: Date, readout: StepReadout): RolloutWrite 
   return { percent: state.steps[state.current].percent };
 }
 
-/**
- * One check of the driver: the kill switch and any rollout other than the ramp's step (a manual
- * percent, a cleared override) pause an active ramp; a step whose judgement is due is judged
- * from `tick.readout`. Paused, halted and done ramps do nothing. Throws when a judgement is due
- * and `tick.readout` is absent.
- */
+/** One check: the kill switch or a foreign rollout pauses an active ramp; a due step is judged from `tick.readout` (required). */
 export function advanceRamp(state: RampState, tick: RampTick): RampAdvance {
   const { now, rollout } = tick;
   if (!rampActive(state)) return { state, write: null };

@@ -1,10 +1,8 @@
 /**
- * SPEC R23, first part: the gate before the daily switch. The build compares the version it is
- * about to switch to with the one it replaces and holds it as a shadow when its queue or its
- * candidate read shrank by more than `holdDrop` of current's, or when it has any duplicate:
- * a catalogue cut by a bad migration, a wrong filter or a half-restored MongoDB then never
- * reaches users at the switch. The figures are the ones each version's meta already records
- * (`length`, `candidateCount`, `newCount`, `duplicateCount`, `blocks`).
+ * SPEC R23, first part: the gate before the daily switch. A version whose queue or candidate read
+ * shrank by more than `holdDrop` of current's, or with any duplicate, is held as a shadow: a
+ * catalogue cut by a bad migration, a wrong filter or a half-restored MongoDB never reaches users.
+ * The figures are those each version's meta records.
  */
 import { expandBlocks, fullBlockRatio, type BlockRun } from './assemble';
 
@@ -75,12 +73,7 @@ export interface HoldReason {
   message: string;
 }
 
-/**
- * - `pass`: nothing to hold, switch;
- * - `hold`: keep the version as a shadow (reasons say why);
- * - `first-version`: nothing is current, so nothing to compare with: switch (reasons may still list duplicates);
- * - `skipped`: on-call asked to skip the gate for this build: switch (reasons list what it would have held for).
- */
+/** `pass`, `first-version` (nothing to compare) and `skipped` (on-call's; reasons still listed) switch; `hold` keeps a shadow. */
 export type GateOutcome = 'pass' | 'hold' | 'first-version' | 'skipped';
 
 export interface GateVerdict {
@@ -106,10 +99,8 @@ export interface GateOptions {
 const readable = (n: number) => Number.isFinite(n) && n >= 0;
 
 /**
- * The gate's verdict for switching to `next` while `current` is current (null: nothing is).
- * A figure of `next` that is no finite non-negative number (a corrupt meta) holds it; an
- * unreadable figure of `current` is not compared (holding every later day over a corrupt current
- * would pin users to it). Throws a RangeError for a `holdDrop` outside [0, 1].
+ * The verdict on `next` over `current` (null: none). A bad figure of `next` holds it; one of
+ * `current` is not compared (it would pin users to a corrupt current). RangeError: `holdDrop` not in [0, 1].
  */
 export function judgeRelease(next: ReleaseFigures, current: ReleaseFigures | null, options: GateOptions = {}): GateVerdict {
   const holdDrop = options.holdDrop ?? DEFAULT_HOLD_DROP;

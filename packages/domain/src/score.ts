@@ -13,10 +13,7 @@ export interface RecommendCounters {
 /** A counter as a count: missing, negative or non-finite values count as 0. */
 export const nonNegativeCount = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
 
-/**
- * The largest score. Counters R1a accepts can be any double (1e308 included), whose weighted sum
- * is Infinity: such a score saturates here, an integer every reader can order and bucket.
- */
+/** The largest score: counters R1a accepts (1e308) can sum to Infinity, so scores saturate to an orderable integer. */
 export const MAX_RECOMMEND_SCORE = Number.MAX_SAFE_INTEGER;
 
 /** like x1 + collect x2 + comment x3 + share x5, at most MAX_RECOMMEND_SCORE. Missing or negative counters count as 0. */

@@ -1,12 +1,9 @@
 /**
- * SPEC R23: the statistics a ramp step is judged by. Rates are proportions of trials (likes per
- * view, 5xx answers per request); the normal distribution's quantile and CDF come from jstat,
- * only the textbook formulas around them are written here:
- * - a rate's interval is Wilson's score interval (sound for the small rates engagement has, where
- *   the plain Wald interval dips below 0);
- * - two rates are compared by the pooled two-proportion z-test,
- *   z = (p1 - p2) / sqrt(p(1 - p)(1/n1 + 1/n2)) with p = (x1 + x2) / (n1 + n2), two-sided p-value;
- * - the difference's interval is the unpooled Wald interval, p1 - p2 +- z * sqrt(p1q1/n1 + p2q2/n2).
+ * SPEC R23: the statistics a ramp step is judged by (jstat gives the normal's quantile and CDF):
+ * - a rate's interval is Wilson's (sound for small rates, where Wald's dips below 0);
+ * - two rates: the pooled two-proportion z-test,
+ *   z = (p1 - p2) / sqrt(p(1 - p)(1/n1 + 1/n2)) with p = (x1 + x2) / (n1 + n2), two-sided;
+ * - the difference's interval is unpooled Wald, p1 - p2 +- z * sqrt(p1q1/n1 + p2q2/n2).
  */
 import { jStat } from 'jstat';
 
@@ -85,11 +82,7 @@ export function estimateProportion(sample: ProportionSample, confidence: number)
   return { successes, trials, rate: p, interval: [low, high] };
 }
 
-/**
- * Compares two rates (SPEC R23's engagement guards): the pooled two-proportion z-test, two-sided,
- * at `confidence`, with each rate's interval and the difference's. Throws a RangeError on counts
- * that are no rate (negative, fractional, successes above trials) or a confidence outside (0, 1).
- */
+/** Compares two rates (R23) at `confidence`, with intervals; RangeError on counts that are no rate or a bad confidence. */
 export function twoProportionTest(a: ProportionSample, b: ProportionSample, confidence = 0.95): TwoProportionResult {
   checkSample(a, 'a');
   checkSample(b, 'b');

@@ -16,11 +16,7 @@ function zoneOffsetMs(at: number, timeZone: string): number {
 
 const LOCAL_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?)?$/;
 
-/**
- * An ISO-8601 instant for `build --at`: with `Z` or an offset it is taken as given; without one
- * ("2026-07-24", "2026-07-24T04:30") it is wall time in `timeZone`, the zone that names versions,
- * so the day on-call types is the version built whatever the host's zone. Null when unreadable.
- */
+/** `build --at`'s instant: with `Z` or an offset as given, else wall time in `timeZone` (the day on-call types); null if unreadable. */
 export function parseBuildAt(input: string, timeZone: string): Date | null {
   const text = input.trim();
   const local = LOCAL_DATE_TIME.exec(text);

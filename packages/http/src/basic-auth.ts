@@ -8,11 +8,7 @@ function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/**
- * HTTP Basic auth for admin surfaces (SPEC C): 401 with a challenge without valid credentials.
- * `realm` names the deployable, so a browser keeps separate credentials for each.
- * On success the user name is `res.locals.adminUser`, for the audit trail (D6).
- */
+/** Basic auth for admin surfaces (SPEC C), `realm` per deployable; the user goes to `res.locals.adminUser` for the audit trail (D6). */
 export function basicAuth(user: string, password: string, realm: string): RequestHandler {
   return (req, res, next) => {
     // Auth schemes are case-insensitive (RFC 7235 section 2.1).

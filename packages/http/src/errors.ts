@@ -1,7 +1,6 @@
 /**
- * One error shape for both deployables: expected failures are `AppError`s, and each app ends in
- * `errorHandler`. Clients get JSON `{ error: { code, message } }` and never a stack trace; a store
- * that is down or unreachable is a `503 unavailable`, never a generic 500.
+ * One error shape for both deployables: expected failures are `AppError`s, each app ends in
+ * `errorHandler`, clients get `{ error: { code, message } }`, never a stack; a store down is 503.
  */
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { logger } from '@feed/logger';
@@ -61,11 +60,7 @@ const STORE_DOWN_NAMES = new Set([
 const STORE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH']);
 /** Redis's replies of a failover or a restart in progress: a demoted primary, data loading, no primary, slots moving. */
 const REDIS_FAILING_OVER = /^(READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|NOREPLICAS) /;
-/**
- * MongoDB's answers of a primary stepping down or an election (NotWritablePrimary,
- * NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary, InterruptedDueToReplStateChange,
- * InterruptedAtShutdown, ShutdownInProgress, PrimarySteppedDown): the store cannot take it now.
- */
+/** MongoDB's primary-stepping-down and election answers (NotWritablePrimary ... PrimarySteppedDown): not now. */
 const STEPPED_DOWN_CODES = new Set([10107, 13435, 13436, 11602, 11600, 91, 189]);
 
 export function isStoreUnavailable(err: unknown): boolean {
@@ -107,11 +102,7 @@ export function errorFields(err: unknown): { message: string; name: string; stac
   return { message, name: typeof err, stack: `thrown ${typeof err}: ${message} (no stack: not an Error)` };
 }
 
-/**
- * The app's last middleware. `unexpected` answers errors that are neither ours nor a known store
- * failure: `internal` (a bug: 500) by default. Whatever the answer, such an error is logged at
- * error level with its message, stack and the request id, so a bug is never an info line.
- */
+/** The app's last middleware: an error neither ours nor a store's is `unexpected` (default 500), always logged with its stack. */
 export function errorHandler(options: { unexpected?: 'internal' | 'unavailable' } = {}): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const { error, bug } = toAppError(err, options.unexpected ?? 'internal');

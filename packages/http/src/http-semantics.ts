@@ -1,17 +1,9 @@
-/**
- * HTTP semantics both deployables share (SPEC C): 405 with `Allow` for a known path and a method
- * it does not answer, the route table that decides it (tests walk the same table), and a server
- * that bounds slow clients (headers, whole request, connections).
- */
+/** HTTP semantics both deployables share (SPEC C): 405 with `Allow`, the route table, a server bounding slow clients. */
 import { createServer, type Server } from 'node:http';
 import type { Express, RequestHandler } from 'express';
 import { AppError, notFound } from './errors';
 
-/**
- * Routing of both deployables and every router they mount: `/API/x` and `/x/` are not `/x`
- * (404), so a path answers exactly as its document names it (SPEC C, D6: nothing is started by
- * a path in another case or with a trailing slash).
- */
+/** `/API/x` and `/x/` are not `/x` (404): a path answers exactly as its document names it (SPEC C, D6). */
 export const ROUTING = { caseSensitive: true, strict: true } as const;
 
 /** Express's app settings for ROUTING (the app's own router is built from them). */
@@ -50,10 +42,7 @@ function allowed(methods: Iterable<string>): string[] {
   return [...names].sort();
 }
 
-/**
- * The methods `app` answers for `path` (routes of nested routers included): empty for an unknown
- * path, null when a route takes every method (`all`).
- */
+/** Methods `app` answers for `path`, nested routers included: empty if unknown, null for `all`. */
 export function allowedMethods(app: Express, path: string): string[] | null {
   const methods = new Set<string>();
   const walk = (stack: Layer[], rest: string) => {
@@ -95,10 +84,7 @@ export function routeTable(app: Express): RouteEntry[] {
   return [...routes].map(([path, methods]) => ({ path, methods: allowed(methods) }));
 }
 
-/**
- * 405 with `Allow` when the path is known but not for this method (RFC 9110 section 15.5.6);
- * mounted before the 404 of unknown paths; OPTIONS gets the `Allow` with 204.
- */
+/** 405 with `Allow` (RFC 9110 15.5.6), mounted before the 404; OPTIONS gets `Allow` with 204. */
 export function methodNotAllowed(app: Express): RequestHandler {
   return (req, res, next) => {
     const methods = allowedMethods(app, req.path);
@@ -116,11 +102,7 @@ export function methodNotAllowed(app: Express): RequestHandler {
   };
 }
 
-/**
- * OPTIONS, answered alike on both deployables before credentials are asked: 204 with `Allow` on a
- * known path, 404 on an unknown one. A CORS preflight (Access-Control-Request-Method) on a known
- * path under `corsPrefix` goes on to the CORS middleware with its `Allow` set.
- */
+/** OPTIONS before credentials: 204 with `Allow`, or 404; a CORS preflight under `corsPrefix` goes on to CORS with `Allow` set. */
 export function answerOptions(app: Express, corsPrefix?: string): RequestHandler {
   return (req, res, next) => {
     if (req.method !== 'OPTIONS') return next();
@@ -143,11 +125,7 @@ export interface ServerLimits {
   maxConnections: number;
 }
 
-/**
- * An HTTP server for `app` with the limits in force. Node checks the two timeouts every
- * `connectionsCheckingInterval` (30 s by default, so a trickled request got its 408 up to 30 s
- * late): here at a tenth of the shorter bound.
- */
+/** A server with the limits; timeouts checked at a tenth of the shorter bound (Node's 30 s default sent 408s late). */
 export function createHttpServer(app: Express, limits: ServerLimits): Server {
   const server = createServer(
     {
@@ -158,8 +136,7 @@ export function createHttpServer(app: Express, limits: ServerLimits): Server {
     app,
   );
   server.maxConnections = limits.maxConnections;
-  // Idle keep-alive connections (65 s in main.ts) would otherwise hold every slot at the cost of one
-  // request each: at the limit they yield, as nginx's do, so the refused client's retry is served.
+  // At the limit idle keep-alive connections yield, as nginx's do, so the refused client's retry is served.
   server.on('drop', () => server.closeIdleConnections());
   return server;
 }

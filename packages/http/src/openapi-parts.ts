@@ -64,11 +64,7 @@ interface DocumentedOperation {
 /** `camelCase` of a path, for the operation ids generated per path. */
 const pathId = (path: string) => path.replace(/(.)\/$/, '$1/index').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase());
 
-/**
- * `paths` with the methods both deployables answer on every path, documented as they answer
- * them (http-semantics.ts): HEAD beside each GET (its credentials, parameters and statuses, no
- * body) and OPTIONS on every path (204 with `Allow`, before any credentials; `note` per path).
- */
+/** `paths` plus what every path answers (http-semantics.ts): HEAD beside each GET, OPTIONS everywhere (204 with `Allow`). */
 export function methodsOnEveryPath<T extends Record<string, Record<string, DocumentedOperation>>>(paths: T, note: (path: string) => string, responses: Record<string, object>): T {
   const documented = { ...paths };
   for (const [path, operations] of Object.entries(paths)) {

@@ -16,10 +16,7 @@ export const API_CLOSE_MS = 1_500;
 /** The API's whole shutdown from the signal (SPEC D4): 9.5 s with the default 5 s delay; the manifests' grace covers it. */
 export const apiShutdownDeadlineMs = (shutdownDelayMs: number) => shutdownDelayMs + API_DRAIN_MS + API_CLOSE_MS;
 
-/**
- * Calls `stop` on the first SIGTERM or SIGINT and exits 0 when it resolves (1 when it fails or
- * misses the deadline); a second signal exits at once with 130.
- */
+/** Calls `stop` on the first SIGTERM/SIGINT, exits 0 when it resolves (1 on failure or deadline); a second signal exits 130. */
 export function exitOnSignals(name: string, stop: () => Promise<void>, deadlineMs = SHUTDOWN_DEADLINE_MS): void {
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -48,11 +45,7 @@ export function exitOnSignals(name: string, stop: () => Promise<void>, deadlineM
   process.on('SIGINT', onSignal);
 }
 
-/**
- * Stops accepting connections, closes idle and half-sent ones (keep-alive sockets, a client that
- * never finishes its request headers), lets requests in flight finish, and cuts whatever is
- * still open after `drainMs`.
- */
+/** Stops accepting, closes idle and half-sent connections, lets requests finish, cuts the rest after `drainMs`. */
 export function closeHttpServer(server: Server, drainMs = HTTP_DRAIN_MS): Promise<void> {
   return new Promise((resolve) => {
     if (!server.listening) {
@@ -72,11 +65,9 @@ export function closeHttpServer(server: Server, drainMs = HTTP_DRAIN_MS): Promis
 }
 
 /**
- * The API's drain (SPEC D4). From the call every response says `Connection: close`, so a
- * keep-alive client takes its answer and opens its next connection elsewhere (never a reset
- * mid-request), while the server keeps accepting for `delayMs`: the time the orchestrator takes
- * to stop routing here. An idle keep-alive socket is left open meanwhile (closing it races a
- * client sending on it); past the delay no client routes here, so closeHttpServer closes it.
+ * The API's drain (SPEC D4): every response says `Connection: close`, so keep-alive clients move
+ * elsewhere without a reset, while the server accepts for `delayMs` (until the orchestrator stops
+ * routing here). Idle sockets stay open meanwhile (closing one races a client sending on it).
  */
 export async function drainHttpServer(server: Server, delayMs: number, drainMs = API_DRAIN_MS): Promise<void> {
   server.prependListener('request', (_req, res) => res.setHeader('Connection', 'close'));

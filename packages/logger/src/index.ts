@@ -48,11 +48,7 @@ export function createLogger(options: { level?: string; json?: boolean; silent?:
 
 export type Logger = winston.Logger;
 
-/**
- * The process-wide logger. Until a deployable or the CLI applies its whole validated configuration
- * (`configureLogger`), it follows NODE_ENV and LOG_LEVEL as their declarations validate them
- * (`loggingConfig`), so that a start-up failure and tests log the same way.
- */
+/** The process-wide logger: until `configureLogger`, it follows NODE_ENV and LOG_LEVEL (`loggingConfig`). */
 export const logger = createLogger();
 
 /** Applies the validated configuration (LOG_LEVEL; NODE_ENV: JSON lines in production, silent in tests). */
@@ -62,10 +58,7 @@ export function configureLogger({ logLevel, nodeEnv }: { logLevel: string; nodeE
   logger.format = formatFor(nodeEnv === 'production');
 }
 
-/**
- * An error listener that writes each distinct message at most once per `intervalMs`: an outage
- * repeats the same error on every reconnect, which would otherwise flood the logs.
- */
+/** An error listener writing each distinct message once per `intervalMs`: an outage repeats it on every reconnect. */
 export function oncePerMessage(intervalMs: number, write: (err: Error) => void): (err: Error) => void {
   const lastWritten = new Map<string, number>();
   return (err) => {

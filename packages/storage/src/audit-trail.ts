@@ -1,10 +1,8 @@
 /**
- * On-call's trail (SPEC D6): every change of the rollout override and every build requested by
- * hand, with who, when, and the values before and after. Kept in MongoDB, so that Redis losing
- * its data (a FLUSHALL, a failover to an empty replica) does not erase it: one capped collection
- * (`audit_trail`, the newest AUDIT_TRAIL_MAX entries within AUDIT_TRAIL_BYTES, oldest dropped
- * first), each entry scoped to the deployment's key prefix. Entries hold settings and job names
- * only, never a secret; reading them is behind the admin credentials.
+ * On-call's trail (SPEC D6): every rollout override change and hand-requested build, with who,
+ * when, before and after. In MongoDB, so Redis losing its data does not erase it: one capped
+ * collection (AUDIT_TRAIL_MAX entries within AUDIT_TRAIL_BYTES), scoped to the key prefix.
+ * Settings and job names only, never a secret; read behind the admin credentials.
  */
 import type { Connection } from 'mongoose';
 import { MongoBudget } from './deadline';
@@ -51,10 +49,7 @@ interface StoredEntry {
 }
 
 export interface AuditTrail {
-  /**
-   * Throws when the trail cannot be written now (MongoDB down). Asked before a change is made, so
-   * that a change is refused rather than made without its entry (or answered as failed once made).
-   */
+  /** Throws when the trail cannot be written now: asked first, so a change is refused rather than made unrecorded. */
   ready(): Promise<void>;
   record(entry: AuditEntry): Promise<void>;
   /** The newest `count` entries, newest first, within `budget` (its time left closes the cursor too). */
@@ -69,10 +64,7 @@ const parseJson = (text: string | undefined): unknown => {
   }
 };
 
-/**
- * The trail of the deployment whose Redis keys start with `scope` (REDIS_KEY_PREFIX), in the
- * database of `connection`. The collection is created capped at the first write.
- */
+/** The trail of the deployment whose keys start with `scope`; the collection is created capped at the first write. */
 export function auditTrail(connection: Connection, scope: string): AuditTrail {
   let ready: Promise<void> | undefined;
   const ensure = () =>

@@ -1,10 +1,7 @@
 /**
- * What the worker's builds, promotes of a held build and desired-state controller (SPEC R20-R23)
- * do in Redis besides a version's own keys (VersionStore), as named operations: switch `current`,
- * point `shadow`, size the offset buckets by the users of a version, keep the held record, take a
- * build's lock or the controller's lease, count repair attempts per day and state, and keep the
- * "repairs stopped" and "last repair" records on-call reads. The worker holds this store, never
- * the client.
+ * The worker's named Redis operations besides a version's keys (SPEC R20-R23): switch `current`,
+ * point `shadow`, size offset buckets, keep the held record, the build lock and controller lease,
+ * repair attempts, and the records on-call reads. The worker holds this store, never the client.
  */
 import { readHeldVersion, type HeldVersion } from './held-version';
 import { Lease } from './lease';
@@ -56,18 +53,12 @@ export class BuildStore {
     return readHeldVersion(this.redis, this.keys);
   }
 
-  /**
-   * Records `held` as the held version and points `shadow` at it, in one step (lua/held-record.lua),
-   * unless a later day is held: that record and pointer stay. Returns the version held after it.
-   */
+  /** Records `held` and points `shadow` at it in one step, unless a later day is held; returns the held version after. */
   writeHeld(held: HeldVersion, ttlSeconds: number): Promise<string> {
     return runScript<string>(this.redis, 'held-record', [this.keys.shadow, this.keys.held], ['hold', held.version, JSON.stringify(held), String(ttlSeconds)]);
   }
 
-  /**
-   * Clears, in one step, the record of `version` and (`exact`: a promote or a dismiss) a shadow
-   * pointer at it; without `exact` any record up to `version` (it switched: older holds are moot).
-   */
+  /** Clears `version`'s record and (`exact`) a shadow pointer at it; else every record up to `version`. */
   async clearHeld(version: string, exact: boolean): Promise<void> {
     await runScript(this.redis, 'held-record', [this.keys.shadow, this.keys.held], ['clear', version, exact ? '1' : '0']);
   }

@@ -1,8 +1,7 @@
 /**
- * The one deadline idiom of the service: a promise raced against a timer. node-redis v5 has no
- * per-command timeout and BullMQ's ioredis queues commands while Redis is gone, so every wait on
- * a store that may hang goes through `withDeadline` (the API's Redis budget, connecting, the
- * controller's checks, BullMQ's close). SPEC R17: degradation is bounded in time.
+ * The one deadline idiom: a promise raced against a timer. node-redis v5 has no per-command timeout
+ * and BullMQ's ioredis queues while Redis is gone, so every wait on a store that may hang goes
+ * through `withDeadline`. SPEC R17: degradation is bounded in time.
  */
 
 /** A wait given to `withDeadline` did not settle in time (Redis, MongoDB, BullMQ's close: any store). */
@@ -15,10 +14,8 @@ export class RedisCallError extends Error {}
 export class DeadlineSpentError extends RedisCallError {}
 
 /**
- * Rejects when `promise` has not settled within `ms`. On a busy event loop the timer and a reply
- * Redis sent in time can be due in the same turn, and timers run first: the rejection waits for
- * that turn's I/O (setImmediate), so an answer already received is used, not thrown away after
- * Redis acted on it (a claim would otherwise have moved the offset for a page never served).
+ * Rejects when `promise` has not settled within `ms`, after the turn's I/O (setImmediate): on a busy
+ * loop timers run first, and a claim answered in time would have moved the offset for nothing.
  */
 export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   // One promise settled by whichever comes first (half the cost of Promise.race with a finally: every Redis call of a page).
@@ -39,10 +36,7 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): 
   });
 }
 
-/**
- * One request's budget for Redis: every call races the time that is left, so a stalled Redis
- * costs a request at most `ms` in all, however many calls and fallbacks it makes.
- */
+/** One request's Redis budget: a stalled Redis costs it at most `ms` in all, however many calls. */
 export class Deadline {
   /** When the budget ends, on the monotonic clock: a step of the wall clock (NTP, a resumed VM) never shortens it. */
   private readonly endsAt: number;
@@ -67,10 +61,8 @@ export class Deadline {
 }
 
 /**
- * One request's budget for MongoDB (SPEC R17): its calls share `ms`. Each gets the time left twice:
- * as the driver's AbortSignal, so an operation stuck on a frozen server is cancelled and its
- * socket closed (the pool does not fill with frozen connections), and as a race, which also
- * bounds what the signal does not reach (mongoose's buffering, a shared query).
+ * One request's MongoDB budget (SPEC R17): each call gets the time left as an AbortSignal (a stuck
+ * operation's socket is closed) and as a race (bounding mongoose's buffering, a shared query).
  */
 export class MongoBudget {
   private readonly endsAt: number;
@@ -80,10 +72,9 @@ export class MongoBudget {
   }
 
   /**
-   * Runs `call` with the time left; rejects with `DeadlineExceededError` when that runs out. One
-   * timer per call, cleared when the call settles: it aborts the operation and rejects (an
-   * `AbortSignal.timeout` keeps its own timer, which fires after every call that finished in time
-   * and builds a DOMException with its stack: ~2 % of the API's CPU in a like burst, issue 49).
+   * Runs `call` with the time left, else DeadlineExceededError. One timer per call, cleared on
+   * settle: `AbortSignal.timeout` fired after every call and built a DOMException, ~2 % of the
+   * API's CPU in a like burst (issue 49).
    */
   async run<T>(call: (signal: AbortSignal) => Promise<T>, what: string): Promise<T> {
     const left = Math.floor(this.endsAt - performance.now());
@@ -110,10 +101,9 @@ export class MongoBudget {
 }
 
 /**
- * One request's whole budget, made once at the edge (the API's `requestBudget` middleware) and
- * passed down to every service the request calls. The MongoDB budget starts with the request; the
- * Redis deadline starts at the request's first Redis wait, so a MongoDB look-up before it (a
- * view's "does the video exist") does not spend Redis's share. No layer below restarts a clock.
+ * One request's whole budget, made once at the edge (`requestBudget`) and passed down. MongoDB's
+ * starts with the request, Redis's at its first Redis wait, so a look-up before it does not spend
+ * Redis's share. No layer below restarts a clock.
  */
 export class RequestBudget {
   readonly mongo: MongoBudget;

@@ -1,8 +1,6 @@
 /**
- * 4-byte fingerprints of video ids for the per-user "recent views" and "not interested" sets
- * (SPEC V1, V3, V4). 200 views cost 800 bytes instead of ~6 KB of 24-char ids. A false positive
- * (an unseen video skipped because it shares a fingerprint with one of 200 seen ones) has a
- * probability of about 200 / 2^32 ≈ 5e-8 per candidate.
+ * 4-byte fingerprints of video ids for "recent views" and "not interested" (SPEC V1, V3, V4): 200
+ * views cost 800 bytes, not ~6 KB; a false skip has a chance of ~200 / 2^32 ≈ 5e-8 per candidate.
  */
 import { fnv1a32 } from '@feed/domain';
 import { runScript } from './lua-scripts';

@@ -1,9 +1,7 @@
 /**
- * Guest devices (SPEC V1, R23, issue 52). A device's record (first seen, recent views, the
- * readout's hourly count) is one field of a bucket hash, bucketed as offsets are (R22): about 40
- * bytes for a device with one view where its own keys cost 290. First seen tells the ramp's judge
- * a device that existed before a step from one made up during it. New device ids are limited per
- * client address by rate-limiter-flexible over this Redis.
+ * Guest devices (SPEC V1, R23, issue 52): a device's record (first seen, recent views, hourly
+ * readout count) is one field of a bucket hash, bucketed as offsets (R22): ~40 bytes, not 290.
+ * First seen tells the ramp's judge a made-up device. New ids are limited per client address.
  */
 import { createHash } from 'node:crypto';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';

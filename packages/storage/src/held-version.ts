@@ -1,7 +1,6 @@
 /**
- * The version the release gate held (SPEC R23): a small record beside the shadow pointer, so
- * the controller knows the day is handled, the inspector shows it beside current, and a promote
- * switches exactly the build that was judged (its buildId), not a later shadow build of that day.
+ * The version the release gate held (SPEC R23), beside the shadow pointer: the controller knows the
+ * day is handled, and a promote switches exactly the judged build (its buildId).
  */
 import type { GateVerdict } from '@feed/domain';
 import { logger } from '@feed/logger';

@@ -1,7 +1,6 @@
 /**
- * A lease in Redis: one holder at a time, named by a random token (SET NX PX), renewed and
- * released only by that holder (compare-token Lua scripts), so a holder that died frees it
- * within one term. The build lock (SPEC R10, R21) and the controller's leadership (R21) are leases.
+ * A lease in Redis: one holder, named by a random token (SET NX PX), renewed and released only by
+ * it (Lua), so a dead holder's lapses within one term. The build lock and the controller (R10, R21).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -1,18 +1,14 @@
 /**
- * Loads the Lua scripts under `lua/` (one operation per file, header documents KEYS/ARGV/reply)
- * and runs them with EVALSHA, falling back to EVAL when the server answers NOSCRIPT
- * (after a restart or failover the script cache is empty). A line `--- @include "<name>"` is
- * replaced by `lua/includes/<name>.lua` at load time: fragments shared by scripts, as BullMQ's.
+ * Runs the Lua scripts under `lua/` with EVALSHA, falling back to EVAL on NOSCRIPT (the cache is
+ * empty after a restart or failover). `--- @include "<name>"` is replaced by
+ * `lua/includes/<name>.lua` at load time, as BullMQ shares fragments.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Redis } from './redis-client';
 
-/**
- * Compiled, the scripts sit beside this file (`pnpm build` copies them into `dist/lua`); from
- * the TypeScript sources they are read from the repository's `lua/` folder.
- */
+/** Compiled, the scripts sit in `dist/lua`; from sources they are read from the repository's `lua/`. */
 export const LUA_DIR = [path.join(__dirname, 'lua'), path.resolve(__dirname, '../../../lua')].find((dir) => existsSync(dir))!;
 
 export type ScriptName = 'ring-claim' | 'ring-unclaim' | 'redis-time' | 'release-lock' | 'extend-lock' | 'record-fingerprint' | 'remove-fingerprint' | 'publish-version' | 'switch-current' | 'rollout-commit' | 'held-record' | 'readout-admit' | 'guest-record';
@@ -37,10 +33,7 @@ export function loadScript(name: ScriptName): LoadedScript {
 
 type Arg = string | Buffer;
 
-/**
- * `oneCommand`: EVAL at once, sent in the caller's turn of the event loop (a give-back over the
- * connection just checked: a NOSCRIPT then EVAL would reach whichever primary is in use by then).
- */
+/** `oneCommand`: EVAL at once in the caller's turn (a give-back: NOSCRIPT then EVAL could reach another primary). */
 export async function runScript<T = unknown>(redis: Redis, name: ScriptName, keys: string[], args: Arg[], oneCommand = false): Promise<T> {
   const script = loadScript(name);
   const options = { keys, arguments: args as string[] };

@@ -1,8 +1,6 @@
 /**
- * MongoDB connection through mongoose. The deployables always connect to `MONGO_URL`: the
- * embedded MongoDB-protocol server is development tooling (`tools/support/local-mongo.ts`), which
- * starts it and sets `MONGO_URL` before a deployable starts, so a production image cannot fall
- * back to an in-memory database.
+ * MongoDB through mongoose, always at `MONGO_URL`: the embedded server is development tooling
+ * (tools/support/local-mongo.ts sets the URL), so a production image cannot fall back to memory.
  */
 import mongoose, { type Connection } from 'mongoose';
 import { ConfigError, type Config } from '@feed/config';
@@ -27,12 +25,7 @@ interface PoolEvents {
   off(event: 'connectionReady' | 'connectionClosed', listener: (event: { address: string }) => void): unknown;
 }
 
-/**
- * Resolves once one server's pool holds `size` connections (or after `ms`). The driver opens at
- * most 2 at a time; an instance that took traffic with an empty pool queued a burst behind it.
- * Counted per server: on a replica set every member's pool grows to the minimum at once, so a
- * count over all of them was reached with a third of it on the primary.
- */
+/** Resolves once one server's pool holds `size` (or after `ms`): the driver opens 2 at a time, and a burst queued on an empty pool. */
 export function poolGrown(client: PoolEvents, size: number, ms: number): Promise<boolean> {
   const open = new Map<string, number>();
   return new Promise((resolve) => {
@@ -56,9 +49,8 @@ export async function connectMongo(config: Pick<Config, 'mongoUrl'> & Partial<Pi
   if (!config.mongoUrl) {
     throw new ConfigError('MONGO_URL is not set: give the MongoDB connection string (pnpm start / start:api / start:worker start a local embedded server when it is unset)');
   }
-  // Fail a read within ~2 s when MongoDB is gone (the API answers 503) instead of hanging. The
-  // first connection gets a few of those windows: a MongoDB slow to answer at start-up (busy, or
-  // just failed over) is not a reason to exit.
+  // Fail a read within ~2 s when MongoDB is gone (a 503), not hang; the first connection gets a few
+  // such windows (a MongoDB busy or failing over at start-up is no reason to exit).
   const { mongoMinPoolSize: minPoolSize = 0, mongoMaxPoolSize: maxPoolSize = 100 } = config;
   let connection: Connection | undefined;
   let grown: Promise<boolean> = Promise.resolve(true);

@@ -1,8 +1,6 @@
 /**
- * The rollout ramp's ranges (SPEC R23: every duration, count and percent has a stated range), in
- * one place: on-call's request as the API's body and the CLI's options give it, and the stored
- * record as any past version may have left it. The state machine (@feed/domain's ramp.ts) gets
- * only values these let through.
+ * The ramp's ranges (SPEC R23), for on-call's requests and any stored record; the state machine
+ * (domain's ramp.ts) gets only values these let through.
  */
 import Joi from 'joi';
 import { ENGAGEMENT_GUARDS, MAX_DWELL_MS, MAX_RAMP_STEPS, MIN_DWELL_MS, OPERATIONAL_GUARDS, PAUSE_CAUSES, RAMP_NOTICE_KINDS, RAMP_SCHEMA, RAMP_STATUSES, RAMP_STEP_OUTCOMES, type RampState, type StepGuards } from '@feed/domain';

@@ -1,11 +1,8 @@
 /**
- * The self-driving rollout ramp's storage (SPEC R23): one hash in the rollout override's slot
- * (`{recommend:short:rollout}:ramp`) with the state machine's JSON (`RampState`, see @feed/domain's
- * ramp.ts) and its revision. Every change of the ramp or the override goes through `commit`
- * (rollout-commit.lua): the ramp's state and the rollout write it decided are stored in one step,
- * over the revisions read, so a writer that lost a race changes nothing. On-call's commands
- * (start, pause, resume, a manual change of the rollout; the API's admin routes and the CLI) are
- * audited (D6); the worker's driver commits its ticks.
+ * The rollout ramp's storage (SPEC R23): one hash in the override's slot with the state machine's
+ * JSON (domain's ramp.ts) and its revision. Every change of the ramp or the override goes through
+ * `commit` (rollout-commit.lua): both stored in one step over the revisions read, so a writer that
+ * lost a race changes nothing. On-call's commands are audited (D6).
  */
 import { randomUUID } from 'node:crypto';
 import { killSwitchOn, pauseRamp, rampActive, resumeRamp, startRamp, type RampRequest, type RampResult, type RampState } from '@feed/domain';
@@ -65,11 +62,7 @@ const hashAt = (redis: Redis, key: string) =>
     throw err;
   });
 
-/**
- * Moves a past version's ramp key (another slot) to `keys.ramp` once: read the old, write the new
- * unless a ramp is there already, delete the old. A crash in between leaves the old key to be
- * deleted at the next call, which never overwrites the new one. True when an old key was found.
- */
+/** Moves a past version's ramp key to `keys.ramp` once, never over a ramp there (a crash is finished next call); true if found. */
 export async function migrateRampKey(redis: Redis, keys: RedisKeys): Promise<boolean> {
   const old = await hashAt(redis, keys.legacyRamp);
   if (old?.state === undefined) return false;
@@ -151,19 +144,15 @@ const record = (trail: AuditTrail, entry: AuditEntry) =>
   // Stored already: a trail that is down must not make it look failed (the kill switch must work while MongoDB is down).
   trail.record(entry).catch((err: unknown) => logger.error('audit trail unwritable', { ...entry, err }));
 
-/**
- * Reads the ramp and the rollout, decides with `decide`, commits both over the ramp's revision
- * read; on a lost race reads again (bounded: a driver commits once or twice per check, so a few
- * attempts always find a quiet moment). A human's rollout change wins over any rollout revision.
- */
+/** Reads, decides, commits over the revision read; a lost race reads again (a few attempts). A human's rollout change always wins. */
 async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollout: RolloutInForce, now: Date) => Decision, attempts = COMMAND_ATTEMPTS): Promise<{ ok: true; before: StoredRamp; state?: RampState; rollout: { wrote: boolean; before: RolloutInForce; after: RolloutInForce } } | Exclude<RampCommandResult, { ok: true }>> {
   const { redis, keys, environment } = deps;
   for (let attempt = 0; attempt < attempts; attempt++) {
     const [stored, rollout] = await Promise.all([readRamp(redis, keys), observeRollout(redis, keys, environment)]);
     const decided = decide(stored, rollout, deps.now?.() ?? new Date());
     if (!decided.ok) return decided;
-    // The revision climbs over whatever was stored, a replaced ramp's included: a driver that read the old one cannot commit over the new.
-    // A revision that is no count (written by hand) is climbed over from 0: a NaN would store an unreadable ramp.
+    // The revision climbs over any stored one (a driver that read a replaced ramp cannot commit);
+    // a hand-written non-count climbs from 0 (NaN would store an unreadable ramp).
     const after = Number(stored.revision) + 1;
     const state = decided.state && { ...decided.state, revision: Math.max(decided.state.revision, Number.isSafeInteger(after) ? after : 1) };
     if (await commit(redis, keys, { rampRevision: stored.revision, state, rollout: decided.rollout })) {
@@ -217,11 +206,7 @@ export function resumeStoredRamp(deps: RampCommandDeps): Promise<RampCommandResu
   });
 }
 
-/**
- * On-call's manual change of the rollout (a percent, the kill switch, a clear), as the API and
- * the CLI make it: a running ramp is paused in the same step (R23: the human always wins), and
- * the change is audited (D6). The values in force after it.
- */
+/** On-call's rollout change: pauses a running ramp in the same step (R23: the human wins), audited (D6). */
 export async function changeRolloutOverRamp(deps: RampCommandDeps, change: Partial<Rollout> | 'clear'): Promise<RolloutInForce> {
   const what = change === 'clear' ? 'the override cleared' : Object.entries(change).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${String(v)}`).join(' ');
   const done = await command(deps, (stored, _rollout, now) => {

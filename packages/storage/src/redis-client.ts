@@ -1,9 +1,7 @@
 /**
- * node-redis v5 connection, standalone, cluster or behind Sentinels (SPEC D2, R22), behind one small interface.
- *
- * v5 rather than v6: v6 adds a default 5 s per-command timeout whose timer bookkeeping measured
- * 3.5-6x slower on EVALSHA and HGET here (50 in flight); v5 has no per-command timer and we
- * bound waiting with the connection policy of redis-connection.ts and explicit deadlines.
+ * node-redis v5 connection, standalone, cluster or behind Sentinels (SPEC D2, R22), behind one
+ * small interface. Not v6: its default per-command timer measured 3.5-6x slower on EVALSHA and
+ * HGET here; waits are bounded by redis-connection.ts's policy and explicit deadlines instead.
  */
 import { createClient, createCluster, RESP_TYPES } from 'redis';
 import { logger, oncePerMessage } from '@feed/logger';
@@ -18,11 +16,7 @@ export { NotDurableError } from './redis-sentinel';
 type StandaloneClient = ReturnType<typeof createClient>;
 type ClusterClient = ReturnType<typeof createCluster>;
 
-/**
- * The commands the service sends. Every one touches keys of a single slot, so the standalone,
- * the cluster and the sentinel client all satisfy this (the compiler checks it in `connectRedis`): a command
- * that only one of them has cannot be added here without an adapter below.
- */
+/** The commands the service sends, each on one slot's keys, so all three clients satisfy it (checked in `connectRedis`). */
 type RedisCommands = Pick<
   StandaloneClient,
   | 'get' | 'set' | 'del' | 'exists' | 'expire' | 'pExpire' | 'pExpireAt' | 'ttl' | 'pTTL' | 'pExpireTime' | 'rename' | 'strLen' | 'mGet'
@@ -78,11 +72,10 @@ function clusterAdapter(cluster: ClusterClient): Redis {
 }
 
 /**
- * The primary behind Sentinels, as a standalone client of the node they name once `ROLE` there
- * says primary (redis-sentinel.ts: the guidelines, the hold). While the client reports errors
- * the Sentinels are asked again, at most every 500 ms. Not node-redis's createSentinel: it retries
- * each command until a primary answers, so commands the API gave up on pile up and run late on the
- * new primary (claims moving offsets for pages never served); here they fail fast.
+ * The primary behind Sentinels, as a standalone client of the node they name once its `ROLE` says
+ * primary; on errors the Sentinels are asked again, at most every 500 ms. Not createSentinel: it
+ * retries each command until a primary answers, so commands the API gave up on run late on the new
+ * primary (claims moving offsets for pages never served); here they fail fast.
  */
 function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, access: RedisAccess, sentinelOptions: SentinelOptions, failFast: boolean | undefined): Redis {
   const listeners: Array<(err: Error) => void> = [];
@@ -202,11 +195,9 @@ const WRITES = new Set<string | symbol>(['set', 'del', 'expire', 'pExpire', 'pEx
 const REDISCOVER_EVERY_MS = 500;
 
 /**
- * node-redis's cluster client reads the slot map again only on MOVED/ASK (node-redis #2806): the
- * slots of a master that died never answer MOVED, so it would send them to the dead node for ever
- * ("The client is offline"). While any node reports errors (its reconnects fail every 2 s at most,
- * the policy's backoff), the map is read again from a node that answers, at most every 500 ms:
- * once the replica is promoted, the map names it and the dead node's client is dropped (SPEC R22).
+ * node-redis's cluster client rereads the slot map only on MOVED/ASK (node-redis #2806), which a
+ * dead master's slots never answer. While any node reports errors the map is reread from a node
+ * that answers, at most every 500 ms, so a promoted replica replaces the dead node (SPEC R22).
  */
 function followFailovers(cluster: ClusterClient): void {
   let lastRead = -Infinity;
@@ -220,10 +211,9 @@ function followFailovers(cluster: ClusterClient): void {
 }
 
 /**
- * Connects (or, with `background`, starts connecting: at most CONNECT_TIMEOUT_MS is spent on a
- * first answer) and returns a client for any topology. Refused credentials, an untrusted
- * certificate or a master name no Sentinel knows stop the caller whatever the options, with an
- * error naming the setting: no reconnect cures them.
+ * Connects (with `background`, starts connecting, at most CONNECT_TIMEOUT_MS to a first answer).
+ * Refused credentials, an untrusted certificate or a master name no Sentinel knows throw an error
+ * naming the setting, whatever the options: no reconnect cures them.
  */
 export async function connectRedis(config: RedisSettings, options: RedisOptions = {}): Promise<Redis> {
   // Timeouts, reconnects and fail-fast: the policy in redis-connection.ts.
@@ -265,11 +255,7 @@ export async function connectRedis(config: RedisSettings, options: RedisOptions 
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
-/**
- * Deletes every key under `prefix` (tests and benchmarks), including the legacy staging key,
- * whose hash tag wraps the prefix (`{prefix…}:staging`). One key per command (sent together):
- * on a cluster a scanned batch spans slots, which a multi-key DEL refuses.
- */
+/** Deletes every key under `prefix` (tests, benchmarks), `{prefix…}:staging` too; one key per DEL (a batch spans cluster slots). */
 export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<void> {
   for (const pattern of [`${prefix}*`, `{${prefix}*`]) {
     for await (const batch of redis.scanKeys(pattern)) await Promise.all(batch.map((key) => redis.del(key)));

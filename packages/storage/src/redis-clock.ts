@@ -1,7 +1,4 @@
-/**
- * Redis's clock (TIME), read by the API to measure its own clock's skew (SPEC R11: measured and
- * exported, never relied on). Through a script keyed on `current`, so it routes on a cluster.
- */
+/** Redis's TIME, for the API's skew gauge (SPEC R11: never relied on), by a script keyed on `current` to route on a cluster. */
 import { runScript } from './lua-scripts';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';

@@ -1,18 +1,11 @@
 /**
- * Where and how every Redis client of the service connects: the storage client (node-redis) and
- * BullMQ's connections (ioredis, BullMQ's own client), from one parse of the configuration and
- * one policy, on any of the three topologies (one server, a Cluster, a primary behind Sentinels).
- *
- * Policy (both families):
- *  - connect timeout CONNECT_TIMEOUT_MS per attempt;
- *  - reconnect for ever, backing off 50 ms doubling to 2 s (a Redis restart or failover is
- *    survivable without a process restart);
- *  - no per-command timeout in the clients: waits are bounded where they matter with
- *    `withDeadline` (deadline.ts) — the API's per-request Redis budget, a CLI's connect;
- *  - fail-fast (commands rejected at once while disconnected) where a caller degrades instead of
- *    waiting: the API and the worker's storage client. BullMQ's connections queue commands while
- *    disconnected and retry them (BullMQ requires `maxRetriesPerRequest: null`); the worker bounds
- *    what waits on them (the controller's checks, shutdown) with `withDeadline`.
+ * Where and how every Redis client connects (node-redis for storage, ioredis for BullMQ), from one
+ * parse of the configuration, on one server, a Cluster or a primary behind Sentinels. One policy:
+ *  - connect timeout CONNECT_TIMEOUT_MS; reconnect for ever, 50 ms doubling to 2 s;
+ *  - no per-command timeout: waits are bounded where they matter with `withDeadline` (deadline.ts);
+ *  - fail-fast while disconnected where a caller degrades (the API, the worker's storage client).
+ *    BullMQ's connections queue and retry (it requires `maxRetriesPerRequest: null`); the worker
+ *    bounds what waits on them with `withDeadline`.
  */
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
@@ -82,10 +75,7 @@ export function sentinelOptions(config: RedisSettings): SentinelOptions {
 /** A Redis setting is wrong (credentials, certificate, master name): the process stops, naming it. */
 export class RedisMisconfigured extends Error {}
 
-/**
- * An error no reconnect cures, as one naming the settings to fix (`prefix` REDIS or REDIS_SENTINEL):
- * credentials refused, a certificate not trusted. Undefined for any other error (an outage).
- */
+/** A no-reconnect-cures-it error (refused credentials, untrusted certificate) as one naming the `prefix` settings; else undefined. */
 export function misconfiguration(err: Error, prefix: 'REDIS' | 'REDIS_SENTINEL', where: string): RedisMisconfigured | undefined {
   if (err instanceof RedisMisconfigured) return err;
   const code = (err as { code?: string }).code ?? '';
@@ -102,10 +92,7 @@ export function nodeRedisOptions(access: RedisAccess, node?: RedisNode) {
   return defined({ username: access.username, password: access.password, socket });
 }
 
-/**
- * The configured Redis, parsed here once: one URL; the seed nodes of a cluster (REDIS_CLUSTER_NODES);
- * or the Sentinels that name a primary (REDIS_SENTINELS, REDIS_SENTINEL_MASTER).
- */
+/** The configured Redis, parsed once: a URL, cluster seed nodes, or the Sentinels naming a primary. */
 export type RedisTarget = { mode: 'standalone'; url: string } | { mode: 'cluster'; nodes: RedisNode[] } | { mode: 'sentinel'; sentinels: RedisNode[]; name: string };
 
 const parseNodes = (list: string[]): RedisNode[] =>

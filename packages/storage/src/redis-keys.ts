@@ -1,7 +1,7 @@
 /**
- * Every Redis key of the service is built here and nowhere else (SPEC R10, V1, V3).
- * Braces are Redis Cluster hash tags: all keys of one version share a slot (but its offsets: one
- * slot per bucket, R22), and so do all keys of one user, which lets one Lua script touch them together.
+ * Every Redis key of the service is built here and nowhere else (SPEC R10, V1, V3). Braces are
+ * Cluster hash tags: a version's keys share a slot (its offset buckets have one each, R22), and so
+ * do a user's, so one Lua script can touch them together.
  */
 
 /** A version is the build's date in the business time zone: YYYYMMDD. */
@@ -46,10 +46,7 @@ export function createRedisKeys(prefix = '') {
     shadowQueue: (version: string) => `${p}queue:{${version}}:shadow`,
     shadowScores: (version: string) => `${p}scores:{${version}}:shadow`,
     shadowMeta: (version: string) => `${p}meta:{${version}}:shadow`,
-    /**
-     * HASH user field -> next offset: bucket `bucket` of the version's offsets (R22), each with a
-     * hash tag of its own so that claims spread over a cluster's masters (see ring.ts).
-     */
+    /** HASH user field -> next offset, bucket `bucket` of the version (R22), its own hash tag to spread claims. */
     offset: (version: string, bucket: number) => `${p}offset:{${version}:${bucket}}`,
     /** LIST of scores, one per queue position: the score the build used (explain). */
     scores: (version: string) => `${p}scores:{${version}}`,
@@ -59,11 +56,7 @@ export function createRedisKeys(prefix = '') {
     buildLock: (version: string) => `${p}build-lock:{${version}}`,
     /** STRING owner token with expiry: a shadow build's lock of its own (R21: a shadow never blocks the live build). */
     shadowBuildLock: (version: string) => `${p}build-lock:{${version}}:shadow`,
-    /**
-     * HASH 8-byte device digest -> the guest device's record (lua/guest-record.lua): first seen, its
-     * recent views (V1) and the readout's hourly count; bucket `bucket` of the guests, each with a
-     * hash tag of its own as offsets have (R22), so a device costs a field, not keys (issue 52).
-     */
+    /** HASH device digest -> guest record (lua/guest-record.lua, V1), bucketed like offsets (R22): a field, not keys (issue 52). */
     guests: (bucket: number) => `${p}guests:{${bucket}}`,
     /** rate-limiter-flexible's key prefix: new guest device ids per client address (R23, issue 52). */
     newDevices: `${p}new-devices`,

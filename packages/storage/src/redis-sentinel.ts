@@ -1,11 +1,9 @@
 /**
- * Following a primary behind Sentinels as Redis's Sentinel client guidelines say: ask the Sentinels
- * for the primary, check `ROLE` on the node they name, and listen to their events. A failover's
- * start (`+try-failover`, `+failover-state-send-slaveof-noone`) holds writes until `+switch-master`
- * names the new primary; an aborted failover, or none finished within HOLD_MS, releases the hold.
- * Events heard late (a loaded event loop heard them after the promotion: positions served twice,
- * jobs lost in CI) cannot lose an acknowledged write: the write fence below answers a write only
- * once a replica has it. A name no Sentinel knows is a configuration error, not an outage.
+ * Following a primary behind Sentinels per Redis's client guidelines: ask them for the primary,
+ * check `ROLE` there, listen to their events. A failover's start holds writes until
+ * `+switch-master`; an abort, or HOLD_MS, releases the hold. Events heard late cannot lose an
+ * acknowledged write: the write fence answers a write only once a replica has it. A name no
+ * Sentinel knows is a configuration error, not an outage.
  */
 import { createClient, type RedisClientOptions } from 'redis';
 import IORedis, { type RedisOptions as IORedisOptions } from 'ioredis';
@@ -61,10 +59,7 @@ export async function isPrimary(client: { sendCommand<T>(args: string[]): Promis
   return role[0] === 'master';
 }
 
-/**
- * Subscribes to every Sentinel's failover events for `name`; `on` hears hold, switch and release.
- * node-redis resubscribes after a reconnect, so a Sentinel restarted is heard again.
- */
+/** Subscribes to every Sentinel's failover events for `name` (node-redis resubscribes after a reconnect). */
 export function watchSentinels(sentinels: RedisNode[], name: string, options: SentinelOptions, on: (event: SentinelEvent) => void): { listening: Promise<void>; close(): void } {
   let holdTimer: NodeJS.Timeout | undefined;
   const release = (event: SentinelEvent) => {
@@ -89,8 +84,8 @@ export function watchSentinels(sentinels: RedisNode[], name: string, options: Se
   };
   const clients = sentinels.map((sentinel) => createClient(options(sentinel)).on('error', () => undefined));
   const subscribed = clients.map((client) => client.connect().then(() => client.subscribe([...STARTS, ...ABORTS, '+switch-master'], heard)));
-  // Listening once one Sentinel is subscribed (a TLS handshake and AUTH on a loaded host took over 2 s), or after
-  // LISTEN_MS without (an ACL user without +subscribe: then failovers are followed only as connection errors).
+  // Listening once one Sentinel is subscribed (TLS + AUTH took over 2 s on a loaded host), or after
+  // LISTEN_MS (an ACL user without +subscribe: failovers then show only as connection errors).
   const listening = Promise.race([Promise.any(subscribed), new Promise((resolve) => setTimeout(resolve, LISTEN_MS).unref())]).then(() => undefined, () => undefined);
   return {
     listening,
@@ -110,11 +105,9 @@ const OVERLAP_AFTER_MS = 100;
 /** Longest wait for a Sentinel's answer to the fence's question (one that does not answer in time does not count). */
 const ANSWER_MS = 2_000;
 /**
- * A write the fence could not confirm: it may be discarded by a failover, so it was not acknowledged.
- * The write itself ran on the node: the storage client sets `written` (one error per write) to its
- * reply, and `still()` says whether the client still uses the connection that wrote (a write sent
- * now lands on the same node, after it): a caller that must undo the write (a ring claim never
- * served) can do so there, whether that node stays the primary (both kept) or not (both discarded).
+ * A write the fence could not confirm (a failover may discard it). It did run: `written` holds its
+ * reply, and `still()` says whether the client still uses the connection that wrote, so a caller
+ * can undo it on the same node (a ring claim never served), kept or discarded with it.
  */
 export class NotDurableError extends Error {
   written?: { reply: unknown; still(): boolean };
@@ -129,13 +122,10 @@ export interface ReplicaLink {
 }
 
 /**
- * Whether the Sentinels agree that `node` is the primary: every one answers, names it, and none
- * is failing it over (only the leader knows it is, and until the switch the others still name
- * the old primary: a majority is not enough). Each question is answered by a round of asking
- * that starts after it (a failover may have started since any earlier answer: a cached yes let
- * the old primary acknowledge writes in the second after its replica's promotion); questions
- * asked while a round is out share the next round, which starts when that one ends or, if it is
- * slow, `overlapAfterMs` after them (one slow Sentinel then delays a write by one round, not two).
+ * Whether every Sentinel answers, names `node` and none is failing it over (until the switch only
+ * the leader knows: a majority is not enough). Each question waits for a round that starts after it
+ * (a cached yes let the old primary acknowledge writes after its replica's promotion); questions
+ * share the next round, which starts when the out one ends or `overlapAfterMs` after them.
  */
 export function agreementRounds(askAll: () => Promise<string[]>, sentinels: number, overlapAfterMs = OVERLAP_AFTER_MS): (node: string) => Promise<boolean> {
   let asking: Promise<unknown> = Promise.resolve();
@@ -173,12 +163,10 @@ export function sentinelsAgree(sentinels: RedisNode[], name: string, options: Se
 }
 
 /**
- * The write fence (issue 51): a write is acknowledged only once a replica has it (WAIT 1), so a
- * promotion cannot discard it however late this process hears the Sentinels. On the old primary
- * after its replica's promotion WAIT counts none and the write fails (the caller's 503 or retry).
- * A primary with no replica attached (the new one, until the Sentinels demote the old, ~8 s) is
- * trusted while the Sentinels agree it is the primary. Writes answered in one turn of the event
- * loop share one WAIT; a write whose connection was replaced since is not confirmed.
+ * The write fence (issue 51): a write is acknowledged only once a replica has it (WAIT 1), however
+ * late the Sentinels are heard; on a demoted primary WAIT counts none and the write fails. A
+ * primary with no replica (a new one, ~8 s) is trusted while the Sentinels agree. Writes of one
+ * event-loop turn share one WAIT; a write whose connection was replaced since is not confirmed.
  */
 export function writeFence(link: ReplicaLink, sentinels: Pick<ReturnType<typeof sentinelsAgree>, 'agree'>): () => Promise<void> {
   let attached = true;
@@ -202,12 +190,9 @@ export function writeFence(link: ReplicaLink, sentinels: Pick<ReturnType<typeof 
 export const replicaCount = async (client: { sendCommand<T>(args: string[]): Promise<T> }) => (await client.sendCommand<[string, number, unknown[]]>(['ROLE']))[2]?.length ?? 0;
 
 /**
- * BullMQ's connections to a primary behind Sentinels: ioredis with its `failoverDetector` (it
- * reconnects on `+switch-master`), plus the hold above, which ioredis lacks. On a failover's start
- * every connection is dropped and, until the switch, the old primary's address is refused to
- * ioredis (its natMap throws: it retries the Sentinels under its backoff) while BullMQ's commands
- * wait in its offline queue; after the switch a Sentinel that still names the old primary is
- * mapped to the new one.
+ * BullMQ's connections behind Sentinels: ioredis's `failoverDetector` plus the hold it lacks. On a
+ * failover's start every connection drops and natMap refuses the old primary until the switch
+ * (ioredis retries, BullMQ's commands wait offline); after it, a stale Sentinel's answer is mapped.
  */
 export function sentinelBullConnection(target: { sentinels: RedisNode[]; name: string }, options: IORedisOptions, sentinelOptions: SentinelOptions): () => IORedis {
   const made = new Set<IORedis>();
@@ -234,8 +219,7 @@ export function sentinelBullConnection(target: { sentinels: RedisNode[]; name: s
       setTimeout(() => moved.get(from) === to && moved.delete(from), HOLD_MS).unref();
     }
   };
-  // BullMQ's blocking connection is the worker's connection's duplicate(): made here too, so it has
-  // its own node for its fence (natMap records the node of the connection resolving it) and is followed.
+  // duplicate() (BullMQ's blocking connection) is made here too: its own node for its fence, followed.
   const make = (override: Partial<IORedisOptions> = {}): IORedis => {
     if (!watcher) {
       agreement = sentinelsAgree(target.sentinels, target.name, sentinelOptions);
@@ -254,8 +238,8 @@ export function sentinelBullConnection(target: { sentinels: RedisNode[]; name: s
     made.add(connection);
     connection.duplicate = (more?: Partial<IORedisOptions>) => make({ ...override, ...more });
     fenceBull(connection, () => node, agreement!);
-    // ioredis keeps a lost connection's failoverDetector subscribed; its +switch-master during the reconnect
-    // would abort it for good ("Connection is closed", status end: BullMQ silent after a SIGKILLed primary).
+    // ioredis keeps a lost connection's failoverDetector subscribed; a +switch-master during the
+    // reconnect would end it for good (BullMQ silent after a SIGKILLed primary).
     connection.on('close', () => {
       const detector: { cleanup(): void } | null | undefined = Reflect.get(Reflect.get(connection, 'connector') as object, 'failoverDetector');
       detector?.cleanup();

@@ -1,15 +1,9 @@
 /**
- * The ring read (SPEC R11, R22) in Redis: one offset per user per version, and the version's
- * immutable queue. Offsets are spread over `offsetBuckets` small hashes per version, each with a
- * hash tag of its own, so on a cluster claims land on every master; a user's bucket and field
- * come from SHA-1 of the user key.
- *  - `claimPositions` (lua/ring-claim.lua) takes the user's next positions and moves the cursor,
- *    reading no clock (R11);
- *  - `unclaimPositions` (lua/ring-unclaim.lua) gives back exactly a claim whose answer came too late;
- *  - `readOffset` is the read-only peek for explain and the inspector;
- *  - `readQueueRange` reads queue positions with the wrap until the API's in-process copy is loaded.
- * Bucket and field sizing, and why ids may come from any copy of the queue: docs/design.md,
- * "Layout at scale".
+ * The ring read (SPEC R11, R22): one offset per user per version, and the version's immutable
+ * queue. Offsets are spread over `offsetBuckets` hashes per version, each with its own hash tag,
+ * so on a cluster claims land on every master. Claims (lua/ring-claim.lua) read no clock (R11); a
+ * claim answered too late is given back exactly (lua/ring-unclaim.lua). Sizing, and why ids may
+ * come from any copy of the queue: docs/design.md, "Layout at scale".
  */
 import { hash } from 'node:crypto';
 import { runScript } from './lua-scripts';
@@ -27,11 +21,7 @@ export interface RingVersion {
   expiresAt: number;
 }
 
-/**
- * The version's ring as published, or null when its queue or meta is gone (expired, deleted).
- * Readable, not complete: a queue whose length disagrees with its meta is still read here (its
- * claims may come short); whether a version is complete is VersionStore.completeness's to say.
- */
+/** The version's ring, or null when its queue or meta is gone (a short queue still reads: completeness is VersionStore's). */
 export async function readRingVersion(redis: Redis, keys: RedisKeys, version: string): Promise<RingVersion | null> {
   const [[length, buildId, offsetBuckets], expiresAt] = await Promise.all([
     redis.hmGet(keys.meta(version), ['length', 'buildId', 'offsetBuckets']),
@@ -77,21 +67,14 @@ export interface Claim {
   at: number;
 }
 
-/**
- * The user's cursor as stored (lua/includes/ring-cursor.lua), read in one place: positions claimed
- * and not given back, absolute (its ring position is `% length`); the holes after it are Lua's.
- */
+/** The stored cursor (lua/includes/ring-cursor.lua): absolute positions claimed and not given back. */
 export function parseCursor(stored: string | null): number | null {
   if (stored === null) return null;
   const comma = stored.indexOf(',');
   return Number(comma === -1 ? stored : stored.slice(0, comma)) || 0;
 }
 
-/**
- * Claims the next positions of `ring` for `userKey` (at most min(count, length), fewer when they
- * come from positions given back earlier), moving the user's cursor past them. Redis reads no
- * clock: a claim the caller stopped waiting for is given back exactly (`unclaimPositions`).
- */
+/** Claims up to min(count, length) next positions and moves the cursor; no clock: a claim given up on is given back. */
 export async function claimPositions(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, count: number): Promise<Claim> {
   const { key, field } = offsetSlot(keys, ring, userKey);
   const take = Math.min(count, ring.length);
@@ -106,10 +89,9 @@ export async function claimPositions(redis: Redis, keys: RedisKeys, ring: RingVe
 }
 
 /**
- * Gives back `claim` of `userKey`, which was never served: exactly its own positions, whatever
- * other claims ran since (ring-unclaim.lua). Answers how many positions stay consumed unserved:
- * 0 when all were given back; the claim's count when the user's offset is gone (expired, lost);
- * an older hole's size when this user has more give-backs out of order than the cursor keeps.
+ * Gives back exactly `claim`'s positions, whatever claims ran since (ring-unclaim.lua). Answers how
+ * many stay consumed unserved: 0; the claim's count when the offset is gone; or an older hole's
+ * size when the user has more out-of-order give-backs than the cursor keeps.
  */
 export async function unclaimPositions(redis: Redis, keys: RedisKeys, ring: RingVersion, userKey: string, claim: Claim): Promise<number> {
   if (claim.count === 0) return 0;

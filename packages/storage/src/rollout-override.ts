@@ -1,9 +1,7 @@
 /**
- * The rollout kill switch (SPEC R16): the environment gives the defaults of `enabled` and
- * `percent`; on-call overrides either at run time in one Redis hash, and every API instance
- * applies it within CURRENT_CACHE_MS. Clearing its fields returns to the environment's values.
- * Every write (with its revision bump) goes through ramp-store.ts's `commit`, in one step with the
- * ramp (R23): `changeRolloutOverRamp` is on-call's.
+ * The rollout kill switch (SPEC R16): environment defaults for `enabled` and `percent`, overridden
+ * in one Redis hash (every API within CURRENT_CACHE_MS; cleared: the environment's). Writes go
+ * through ramp-store.ts's `commit`, with the ramp (R23).
  */
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';

@@ -1,9 +1,7 @@
 /**
- * What a deployable knows of its stores (SPEC R17), for `/readyz` and `/metrics`. A probe is
- * bounded (a frozen store costs it its deadline, never a hang) and shared by concurrent asks. A
- * store is `failing` only once every probe for FAILING_AFTER_MS failed: a shared store slow for a
- * moment shows `down` in each instance's readiness body without taking the fleet out of rotation
- * together. A scrape probes for SCRAPE_WAIT_MS at most, so `/metrics` answers within 1 s.
+ * What a deployable knows of its stores (SPEC R17). Probes are bounded and shared. A store is
+ * `failing` only after FAILING_AFTER_MS of failed probes, so a shared store's moment of slowness
+ * does not take the fleet out of rotation. A scrape probes SCRAPE_WAIT_MS at most.
  */
 import type { Connection } from 'mongoose';
 import { withDeadline } from './deadline';

@@ -1,9 +1,7 @@
 /**
- * Per-user "recent views" and "not interested" (SPEC V1–V4), stored as bounded blobs of 4-byte
- * fingerprints. Both keys of a user share the user's hash tag; the feed reads them with one
- * pipelined round trip, in parallel with the ring read (which is in the version's slot). A guest
- * device's views are a field of a bucket instead (guest-devices.ts, issue 52), with the
- * hour it was first seen: a made-up device id costs tens of bytes.
+ * Per-user "recent views" and "not interested" (SPEC V1–V4), bounded blobs of 4-byte fingerprints
+ * under the user's hash tag, read in one round trip beside the ring read. A guest's views are a
+ * field of a bucket (guest-devices.ts, issue 52): a made-up device id costs tens of bytes.
  */
 import { READOUT_CLIENT_HOURLY_CAP } from '@feed/domain';
 import { decodeFingerprints, fingerprint, fingerprintNumber, recordFingerprint, removeFingerprint } from './fingerprint';
@@ -80,8 +78,7 @@ export class UserHistory {
   }
 
   async load(userKey: string): Promise<UserFilter> {
-    // One MGET: both keys carry the user's hash tag, so this works on Redis Cluster too; a guest's views are in its bucket.
-    // A guest's views key is read too: it holds the views recorded before the buckets, until it expires.
+    // One MGET (both keys share the user's hash tag); a guest's old views key, until it expires, too.
     const [[views, marks], guest] = await Promise.all([
       this.redis.mGetBuffers([this.keys.views(userKey), this.keys.notInterested(userKey)]),
       isGuestKey(userKey) ? readGuest(this.redis, this.guest(userKey).slot, this.viewsTtlMs) : null,

@@ -1,7 +1,6 @@
 /**
- * The V2 vs legacy readout's shared tally (SPEC D7): pages served and engagement per variant, in
- * one Redis hash per UTC hour, so that every API instance contributes and the inspector can sum
- * the last 24 hours. Each API instance adds its counts in batches (VariantReadout in the API).
+ * The V2 vs legacy readout's tally (SPEC D7): pages and engagement per variant in one hash per UTC
+ * hour, added to in batches by every API instance, summed over 24 hours by the inspector.
  */
 import { emptyReadout, READOUT_CLIENT_HOURLY_CAP, type StepReadout, type VariantCounts } from '@feed/domain';
 import { runScript } from './lua-scripts';
@@ -18,11 +17,7 @@ export type VariantEvent = (typeof VARIANT_EVENTS)[number];
 
 export type VariantTally = Record<Variant, Record<VariantEvent, number>>;
 
-/**
- * The feed's health per variant, in the same hourly hashes, for the ramp's operational guards
- * (R23): feed requests the variant answered (whatever the status), those answered 5xx, those a
- * fallback strategy served (R17), those served with no video.
- */
+/** Feed health per variant for the ramp's guards (R23): requests, 5xx, fallback-served (R17), empty pages. */
 export const VARIANT_HEALTH_EVENTS = ['request', 'server-error', 'degraded', 'empty-page'] as const;
 export type VariantHealthEvent = (typeof VARIANT_HEALTH_EVENTS)[number];
 
@@ -53,10 +48,8 @@ export class VariantStatsNotWritten extends Error {
 }
 
 /**
- * Adds `counts` (field `variant:event` -> n) to the hour of `at`. When some increments fail it
- * throws VariantStatsNotWritten with only those that did not run: an increment that ran but no
- * replica confirmed (behind Sentinels, NotDurableError) is not handed back, or every later flush
- * would add it again (counted at most once; lost if a failover discards the node that ran it).
+ * Adds `counts` to the hour of `at`. VariantStatsNotWritten holds the increments that did not run;
+ * one that ran unconfirmed (NotDurableError) is left out, or every flush would re-add it.
  */
 export async function addVariantStats(redis: Redis, keys: RedisKeys, at: Date, counts: Map<string, number>): Promise<void> {
   if (counts.size === 0) return;
@@ -83,10 +76,9 @@ const DAY_MS = 24 * HOUR_MS;
 const CLIENT_DAY_TTL_S = 3 * 24 * 3600 + 3600;
 
 /**
- * Whether one action of `client` is counted by the readout (D7, lua/readout-admit.lua): not when
- * it repeats the client's `event` of `vid` for `variant` within 48 h (`vid` undefined: the caller
- * knows it is a first success), nor past READOUT_CLIENT_HOURLY_CAP of them in the hour.
- * Reply: 0 repeat, -1 over the cap, 1 counted and the client's first of the hour, 2 counted.
+ * Whether the readout counts one action (D7, lua/readout-admit.lua): not a repeat of `event` on
+ * `vid` within 48 h (`vid` undefined: a known first success), nor past READOUT_CLIENT_HOURLY_CAP
+ * an hour. Reply: 0 repeat, -1 over the cap, 1 counted and first of the hour, 2 counted.
  */
 export async function admitReadoutAction(redis: Redis, keys: RedisKeys, client: string, at: Date, variant: Variant, event: VariantEvent, vid?: string): Promise<number> {
   const day = (back: number) => keys.readoutClient(client, statsHour(new Date(at.getTime() - back * DAY_MS)).slice(0, 8));
@@ -119,11 +111,7 @@ const STEP_FIELDS: Record<keyof VariantCounts, VariantEvent | VariantHealthEvent
 
 const COUNT_OF = Object.fromEntries(Object.entries(STEP_FIELDS).map(([count, event]) => [event, count])) as Record<string, keyof VariantCounts>;
 
-/**
- * A ramp step's readout (R23 over D7): both variants' counts summed over the `hours` hours up to
- * `now`, less the actions of guest devices first seen in the step's start hour or later (`fresh`,
- * reported beside), with the units served at the step's `percent` and signed-in users' counts alone (`users`).
- */
+/** A step's readout (R23, D7) over `hours`, less guest devices new since its start (`fresh`), with `units` and `users`. */
 export async function readStepReadout(redis: Redis, keys: RedisKeys, now: Date, hours: number, step?: { startedAt: Date; percent: number }): Promise<StepReadout> {
   const readout = emptyReadout();
   const [viewers, units] = [{ ring: 0, legacy: 0 }, { ring: 0, legacy: 0 }];

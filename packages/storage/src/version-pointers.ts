@@ -5,11 +5,7 @@ import type { RedisKeys } from './redis-keys';
 
 export type SwitchOutcome = { switched: true; replaced: string | null } | { switched: false; current: string };
 
-/**
- * Makes `version` current by compare-and-set (`lua/switch-current.lua`): refused when current
- * holds a newer version, unless `allowOlder`. The version it replaces becomes `previous` (R17's
- * first fallback) in the same step.
- */
+/** Makes `version` current by compare-and-set unless current is newer (`allowOlder`); the old becomes `previous` (R17). */
 export async function makeCurrent(redis: Redis, keys: RedisKeys, version: string, allowOlder = false): Promise<SwitchOutcome> {
   const [switched, other] = await runScript<[number, string | null]>(redis, 'switch-current', [keys.current, keys.previous], [version, allowOlder ? '1' : '0']);
   return switched === 1 ? { switched: true, replaced: other ?? null } : { switched: false, current: other! };

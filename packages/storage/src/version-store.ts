@@ -1,16 +1,10 @@
 /**
- * A version's keys in Redis (SPEC R10, R17, R20, R22) and what may be done with them: the apps
- * ask this store and never send commands on a version's keys nor parse their names.
- *
- * A version is its queue (LIST of ids), its scores (LIST, one per position) and its meta (HASH,
- * queue-meta.ts), live or as a shadow build's own copy (R20), plus its offset buckets (ring.ts).
- * A build writes them under staging names holding its lock token, and `publish` renames them
- * into place in one script (lua/publish-version.lua). The legacy random set (R17) is refilled
- * the same way: staged under the token, swapped in whole.
- *
- * "Complete" is defined once, by `completeness`: the controller (R21), the API's queue copies
- * (R22) and the inspector ask it. The publish script checks the same before it renames (it runs
- * inside Redis and cannot call this): see its header.
+ * A version's keys in Redis (SPEC R10, R17, R20, R22): the apps ask this store, never send commands
+ * on them nor parse their names. A version is its queue (ids), its scores and its meta
+ * (queue-meta.ts), live or as a shadow's own copy (R20), plus its offset buckets (ring.ts). A build
+ * stages them under its lock token and `publish` renames them into place in one script; the legacy
+ * set (R17) likewise. "Complete" is defined once, by `completeness`, for the controller (R21), the
+ * API's copies (R22) and the inspector; the publish script repeats the check inside Redis.
  */
 import { runScript } from './lua-scripts';
 import { encodeMeta, readMeta, type QueueMeta } from './queue-meta';
@@ -19,17 +13,13 @@ import { liveOrShadowKeys, VERSION_PATTERN, type LiveOrShadow, type RedisKeys } 
 import { readRolloutOverride, type Rollout } from './rollout-override';
 import { claimPositions, offsetBucketKeys, readOffset, readQueueRange, readRecordedScores, readRingVersion, unclaimPositions, type Claim, type RingVersion } from './ring';
 
-/**
- * Whether a version's keys are whole: its meta names a positive length and its queue holds
- * exactly that many ids. Scores are not part of it: explain shows a missing score as none.
- */
+/** Whether meta names a positive length and the queue holds that many ids (scores do not count). */
 export type Completeness = { complete: true; length: number; buildId: string } | { complete: false; problem: string };
 
 /** The publish script refused (nothing changed): the lock was lost, or the staged keys disagree with the build's length. */
 export class PublishRefusedError extends Error {}
 
-/** The lock a publish runs under: its key and the token the staged keys are named by. */
-/** Appends values to one staged key (RPUSH to a list, SADD to a set): what a build's writer is handed instead of the key. */
+/** Appends values to one staged key: what a build's writer is handed instead of the key. */
 export type Append = (values: string[]) => Promise<unknown>;
 
 export interface PublishLock {
@@ -120,11 +110,7 @@ export class VersionStore {
     await this.redis.hSet(liveOrShadowKeys(this.keys, version, which).meta, 'shadow', shadow ? '1' : '0');
   }
 
-  /**
-   * Stages one build's queue, scores and meta under its lock token (no other build touches them):
-   * `writeLists` fills the queue and scores lists through the appends it is given; the meta is written after them, and
-   * all three get `ttlSeconds`, so a build killed before publishing leaves nothing for ever.
-   */
+  /** Stages queue and scores (`writeLists`), then meta, under the lock token with `ttlSeconds`: a killed build leaves nothing. */
   async stage(meta: QueueMeta, lock: PublishLock, ttlSeconds: number, writeLists: (lists: { queue: Append; scores: Append }) => Promise<void>): Promise<void> {
     const staged = this.stagingKeys(meta.version, lock.token);
     await writeLists({ queue: (ids) => this.redis.rPush(staged.queue, ids), scores: (scores) => this.redis.rPush(staged.scores, scores) });
@@ -140,11 +126,10 @@ export class VersionStore {
   }
 
   /**
-   * Publishes the build's staged keys (or, `from: 'shadow'`, the version's shadow copy of build `meta.buildId`: a promote)
-   * as the version's keys (live or shadow, `which`), expiring in `ttlSeconds`, in one script that first checks the
-   * lock is still ours and the lengths agree (lua/publish-version.lua); refused with
-   * PublishRefusedError. A rebuild of a live version in place then gives its offset buckets the same
-   * expiry (they are in other slots; a new version's buckets get it from their first claim).
+   * Publishes the staged keys (`from: 'shadow'`: the shadow copy of `meta.buildId`, a promote) as
+   * the version's `which` keys, expiring in `ttlSeconds`, in one script that first checks the lock
+   * and the lengths (PublishRefusedError). A rebuild in place gives the offset buckets the same
+   * expiry (other slots; a new version's buckets get it from their first claim).
    */
   async publish(meta: QueueMeta, lock: PublishLock, which: LiveOrShadow, ttlSeconds: number, from: 'staging' | 'shadow' = 'staging'): Promise<void> {
     const { version } = meta;
@@ -163,11 +148,7 @@ export class VersionStore {
     if (rebuildInPlace) await Promise.all(offsetBucketKeys(this.keys, meta).map((key) => this.redis.expire(key, ttlSeconds)));
   }
 
-  /**
-   * Refills the legacy random set (R17): `fill` adds the ids through the append it is given, to a
-   * staging set named by the lock's token, which gets `ttlSeconds` and is then renamed over the set in one step, so
-   * readers never see it half filled. `beforeSwap` runs between the two (a failpoint).
-   */
+  /** Refills the legacy set (R17): a staging set under the lock token, renamed over it in one step; `beforeSwap` between. */
   async refillLegacy(lock: PublishLock, ttlSeconds: number, fill: (add: Append) => Promise<void>, beforeSwap?: () => Promise<void>): Promise<void> {
     const staging = this.keys.legacyIdsStaging(lock.token);
     await fill((ids) => this.redis.sAdd(staging, ids));

@@ -1,7 +1,4 @@
-/**
- * Free watches (SPEC R15): a per-user, per-business-day SET of watched video ids in Redis — no
- * new MongoDB field. Registering the same video twice on one day counts once.
- */
+/** Free watches (SPEC R15): a per-user, per-business-day SET of watched ids in Redis; a video counts once a day. */
 import { versionFor } from '@feed/domain';
 import type { Redis } from './redis-client';
 import type { RedisKeys } from './redis-keys';
@@ -30,11 +27,7 @@ export class WatchCounter {
     return { watchCount: Math.max(0, this.totalWatch - used), totalWatchCount: this.totalWatch };
   }
 
-  /**
-   * Registers a watch of `videoId` today (idempotent per user, video and day). Past the free
-   * watches the video is taken out again: a day's set stays within `totalWatch` (a made-up
-   * device cannot store the catalogue), and the count is 0 either way.
-   */
+  /** Registers today's watch; past the free watches it is removed (a made-up device cannot store the catalogue), count 0. */
   async register(userKey: string, videoId: string, now = new Date()): Promise<WatchCount> {
     const key = this.key(userKey, now);
     // Pipelined on one connection, so SCARD sees the SADD; no transaction is needed for a count.

@@ -1,9 +1,7 @@
 /**
- * Labelled metrics that exist before their first event (SPEC D5). A counter series that appears
- * at 1 hides its first event from `increase()` and `rate()`: Prometheus has no earlier sample to
- * subtract. So each labelled counter or histogram declares its label values once; every
- * combination is exported at 0 from the start, and a value nobody declared is refused (a thrown
- * `UndeclaredLabelError`) rather than becoming a series that alerts cannot see begin.
+ * Labelled metrics that exist before their first event (SPEC D5): a series appearing at 1 hides its
+ * first event from `increase()` (no earlier sample). So every declared combination is exported at
+ * 0 from the start, and an undeclared value throws `UndeclaredLabelError`.
  */
 
 /** The known values of each label of one metric. */
@@ -43,11 +41,7 @@ function checkLabels(name: string, declared: ReadonlyMap<string, ReadonlySet<str
   for (const label in labels) if (!declared.has(label)) throw new UndeclaredLabelError(name, label, (labels as Labels)[label]);
 }
 
-/**
- * Exports `metric` at 0 for every combination of `declared` and makes its `inc`/`observe` (and
- * so `labels(...).inc`, `startTimer`'s end) throw on a label value not declared. Returns the
- * metric itself, so callers keep prom-client's API.
- */
+/** Exports `metric` at 0 for every `declared` combination; an undeclared value throws. Returns the metric. */
 export function declareLabels<M extends object>(declaredMetric: M, declared: LabelDeclaration): M {
   const metric = declaredMetric as LabelledMetric;
   const known = new Map(Object.entries(declared).map(([label, values]) => [label, new Set(values)]));

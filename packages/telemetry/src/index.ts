@@ -1,15 +1,9 @@
 /**
- * OpenTelemetry traces for both deployables (SPEC D5), configured by the standard `OTEL_*`
- * variables and started only when one of them asks for traces (`OTEL_EXPORTER_OTLP_ENDPOINT`,
- * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or `OTEL_TRACES_EXPORTER` other than `none`). Unset, no
- * SDK is loaded and no module is patched: `tracer` is the API's no-op, so the spans the service
- * opens itself cost a function call.
- *
- * Started, the Node SDK exports spans (OTLP; `OTEL_EXPORTER_OTLP_PROTOCOL` picks http/protobuf
- * or http/json) for HTTP requests (Express routes named), node-redis commands and MongoDB
- * commands, beside the spans the service opens itself (the feed's strategy and ring claim, the
- * build's phases). `startTelemetry` must run before express, redis and mongodb are first
- * required: each deployable's `main.ts` imports its `telemetry.ts` first.
+ * OpenTelemetry traces (SPEC D5), configured by the standard `OTEL_*` variables, started only when
+ * one asks for traces (an OTLP endpoint, or `OTEL_TRACES_EXPORTER` other than `none`). Unset, no SDK
+ * is loaded and nothing patched: the service's own spans cost a function call. Started, it exports
+ * HTTP, node-redis and MongoDB spans beside the service's own. `startTelemetry` must run before
+ * express, redis and mongodb are required: each `main.ts` imports its `telemetry.ts` first.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { context, INVALID_SPAN_CONTEXT, trace, SpanStatusCode, type Span } from '@opentelemetry/api';
@@ -18,11 +12,7 @@ export const tracer = trace.getTracer('short-feed');
 
 let started: { shutdown(): Promise<void> } | undefined;
 
-/**
- * Longest the SDK's shutdown (its last export) may hold a stopping process: a collector that
- * refuses or never answers would otherwise take the exporter's own timeout (10 s, D4's whole
- * budget). The spans still queued then are dropped.
- */
+/** Longest the SDK's last export may hold a stopping process (the exporter's own 10 s is D4's whole budget); then dropped. */
 export const TELEMETRY_SHUTDOWN_MS = 1_500;
 /** What a query string's values become in a span: the keys stay, so the request's shape is still visible. */
 export const REDACTED = 'REDACTED';
@@ -30,10 +20,7 @@ export const REDACTED = 'REDACTED';
 /** What a key looks like; anything else where a key goes may be the secret itself (`?<token>`). */
 const KEY_LIKE = /^[A-Za-z_][A-Za-z0-9_.[\]-]{0,39}$/;
 
-/**
- * `a=1&token=s` -> `a=REDACTED&token=REDACTED` (D5: nothing a client sends in a URL is recorded
- * verbatim). A part with no value (a bare token, or one padded with `=`) or unlike a key is `REDACTED` whole.
- */
+/** `a=1&token=s` -> `a=REDACTED&token=REDACTED` (D5): no URL value recorded verbatim; a bare or odd part is `REDACTED` whole. */
 export function redactQuery(query: string): string {
   const parts = [...new URLSearchParams(query)].map(([key, value]) => (!/^=*$/.test(value) && KEY_LIKE.test(key) ? `${encodeURIComponent(key)}=${REDACTED}` : REDACTED));
   return [...new Set(parts)].join('&');
@@ -86,10 +73,7 @@ export function telemetryStarted(): boolean {
   return Boolean(started);
 }
 
-/**
- * Flushes and stops the SDK (the last spans are exported before the process exits), giving up
- * after `budgetMs`. Resolves `false` when it gave up (an unreachable collector).
- */
+/** Flushes and stops the SDK within `budgetMs`; `false` when it gave up (an unreachable collector). */
 export async function stopTelemetry(budgetMs = TELEMETRY_SHUTDOWN_MS): Promise<boolean> {
   const sdk = started;
   started = undefined;

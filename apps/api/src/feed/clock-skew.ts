@@ -1,10 +1,7 @@
 /**
- * How far this host's clock is from Redis's (SPEC R11): measured, exported, alerted on, and
- * used for nothing else. No decision on the read path compares two machines' clocks, so a
- * drifted host keeps serving the ring; the gauge tells on-call which host drifted.
- *
- * One measure is a round trip around Redis's TIME: skew = redisTime - midpoint of the local
- * send and receive instants, accurate to half the round trip.
+ * How far this host's clock is from Redis's (SPEC R11): measured, exported, alerted on, used for
+ * nothing else (no read-path decision compares two clocks). One measure: Redis's TIME minus the
+ * midpoint of the local send and receive, accurate to half the round trip.
  */
 import type { Gauge } from 'prom-client';
 import { logger } from '@feed/logger';

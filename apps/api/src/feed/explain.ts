@@ -1,8 +1,6 @@
 /**
- * Explain (for the people who tune the feed): what a user's next page would be and why, without
- * moving their offset. It scans the ring with the feed's own module (ring-scan.ts), reading the
- * offset instead of claiming it. Replayable: the build is deterministic, so a version can be
- * rebuilt with `pnpm cli build --at` and explained again.
+ * Explain: what a user's next page would be and why, without moving their offset (ring-scan.ts,
+ * peeking). Replayable: the build is deterministic, so `pnpm cli build --at` rebuilds a version.
  */
 import { BLOCK_SIZE, isNew } from '@feed/domain';
 import type { MongoBudget, VersionStore } from '@feed/storage';

@@ -1,11 +1,9 @@
 /**
- * What the feed reads before every page: which version to serve (`current`, and `previous` for
- * R17's first fallback), what those versions are (length, build id, offset buckets, expiry: their
- * meta and queue), and the rollout in force (R16's run-time override over the environment).
- * They are read outside the claim script — on Redis Cluster they live in other slots than the
- * offsets — and cached in process for CURRENT_CACHE_MS (<= 5 s), so a version switch, a forced
- * rebuild, a vanished queue or a kill switch reaches every instance within that time. When Redis
- * does not answer within a request's deadline, the last known state serves (counted, logged).
+ * What the feed reads before every page: the versions to serve (`current`, and `previous` for
+ * R17's fallback), their length, build id, buckets and expiry, and the rollout in force (R16's
+ * override). Read outside the claim script (other cluster slots) and cached for CURRENT_CACHE_MS
+ * (<= 5 s), so a switch, rebuild, vanished queue or kill switch reaches every instance within it.
+ * When Redis misses a request's deadline the last known state serves (counted, logged).
  */
 import { fnv1a32 } from '@feed/domain';
 import { logger } from '@feed/logger';
@@ -83,8 +81,7 @@ export class FeedReadStateCache {
   async get(now = performance.now()): Promise<FeedReadState> {
     const fresh = this.peek(now);
     if (fresh) return fresh;
-    // Once per instance per expiry, however many requests arrive meanwhile: two round trips in
-    // sequence (the pointers and the rollout, then the named versions' meta and queue expiry).
+    // Once per instance per expiry: the pointers and rollout, then the versions' meta and expiry.
     const { versions } = this.o;
     this.inflight ??= versions
       .pointers()

@@ -1,14 +1,10 @@
 /**
- * The feed (SPEC R11–R17, V2): which videos a user gets next. One ordered chain of named
- * strategies; a page comes from the first that works:
- *  - `ring`: the day's ring queue (current version);
- *  - `previous-version`: the ring of the version before, when current's keys are gone;
- *  - `legacy-set`: random legacy ids (the only Redis strategy for users outside the rollout);
- *  - `mongo-fallback`: a random page of recent approved videos from MongoDB, without Redis.
- * A page from any strategy after the first is a degradation, logged and counted in
- * `feed_degradations_total{kind}`. Every call reads the request's budget (request-budget.ts), and
- * an incomplete ring page gives back its claimed positions (R11, R17). `peekPage` (HEAD) runs the
- * chain without claiming or counting. Details: docs/design.md, "Degradation".
+ * The feed (SPEC R11–R17, V2): a page comes from the first strategy that works: `ring` (current's
+ * ring queue), `previous-version` (when current's keys are gone), `legacy-set` (random legacy ids;
+ * the only one for users outside the rollout), `mongo-fallback` (recent videos, without Redis).
+ * Any after the first is a degradation, logged and counted in `feed_degradations_total{kind}`.
+ * Calls read the request's budget; an incomplete ring page gives back its claims (R11, R17).
+ * `peekPage` (HEAD) neither claims nor counts. Details: docs/design.md, "Degradation".
  */
 import { BLOCK_SIZE, shuffleInPlace } from '@feed/domain';
 import { logger } from '@feed/logger';
@@ -137,10 +133,8 @@ export class FeedService {
   }
 
   /**
-   * Claims positions of `version`'s ring (ring-claims.ts) until the page is full or one whole
-   * circle was scanned (ring-scan.ts). Every claimed position is either served or skipped, so the
-   * offset moves past exactly what this request looked at. A claim that happened is served: past
-   * the deadline only further claims are given up.
+   * Claims until the page is full or a circle was scanned; every claimed position is served or
+   * skipped, so the offset moves past exactly what was looked at. Past the deadline no new claims.
    */
   private async ringPage(request: PageRequest, version: string | null): Promise<FeedPage> {
     if (!version) throw new NotApplicable('no such version');
@@ -159,8 +153,8 @@ export class FeedService {
     });
     const claims = request.peek ? undefined : new RingClaims({ versions, reader, metrics, ring, userKey: identity.key, deadline });
     const positions = claims ?? reader.peekFrom(ring, await deadline.run(() => versions.offset(ring, identity.key), 'offset read'), deadline);
-    // A page that cannot be completed (MongoDB frozen, the queue gone) serves nothing: its claims are
-    // given back before the answer, so a retry starts where the user's last served page ended.
+    // A page that cannot be completed serves nothing and gives its claims back first, so a retry
+    // starts where the last served page ended.
     const candidates = await scanRing({ ring, identity, pageSize, catalog, filter, budget: budget.mongo, positions }).catch(async (err: unknown) => {
       if (err instanceof QueueGoneError) readState.invalidate();
       await claims?.giveBackAll();

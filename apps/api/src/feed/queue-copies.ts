@@ -1,12 +1,9 @@
 /**
- * The API's in-process copies of published queues (SPEC R22): a published queue never changes,
- * so each instance reads it once per version and build, and claims then touch only the user's
- * offset bucket. A copy is loaded in the background in chunks and used only once verified against
- * the version's meta; until then the feed reads claimed positions from Redis. At most
- * `queueCopiesMax` copies are kept within `maxBytes` (their share of API_MEMORY_BUDGET_MB), least
- * recently used dropped first: today's, yesterday's (R17's fallback) and one being replaced.
- * Loads are jittered preloads, so instances do not all hit one master at the daily switch.
- * Verification, sizing and preload timing: docs/design.md, "Layout at scale".
+ * In-process copies of published queues (SPEC R22): a queue never changes, so each instance reads
+ * it once per build and claims touch only the offset bucket. A copy loads in the background
+ * (jittered, so instances do not all hit one master at the switch) and is used once verified
+ * against the meta; until then positions come from Redis. At most `queueCopiesMax` within
+ * `maxBytes`, LRU: today's, yesterday's (R17's fallback), one being replaced (docs/design.md, "Layout at scale").
  */
 import { logger } from '@feed/logger';
 import type { RingVersion, VersionStore } from '@feed/storage';
@@ -51,10 +48,7 @@ export class QueueCopies {
     this.maxBytes = o.maxBytes ?? Infinity;
   }
 
-  /**
-   * Schedules the load of `ring`'s copy after a random delay within `jitterMs`, unless it is held,
-   * loading or already scheduled; until it is ready the feed reads positions with LRANGE.
-   */
+  /** Schedules `ring`'s load within `jitterMs` unless held, loading or scheduled; until then LRANGE serves. */
   preload(ring: RingVersion): void {
     const held = this.copies.get(ring.version);
     if (held && sameBuild(held, ring)) return;

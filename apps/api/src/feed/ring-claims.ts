@@ -1,10 +1,8 @@
 /**
- * One page's claims on a user's ring (SPEC R11), as the scan takes positions: each step claims the
- * next positions (ring-claim.lua) within the request's Redis deadline and reads their ids. A page
- * that cannot be completed gives every claim back before its answer (`giveBackAll`), and a claim
- * answered after the request stopped waiting is given back exactly when its answer arrives
- * (ring-unclaim.lua): positions are consumed only when served, and no clock but the API's own
- * timer decides it. What could not be given back is counted as lost.
+ * One page's claims on a user's ring (SPEC R11), within the request's Redis deadline. A page that
+ * cannot be completed gives every claim back before answering (`giveBackAll`); a claim answered
+ * after the request stopped waiting is given back when it arrives: positions are consumed only when
+ * served, decided by no clock but the API's timer. What could not be given back counts as lost.
  */
 import { NotDurableError, RedisCallError, withDeadline, type Claim, type Deadline, type RingVersion } from '@feed/storage';
 import { inSpan } from '@feed/telemetry';
@@ -59,11 +57,7 @@ export class RingClaims implements Positions {
     }
   }
 
-  /**
-   * A claim this request stopped waiting for: when it turns out to have run, give it back. One that
-   * ran but no replica confirmed (behind Sentinels, NotDurableError) is given back too, over the
-   * connection that claimed (else its positions would be skipped while that node stays the primary).
-   */
+  /** A claim given up on is given back if it ran (unconfirmed ones too, over the claiming connection). */
   private async giveBackWhenAnswered(claiming: Promise<Claim>): Promise<void> {
     const answered = await claiming.then(
       (claim) => ({ claim, late: true, still: () => true }),

@@ -1,14 +1,8 @@
 /**
- * The scan of a ring (SPEC R11): which claimed positions a user is served and which are skipped;
- * one module for the feed, which claims the positions, and for explain, which only reads them.
- * The page itself is assembled in feed-service.ts (`ringPage`); the positions come from a
- * `Positions`: the feed's claims (ring-claims.ts) or a read-only peek (`RingReader.peekFrom`).
- *
- *  - `RingReader.idsAt` gives the ids at ring positions: from the instance's verified copy of the
- *    published queue, or from Redis (LRANGE) until that copy is loaded;
- *  - `scanRing` takes positions until the page is full or one whole circle was scanned, and
- *    judges every candidate with the one rule of candidate-verdict.ts (taken down, seen, not
- *    interested, own video, already in this page): skipped positions count as scanned.
+ * The scan of a ring (SPEC R11), for the feed (which claims) and explain (which peeks): positions
+ * come from a `Positions`, ids from `RingReader.idsAt` (the verified in-process copy, else LRANGE).
+ * `scanRing` takes positions until the page is full or a whole circle was scanned, judging each
+ * with candidate-verdict.ts; skipped positions count as scanned. feed-service.ts assembles the page.
  */
 import type { Deadline, MongoBudget, RingVersion, VersionStore } from '@feed/storage';
 import type { Identity } from '../http/identity';

@@ -1,12 +1,9 @@
 /**
- * The V2 vs legacy readout (SPEC D7): each page served and each engagement is counted for the
- * variant the user's rollout bucket gives them at that moment (`ring` or `legacy`, whatever
- * strategy served), in Prometheus counters and in Redis's hourly tally, written in one batch per
- * instance every few seconds. An action counts once per first success, as R3 counts it, and at
- * most READOUT_CLIENT_HOURLY_CAP times per client and hour (lua/readout-admit.lua), so no client
- * moves a verdict by repeating a request. New guest devices are tallied beside so the ramp's
- * judge can leave them out (R23), and each feed request's health is tallied per variant
- * (`countHealth`) for the same judge. The counting rules: docs/design.md, "Rollout and audit".
+ * The V2 vs legacy readout (SPEC D7): each page and engagement counts for the variant the user's
+ * rollout bucket gives (whatever strategy served), in Prometheus and in Redis's hourly tally (one
+ * batch per instance every few seconds). An action counts once per first success (as R3) and at
+ * most READOUT_CLIENT_HOURLY_CAP per client and hour. New guest devices and request health are
+ * tallied beside for the ramp's judge (R23). Rules: docs/design.md, "Rollout and audit".
  */
 import { logger } from '@feed/logger';
 import { freshField, guestField, statsHour, unitsField, variantField, VIEWERS, type GuestSight, type ReadoutStore, type Variant, type VariantEvent, type VariantHealthEvent, VariantStatsNotWritten } from '@feed/storage';
@@ -38,11 +35,7 @@ export class VariantReadout {
     this.timer = setInterval(() => void this.flush(), FLUSH_EVERY_MS).unref();
   }
 
-  /**
-   * One action of `identity`, counted for its variant unless it repeats the client's action on
-   * `vid` (undefined: the caller knows it is a first success) or passes the client's hourly cap.
-   * Without Redis the action goes uncounted rather than failing the request.
-   */
+  /** One action, unless a repeat on `vid` or past the client's hourly cap; without Redis uncounted, never a failed request. */
   async record(identity: Identity, event: Exclude<VariantEvent, 'page'>, vid?: string, sight?: GuestSight): Promise<void> {
     let arm: Arm;
     let admitted: number;
@@ -82,10 +75,7 @@ export class VariantReadout {
     this.pending.set(field, (this.pending.get(field) ?? 0) + 1);
   }
 
-  /**
-   * A feed request's health for the variant (R23's operational guards): Redis's tally only, in the
-   * same batches; Prometheus has the service-wide figures already (feed_pages_total and others).
-   */
+  /** A request's health for R23's guards: Redis's tally only (Prometheus has service-wide figures). */
   countHealth(variant: Variant, event: VariantHealthEvent | typeof VIEWERS): void {
     this.add(variantField(variant, event));
   }

@@ -1,7 +1,4 @@
-/**
- * Video documents by id for the read path, with a short in-process cache. The cache TTL
- * (VIDEO_CACHE_MS) is the longest a taken-down video can still be served by one instance.
- */
+/** Video documents by id for the read path, cached in-process for VIDEO_CACHE_MS: the longest a taken-down video stays served. */
 import { LRUCache } from 'lru-cache';
 import { ELIGIBLE_FILTER, isEligible, isoDate, shuffleInPlace } from '@feed/domain';
 import { AppError, unavailable } from '@feed/http';
@@ -35,11 +32,7 @@ const videoStoreDown = (err: Error): never => {
   throw unavailable(`video store unavailable: ${err.message}`);
 };
 
-/**
- * Real + fake, within [0, MAX_VALUE]: two finite counters can sum to Infinity, which JSON writes
- * as null (not a number), and a negative fake adjustment larger than the real count would show a
- * negative one.
- */
+/** Real + fake within [0, MAX_VALUE]: two finite counters can sum to Infinity (JSON null), a large negative fake to below 0. */
 const shown = (real: number, fake: number) => Math.min(Number.MAX_VALUE, Math.max(0, Math.max(0, real) + fake));
 
 /** The item of a document as video-document.ts read it: display counts are real + fake. */
@@ -64,9 +57,8 @@ export function toVideoInfo(video: CatalogVideo): VideoInfo {
 }
 
 /**
- * Heap bytes of one cached entry: the lean document, its item shape and its JSON, measured with
- * `--expose-gc` over 20,000 demo videos (1,800 bytes each with 141 characters of strings; every
- * further character costs two: the document's string, which the item shares, and the JSON's).
+ * Heap bytes of a cached entry (document, item, JSON) beside its strings, measured with `--expose-gc`
+ * over 20,000 demo videos; each string character costs two (the document's and the JSON's copy).
  */
 const VIDEO_ENTRY_BYTES = 1_500;
 /** A remembered "no such video": the id and an empty slot. */
@@ -122,10 +114,7 @@ export function pageBody({ vInfos, ...fields }: { vInfos: VideoInfo[] }): Buffer
 }
 
 export class VideoCatalog {
-  /**
-   * Documents by id (null: no such video), each for VIDEO_CACHE_MS, at most VIDEO_CACHE_MAX and
-   * `maxBytes` (its share of API_MEMORY_BUDGET_MB); least recently used out first.
-   */
+  /** Documents by id (null: no such video) for VIDEO_CACHE_MS, within VIDEO_CACHE_MAX and `maxBytes`; LRU. */
   private readonly cache: LRUCache<string, { video: CatalogVideo | null }> | undefined;
   /** The MongoDB fallback's pool of recent videos, shared by concurrent requests while fresh. */
   private recent?: { limit: number; expiresAt: number; docs: Promise<Array<{ vid: string; authorId: string }>> };
@@ -149,12 +138,7 @@ export class VideoCatalog {
     return this.cache?.calculatedSize ?? 0;
   }
 
-  /**
-   * Videos by id (missing ids are absent from the map). The cache misses of all requests of one
-   * loop turn are one MongoDB query, which a request waits for within `budget` (its own); an id
-   * already being fetched is waited for, not asked again. Cached documents are served while
-   * MongoDB is frozen.
-   */
+  /** Videos by id. A loop turn's misses are one MongoDB query, each request waiting within its `budget`; in-flight ids are shared. */
   async load(ids: readonly string[], budget: MongoBudget): Promise<Map<string, CatalogVideo>> {
     const found = new Map<string, CatalogVideo>();
     const misses: string[] = [];
@@ -226,10 +210,8 @@ export class VideoCatalog {
   }
 
   /**
-   * Ids of the `limit` most recently approved servable videos, without `exceptAuthorId`'s own (the
-   * MongoDB fallback). Bounded: the query is R1's filter sorted by the `{status, newsType,
-   * reviewAt}` index with a limit and `maxTimeMS`, and a request waits for it at most what is left
-   * of its `budget`; a slower answer still fills the pool for the requests after it.
+   * The MongoDB fallback: ids of the `limit` newest servable videos, not `exceptAuthorId`'s, by R1's
+   * filter on its index with `maxTimeMS`; a slower answer than `budget` still fills the pool.
    */
   async recentServableIds(limit: number, budget: MongoBudget, exceptAuthorId?: string): Promise<string[]> {
     // During a Redis outage every request lands here: one query per cache period, not one each.

@@ -1,11 +1,8 @@
 /**
- * The one reader of video documents on the read path (SPEC R1a, C): every strategy (ring,
- * previous version, legacy set, MongoDB fallback), explain and the display counters see a
- * document only through it. The catalogue holds what operators and other services left, so
- * nothing about a stored document is trusted: a document without an ObjectId `_id` is skipped,
- * dates and counters of any numeric BSON type count by value (the build's rule, from
- * @feed/domain), anything else is 0 (counters) or absent (dates), and both are reported so the
- * caller counts them.
+ * The one reader of video documents on the read path (SPEC R1a, C), for every strategy, explain
+ * and the counters. Nothing stored is trusted: no ObjectId `_id`, skipped; dates and counters of
+ * any numeric BSON type count by value (the build's rule), anything else is 0 or absent, reported
+ * so the caller counts it.
  */
 import { counterValue, dateValue, numericValue } from '@feed/domain';
 import { mongo, Types } from 'mongoose';

@@ -24,10 +24,7 @@ export const guestIdentity = (deviceId: string): Identity => ({ key: `g:${device
 
 const secretKeys = new Map<string, KeyObject>();
 
-/**
- * The secret as a KeyObject, made once: given a string, jsonwebtoken first tries (and fails)
- * to parse it as a public key on every call, which was a quarter of the feed's CPU time.
- */
+/** The secret as a KeyObject, made once: from a string jsonwebtoken tries a public-key parse per call (a quarter of the feed's CPU). */
 function secretKey(secret: string): KeyObject {
   let key = secretKeys.get(secret);
   if (!key) {
@@ -38,11 +35,8 @@ function secretKey(secret: string): KeyObject {
 }
 
 /**
- * Verified tokens, by their exact text: a client sends the same token on every swipe, and a
- * token string that verified once verifies again until it expires. Bounded in bytes (the token
- * cache's share of API_MEMORY_BUDGET_MB, see `sizeTokenCache`); entries never outlive the
- * token's `exp` (or ten minutes when it has none: a session's swipes verify once, not once a
- * minute; nothing revokes a valid token sooner, and a changed secret is checked on every hit).
+ * Verified tokens by exact text (a client sends the same one every swipe), bounded in bytes; an entry
+ * never outlives `exp`, or ten minutes without one. A changed secret is checked on every hit.
  */
 const VERIFIED_TOKEN_TTL_MS = 10 * 60_000;
 /** Heap bytes of an entry beside its strings, measured with `--expose-gc` (609 bytes for a 132-character token). */

@@ -1,12 +1,9 @@
 /**
- * New guest device ids per client address (SPEC R23, issue 52): a request naming a device the
- * service has no record of takes a point of its address's budget (rate-limiter-flexible in
- * Redis) and past it is answered 429 with Retry-After, before anything is recorded; admitted, the
- * device is recorded (first seen now), so its later requests are never limited, nor are signed-in
- * users'. The address is Express's `req.ip`: the socket's peer unless TRUST_PROXY names the
- * proxies whose X-Forwarded-For is believed; an IPv6 address counts by its /64 (one subscriber's
- * least share), an IPv4-mapped one as its IPv4, a forwarded value that is no address as the peer. Redis unreachable or past the request's Redis
- * budget, the request goes on (R17).
+ * New guest device ids per client address (SPEC R23, issue 52): an unrecorded device takes a point
+ * of its address's budget (rate-limiter-flexible) and past it gets 429 with Retry-After, before
+ * anything is recorded; admitted, it is recorded and never limited again (nor are users). The
+ * address is `req.ip` (X-Forwarded-For only from TRUST_PROXY), IPv6 by its /64, IPv4-mapped as
+ * IPv4, a non-address as the peer. Redis unreachable or past its budget: the request goes on (R17).
  */
 import type { NextFunction, Request, Response } from 'express';
 import ipaddr from 'ipaddr.js';

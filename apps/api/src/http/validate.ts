@@ -3,10 +3,7 @@ import type { Request } from 'express';
 import Joi from 'joi';
 import { badRequest } from '@feed/http';
 
-/**
- * A 24-hex ObjectId string, accepted in either case and lower-cased here, once: the catalog, the
- * queue and the user history all key videos by lower-case hex, so every endpoint sees one form.
- */
+/** A 24-hex ObjectId, either case, lower-cased once: catalog, queue and history all key by lower-case hex. */
 export const objectId = Joi.string().pattern(/^[0-9a-fA-F]{24}$/, 'ObjectId (24 hex characters)').lowercase();
 
 /** A request body naming one video (SPEC C: bodies name a video `vid`). */
@@ -22,10 +19,7 @@ export function validate<T>(schema: Joi.Schema<T>, value: unknown): T {
 const DECIMAL = /^-?(0|[1-9][0-9]*)$/;
 const queryKeys = new WeakMap<Joi.ObjectSchema, Record<string, { type: string }>>();
 
-/**
- * The query, validated. Stricter than joi's conversion, which reads `2e1`, `+20`, `020` and
- * ` 20` as 20: a number must be written in decimal digits, and a known parameter given once.
- */
+/** The query, validated: numbers in decimal digits only (joi reads `2e1`, `+20`, `020` as 20), each key once. */
 export function validateQuery<T>(schema: Joi.ObjectSchema<T>, req: Pick<Request, 'query'>): T {
   let keys = queryKeys.get(schema);
   if (!keys) queryKeys.set(schema, (keys = (schema.describe() as { keys?: Record<string, { type: string }> }).keys ?? {}));

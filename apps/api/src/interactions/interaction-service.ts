@@ -1,11 +1,9 @@
 /**
- * Likes, collects, comments and shares (SPEC R2–R4). A request's MongoDB work is its own record,
- * one write on its unique key within the request's budget (R17), acknowledged with the
- * deployment's write concern; it answers once that is durable. The video's counters follow
- * behind: the write asks `CounterTallies` for a tally of the video (one at a time per video,
- * coalesced), which counts the records exactly once (`@feed/storage` counter-tally.ts). A write
- * cut off by the budget is a 503 whose retry is idempotent; if it landed, the retry's tally (or
- * the repair job) counts it.
+ * Likes, collects, comments and shares (SPEC R2–R4). A request's MongoDB work is its own record:
+ * one write on its unique key within its budget (R17), answered once durable. The video's counters
+ * follow behind, by a coalesced per-video tally that counts records exactly once (counter-tally.ts).
+ * A write cut off by the budget is a 503 with an idempotent retry; if it landed, the retry's tally
+ * (or the repair job) counts it.
  */
 import { randomUUID } from 'node:crypto';
 import { Types, type Model, type mongo } from 'mongoose';
@@ -19,10 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 const isDuplicateKey = (err: unknown) => (err as { code?: number }).code === 11000;
 
-/**
- * First stage of every toggle's update: a record of the protocol before the previous one has no
- * `shown`; the display counter included it exactly when it was active (a comment: published).
- */
+/** First stage of every toggle update: a record older than `shown` was shown exactly when active (a comment: published). */
 const keepShown = { $set: { shown: { $ifNull: ['$shown', { $ifNull: ['$active', { $eq: ['$status', 'published'] }] }] } } };
 
 /** A change of `active` to `to` (no change when it holds already): `v` + 1, dirty. */
@@ -32,10 +27,8 @@ const turn = (to: boolean, now: Date) => {
 };
 
 /**
- * A toggle's findAndModify through the model's collection, as mongoose would send it (the same
- * command: checked with command monitoring) without its query layer, whose casting, cloning and
- * defaults of values already typed were a tenth of the API's CPU in a like burst (issue 49). The
- * driver honours `signal` on every operation; its types list it on reads only.
+ * findAndModify as mongoose sends it (checked with command monitoring) minus its query layer, a
+ * tenth of the API's CPU in a like burst (issue 49). The driver honours `signal`; its types do not.
  */
 const findAndModify = (model: Model<ToggleRecord>, filter: object, update: object[], options: mongo.FindOneAndUpdateOptions & mongo.Abortable) =>
   model.collection.findOneAndUpdate(filter, update, options as mongo.FindOneAndUpdateOptions) as Promise<ToggleRecord | null>;
@@ -52,15 +45,12 @@ export interface ToggleOutcome {
 type ToggleKind = Extract<CounterKind, 'likes' | 'collects'>;
 
 export class InteractionService {
-  /** `catalog`: the videos' eligibility, from the feed's cache (VIDEO_CACHE_MS, the takedown delay) or one read. */
-  /** `readout`: D7's count of first successes (likes, collects, comments), made here so a write past the budget is counted once it lands. */
+  /** `catalog`: eligibility from the feed's cache or one read; `readout`: D7's first successes, counted once a late write lands. */
   constructor(private readonly deps: { catalog: Pick<VideoCatalog, 'load'>; records: InteractionModels; tallies: CounterTallies; readout?: Pick<VariantReadout, 'record'>; hooks?: CounterHooks }) {}
 
   /**
-   * The record write of a first success (made at `now`): counted for D7 when it makes the record;
-   * when it fails (the budget, an election), it may still land: the record made at `now` is
-   * this request's, counted once it appears (looked for 2, 4, 8, 16 and 32 s after: a burst's
-   * failures add 5 reads each to a loaded server, not 30).
+   * A first success's record write, counted for D7 when it makes the record; a failed write may
+   * still land, so it is looked for after 2, 4, 8, 16 and 32 s and counted once it appears.
    */
   private async firstSuccess<T>(event: 'like' | 'collect' | 'comment', userId: string, landed: (signal: AbortSignal) => Promise<unknown>, write: () => Promise<T>, isFirst: (result: T) => boolean): Promise<T> {
     const record = () => this.deps.readout?.record(userIdentity(userId), event);
@@ -99,11 +89,7 @@ export class InteractionService {
     return video._id;
   }
 
-  /**
-   * Like or collect: one upsert on the unique key turns the record active (made on the first
-   * success). MongoDB retries an upsert on exactly the unique key itself when two race for the
-   * insert; a server that does not gets one retry here, which finds the record.
-   */
+  /** Like or collect: one upsert on the unique key; one retry for a server that does not retry a racing upsert itself. */
   private async activate(kind: ToggleKind, vid: string, userId: string, budget: RequestBudget): Promise<ToggleOutcome> {
     const videoId = await this.requireServable(vid, budget);
     const model = this.deps.records[kind] as Model<ToggleRecord>;
@@ -151,10 +137,7 @@ export class InteractionService {
     return { record: value as T & { _id: Types.ObjectId }, created: lastErrorObject?.updatedExisting === false };
   }
 
-  /**
-   * Publishes a comment. A retried request with the same Idempotency-Key returns the first
-   * comment and counts nothing more (it completes the count if the first attempt crashed).
-   */
+  /** Publishes a comment; a retry with the same Idempotency-Key returns it and completes its count. */
   async comment(vid: string, userId: string, content: string, budget: RequestBudget, idempotencyKey?: string): Promise<{ commentId: string; created: boolean }> {
     const videoId = await this.requireServable(vid, budget);
     const key = idempotencyKey ?? `generated:${randomUUID()}`;
@@ -184,11 +167,8 @@ export class InteractionService {
   }
 
   /**
-   * A share (R4). Without a video id nothing is counted (old clients); an unknown video is 404
-   * for guests and users alike. The first share of a user and an approved short video counts
-   * once; `counted` and `first` say whether this call made the user's share record, the one
-   * counted (and the one D7 counts; a retry finds it made); `valid` whether the share
-   * names an approved short video (a guest's valid share is engagement, though no counter moves).
+   * A share (R4): without a video id nothing counts (old clients); unknown video: 404. A user's first
+   * share of an approved short video counts once (`counted`/`first`); `valid`: it names one.
    */
   async share(vid: string | undefined, userId: string | undefined, budget: RequestBudget): Promise<{ counted: boolean; first: boolean; valid: boolean }> {
     if (vid === undefined) return { counted: false, first: false, valid: false };

@@ -1,10 +1,8 @@
 /**
- * Liveness, readiness and metrics for the orchestrator and Prometheus (SPEC R17).
- * `/healthz` depends on nothing. `/readyz` is 200 while this instance can serve a page, i.e.
- * while MongoDB answers (without Redis the feed degrades to MongoDB); 503 once MongoDB has failed
- * every probe for a few seconds (a moment's slowness shows `mongo: down`, still 200: StoreHealth),
- * when the instance is draining (SPEC D4: from the SIGTERM on), and until it is warm: a new
- * instance says ready once it serves ring pages at full speed (the copy of current loaded).
+ * Liveness, readiness and metrics (SPEC R17). `/healthz` depends on nothing. `/readyz` is 200 while
+ * this instance can serve a page (MongoDB answers; without Redis the feed degrades); 503 once MongoDB
+ * failed every probe for a few seconds, while draining (SPEC D4), and until warm (current's copy
+ * loaded).
  */
 import { Router } from 'express';
 import { ROUTING } from '@feed/http';

@@ -19,11 +19,7 @@ export const commentBody = Joi.object<{ vid: string; content: string }>({
 export const shareBody = Joi.object<{ videoID?: string }>({ videoID: objectId.description('Without it nothing is counted (old clients)') }).unknown(true);
 export const idempotencyKey = Joi.string().pattern(/^[A-Za-z0-9_.:-]{8,128}$/, 'Idempotency-Key (8-128 characters of A-Z, a-z, 0-9, _ . : -)');
 
-/**
- * Each route parses, calls the service with the request's budget and answers; the service owns
- * the MongoDB work, its budget (a write past it is a 503 whose retry is idempotent) and D7's count
- * of first likes, collects and comments. `readout` counts shares (guests' too) for the variant (D7).
- */
+/** Routes parse, call the service with the request's budget, answer; `readout` counts shares, guests' too (D7). */
 export function interactionRoutes({ interactions, jwtSecret, readout }: { interactions: InteractionService; jwtSecret: string; readout: Pick<VariantReadout, 'recordShare'> }): Router {
   const router = Router(ROUTING);
   type Toggle = (vid: string, userId: string, budget: RequestBudget) => Promise<ToggleOutcome>;

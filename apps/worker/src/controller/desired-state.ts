@@ -1,13 +1,10 @@
 /**
- * The desired-state controller (SPEC R21): the worker keeps the state, not only the schedule.
- * Every CHECK_EVERY_MS the replica holding the controller's `Lease` checks that both job
- * schedulers exist, that a complete version is current (today's once today's cron time has
- * passed) and that the legacy set exists, and repairs what is missing: schedulers upserted, one
- * build job per version (`repair-V`), so replicas never pile up builds. Repairs converge or stop:
- * past MAX_REPAIR_ATTEMPTS a day for one state the controller says why and waits for a change or
- * a human. A check has a deadline inside the lease and, abandoned, acts no more. The holder then
- * drives the rollout ramp (R23). Which build repairs what, and why the lease lives outside
- * BullMQ: docs/design.md, "Self-healing".
+ * The desired-state controller (SPEC R21): the worker keeps the state, not only the schedule. Every
+ * CHECK_EVERY_MS the `Lease` holder checks that both job schedulers exist, that a complete version
+ * is current (today's once its cron time passed) and that the legacy set exists, and repairs what
+ * is missing with one build job per version (`repair-V`). Past MAX_REPAIR_ATTEMPTS a day for one
+ * state it says why and waits. An abandoned check acts no more. The holder also drives the ramp
+ * (R23). Why the lease lives outside BullMQ: docs/design.md, "Self-healing".
  */
 import type { Job, Queue } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
@@ -24,8 +21,7 @@ export const CHECK_EVERY_MS = 10_000;
 export const LEASE_MS = 30_000;
 /** A check abandoned past this still leaves LEASE_MS - CHECK_DEADLINE_MS of our lease: it stops before anyone else may hold it. */
 export const CHECK_DEADLINE_MS = 20_000;
-/** Repair builds of one reason, version and state a business day that may complete without fixing it. */
-// Five: FeedRepairsNotHolding pages at the fourth repair of one state in 30 min, before the controller gives up on it.
+/** Repairs of one state a business day; five, so FeedRepairsNotHolding pages (at the fourth in 30 min) before it gives up. */
 export const MAX_REPAIR_ATTEMPTS = 5;
 
 export interface Repair {
@@ -66,14 +62,12 @@ async function versionProblem(deps: ControllerDeps, today: string, due: string):
   const { store } = deps;
   const current = await store.versions.current();
   if (!current) return { reason: 'no-version', detail: 'no version is current', target: today, force: false, current: null };
-  // The due day was built and held by the release gate (R23): handled, on-call's to promote. The
-  // version users still read is checked all the same, and repaired as itself.
+  // The due day held by the release gate (R23) is on-call's to promote; current is still checked.
   const dueHeld = current < due && ((await store.heldVersion())?.version ?? '') >= due;
   if (current < due && !dueHeld) return { reason: 'version-behind', detail: `current ${current} is older than the due version ${due}`, target: today, force: false, current };
   const [completeness, legacy] = await Promise.all([store.versions.completeness(current), store.versions.legacyExists()]);
-  // A current later than today (on-call switched ahead) is repaired as itself: a build of today
-  // would only be a shadow of an older day. Today's is rebuilt in place (its offsets kept); an
-  // older current is replaced by today's.
+  // A current later than today (switched ahead by on-call) is repaired as itself; today's is
+  // rebuilt in place (offsets kept); an older current is replaced by today's.
   const target = dueHeld || current > today ? current : today;
   const force = dueHeld || current >= today;
   if (!completeness.complete) return { reason: 'queue-incomplete', detail: `current ${current}: ${completeness.problem}`, target, force, current };
@@ -91,20 +85,13 @@ function repairJobData(target: string, today: string, force: boolean): BuildJobD
 
 type QueueOutcome = 'queued' | 'busy' | 'stopped';
 
-/**
- * Whether a failed repair build got past the catalog read (its last progress phase): a full build
- * that then failed (an empty eligible queue, duplicate ids) fails again however often it is
- * queued, so it is an attempt; one that failed at the lock or the read (MongoDB down) is not.
- */
+/** A failed repair past the catalog read fails again however often it runs: an attempt. A lock or MongoDB failure is not. */
 function readTheCatalog(job: Job | undefined): boolean {
   const phase = (job?.progress as { phase?: unknown } | undefined)?.phase;
   return typeof phase === 'string' && phase !== 'lock' && phase !== 'read';
 }
 
-/**
- * Queues the repair build of `problem.target`, unless one is waiting or running, or repairs of
- * that state stopped converging (MAX_REPAIR_ATTEMPTS builds that completed without fixing it).
- */
+/** Queues the repair build unless one is waiting or running, or MAX_REPAIR_ATTEMPTS did not fix the state. */
 async function queueRepairBuild(deps: ControllerDeps, problem: VersionProblem, today: string): Promise<QueueOutcome> {
   const { buildQueue, store } = deps;
   const version = problem.target;
@@ -175,9 +162,8 @@ export function startController(deps: ControllerDeps, everyMs = CHECK_EVERY_MS, 
   const checkDeadlineMs = timing.checkDeadlineMs ?? CHECK_DEADLINE_MS;
   const lease = deps.store.lease(leaseMs);
   let running: Promise<void> | undefined;
-  // BullMQ's ioredis queues commands while Redis is gone: a check that hangs is abandoned so the
-  // next one can run, and it never holds up a shutdown. Abandoned within our lease, it is aborted
-  // too: it acts no more, so it cannot act once another replica holds the lease.
+  // BullMQ's ioredis queues commands while Redis is gone: a hung check is abandoned (never holding
+  // up shutdown) and aborted, so it cannot act once another replica holds the lease.
   const tick = () =>
     (running ??= (async () => {
       const abandoned = new AbortController();

@@ -1,12 +1,9 @@
 /**
- * The driver of the self-driving rollout ramp (SPEC R23): run by the worker replica that holds
- * the controller's lease, once per check, so exactly one replica drives a ramp; the state is in
- * Redis, so a restart or a new lease holder resumes where it was. One tick reads the ramp and
- * the rollout in force, reads the step's readout (D7) when it is due for judgement, asks the
- * state machine (`advanceRamp`), and commits its state and rollout write together over the
- * revisions read, so a human's earlier command wins. It then audits and alerts on the committed
- * notices and acknowledges them. The tick's order and failure cases: docs/design.md, "The ramp's
- * driver".
+ * The rollout ramp's driver (SPEC R23), run once per check by the controller's lease holder, so
+ * one replica drives it; state in Redis survives restarts. A tick reads ramp and rollout, the
+ * step's readout (D7) when due, asks `advanceRamp`, and commits state and rollout together over
+ * the revisions read (a human's earlier command wins), then audits, alerts and acknowledges the
+ * notices. Order and failures: docs/design.md, "The ramp's driver".
  */
 import { ackNotices, advanceRamp, rampNeedsReadout, rampReadoutHours, type RampNotice, type RampState } from '@feed/domain';
 import type { Logger } from '@feed/logger';

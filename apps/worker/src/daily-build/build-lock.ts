@@ -1,8 +1,7 @@
 /**
- * The build lock (SPEC R10, R21): a `Lease` of BUILD_LOCK_TTL_MS (30 s by default) renewed every
- * third of it while the build lives, so a long build keeps its lock and a killed worker's lock
- * lapses within one term, not after the longest build could take. A lost lock is refused by the
- * publish script, which checks the token before anything moves.
+ * The build lock (SPEC R10, R21): a `Lease` of BUILD_LOCK_TTL_MS renewed every third of it, so a
+ * long build keeps it and a killed worker's lapses within one term. The publish script refuses a
+ * lost lock by its token.
  */
 import type { Logger } from '@feed/logger';
 import type { Lease } from '@feed/storage';

@@ -1,9 +1,7 @@
 /**
- * The build's candidates in columns (typed arrays), not one object and one 24-char string per
- * video: 12-byte ids, scores, review times and the score last written back, about 36 bytes a
- * video. A candidate is its index in the columns. This is the build's storage format (the read
- * phase fills it from raw BSON, the writes read the id bytes); the domain's rules see it through
- * `PoolCandidates`.
+ * The build's candidates in typed-array columns, not an object and a string per video: 12-byte
+ * ids, scores, review times and last written score, ~36 bytes a video. A candidate is its index.
+ * The domain's rules see it through `PoolCandidates`.
  */
 import type { PoolCandidates } from '@feed/domain';
 
@@ -44,10 +42,7 @@ export class CandidateColumns implements PoolCandidates {
     return columns;
   }
 
-  /**
-   * Appends a candidate and returns its index. The ObjectId's 12 bytes are read from `id` at
-   * `idOffset`, so a reader can pass the buffer it parses without making a view per video.
-   */
+  /** Appends a candidate, its 12 id bytes read from `id` at `idOffset` (no view per video); returns its index. */
   push(id: ArrayLike<number>, score: number, reviewAt: number | null, storedScore: number | null, idOffset = 0): number {
     if (this.length === this.scores.length) this.grow();
     const i = this.length++;
@@ -83,8 +78,7 @@ export class CandidateColumns implements PoolCandidates {
 
   /** Number of candidates whose id occurs earlier too (0 for a valid read). */
   countDuplicateIds(): number {
-    // Open addressing over the ids' last 4 bytes (an ObjectId's counter and random part vary
-    // there most); the table holds index + 1, 0 is empty.
+    // Open addressing on the ids' last 4 bytes (they vary most); the table holds index + 1, 0 empty.
     let size = 1;
     while (size < this.length * 2) size <<= 1;
     const table = new Uint32Array(size);

@@ -1,15 +1,10 @@
 /**
- * The daily build (SPEC R2, R6–R10, R17, R20): read eligible videos, score and assemble the 17+3
- * ring queue, write it as a new version, verify it, and switch `current`, under a build lock.
- *
- * The pipeline, one named step each:
+ * The daily build (SPEC R2, R6–R10, R17, R20), one named step each, under a build lock:
  *   plan -> lock -> read -> assemble -> write -> verify -> gate -> switch | shadow -> legacy -> scores
- * (`plan` runs before the lock, untimed; every other step is a BuildPhase.) The gate (R23) compares a version about to become current with current's figures and holds it
- * as a shadow when its queue or candidate read shrank too much, or it has a duplicate: see
- * release-gate.ts in @feed/domain, and promote-held.ts for on-call's promotion.
- * Writes go to staging keys in the version's slot and are RENAMEd into place after
- * verification, so readers never see a half-written queue, even on a forced rebuild of the
- * version they are reading. A shadow build RENAMEs onto keys of its own instead (R20).
+ * The gate (R23, release-gate.ts) holds a version about to become current as a shadow when its
+ * queue or candidate read shrank too much, or it has a duplicate (promote-held.ts promotes it).
+ * Writes go to staging keys RENAMEd into place after verification, so readers never see a
+ * half-written queue, even on a forced rebuild; a shadow build RENAMEs onto its own keys (R20).
  */
 import type { Config } from '@feed/config';
 import type { Logger } from '@feed/logger';
@@ -32,15 +27,9 @@ export interface BuildOptions {
   force?: boolean;
   /** Build and verify without switching `current` (R20). */
   shadow?: boolean;
-  /**
-   * Make a version current that is older than `current` or later than today (a replay). Without
-   * it such a build is verified as a shadow and `current` stays.
-   */
+  /** Make a replay (older than `current` or later than today) current; without it, it is a shadow. */
   switch?: boolean;
-  /**
-   * On-call's forced rebuild that skips the release gate (R23): who asked. The version switches
-   * whatever its figures; the verdict it would have had is in the result (and the caller's audit entry).
-   */
+  /** On-call's forced rebuild past the release gate (R23): who asked. The would-be verdict is in the result. */
   skipGate?: { by: string };
   /** Aborts the build between phases and batches (worker shutdown): the lock is released, `current` untouched. */
   signal?: AbortSignal;
@@ -55,10 +44,7 @@ export interface BuildDeps {
   businessTimeZone: string;
   keyTtlHours: number;
   lockTtlMs: number;
-  /**
-   * How long a build that finds its lock held waits for the holder to release it (then plans
-   * again: the holder may have built what this one would); 0 or absent: it returns `locked` at once.
-   */
+  /** How long a build waits for a held lock, then plans again (the holder may have built this); 0: `locked` at once. */
   lockWaitMs?: number;
   /** The clock: which version is today's, and when a build without `at` runs (tests fix it). */
   now?: () => Date;
@@ -85,10 +71,7 @@ export function buildDepsFrom(
   };
 }
 
-/**
- * A worker's build waits this long for another holder of its lock: longer than a full build, so
- * a live holder finishes first, while a dead holder's lease lapses within BUILD_LOCK_TTL_MS.
- */
+/** Longer than a full build, so a live holder finishes first; a dead holder's lease lapses within BUILD_LOCK_TTL_MS. */
 export const LOCK_WAIT_MS = 20 * 60_000;
 
 /** The points between the commands that publish a build, where a crash may stop it. */
@@ -124,11 +107,7 @@ function todayVersion(deps: BuildDeps): string {
 /** What this build will do once it has the lock. */
 type Plan = { publish: 'current' } | { publish: 'shadow'; reason?: string } | { skip: BuildResult };
 
-/**
- * "Already current" means switched *and* finished: a build that failed after its switch (legacy
- * refill, score write-back) is run again by BullMQ's retry rather than skipped. A version older
- * than current or later than today is a replay: it switches only when asked to.
- */
+/** "Already current" is switched *and* finished, so a retry reruns a build failed after its switch; a replay switches only if asked. */
 async function plan(deps: BuildDeps, version: string, options: BuildOptions): Promise<Plan> {
   if (options.shadow) return { publish: 'shadow' };
   const current = await deps.store.versions.current();
@@ -201,10 +180,7 @@ export function assemble(candidates: CandidateColumns, documentIssues: DocumentI
   return { candidates, order, meta };
 }
 
-/**
- * The version's offset buckets (R22): a forced rebuild keeps the live version's (its users keep
- * their offsets); a new version is sized by the users of the version current before it.
- */
+/** Offset buckets (R22): a forced rebuild keeps the live version's; a new one is sized by current's users. */
 async function planOffsetBuckets(deps: BuildDeps, version: string): Promise<number> {
   const { store } = deps;
   const live = await store.versions.readMeta(version);
@@ -223,21 +199,13 @@ async function writeStaging(deps: BuildDeps, build: AssembledBuild, lock: BuildL
   });
 }
 
-/**
- * Before publishing: an empty queue is never published (the API would have nothing to serve).
- * That the staged queue and meta agree with the build's length, and that the lock is still ours,
- * the publish script checks itself, atomically with the publish.
- */
+/** An empty queue is never published; lengths and lock ownership the publish script checks atomically. */
 async function verifyStaging(deps: BuildDeps, build: AssembledBuild): Promise<void> {
   if (build.meta.length === 0) throw new BuildVerificationError('no eligible videos: refusing to publish an empty queue');
   await deps.failpoint?.('before-publish');
 }
 
-/**
- * Publishes the staged queue, scores and meta (a promote: the held shadow's, `from: 'shadow'`) as
- * the version's keys (live or shadow, `which`), with their expiry (72 h from now, R10): VersionStore.publish. A
- * refused publish (the lock lost, lengths that disagree) is a failed verification.
- */
+/** VersionStore.publish with the keys' expiry (R10); a refused publish (lock lost, lengths disagree) is a failed verification. */
 export async function publish(deps: Pick<BuildDeps, 'store' | 'keyTtlHours'>, meta: QueueMeta, lock: BuildLock, which: LiveOrShadow, from: 'staging' | 'shadow' = 'staging'): Promise<void> {
   try {
     await deps.store.versions.publish(meta, lock, which, deps.keyTtlHours * 3600, from);
@@ -253,10 +221,7 @@ async function publishShadow(deps: BuildDeps, meta: QueueMeta, lock: BuildLock):
   await deps.store.pointShadowAt(meta.version);
 }
 
-/**
- * Publishes the version, then moves `current` to it by compare-and-set: refused when current
- * already holds a newer version (another build won), unless `allowOlder` (an explicit switch).
- */
+/** Publishes, then moves `current` by compare-and-set: refused when current is newer, unless `allowOlder`. */
 async function switchCurrent(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, allowOlder: boolean): Promise<SwitchOutcome> {
   await publish(deps, meta, lock, 'live');
   await deps.failpoint?.('after-publish');
@@ -287,20 +252,14 @@ async function judgeGate(deps: BuildDeps, meta: QueueMeta, options: BuildOptions
   return judgeRelease(releaseFigures(meta), currentMeta ? releaseFigures(currentMeta) : null, { holdDrop: deps.holdDrop, skip: options.skipGate });
 }
 
-/**
- * A held version (R23): published as a shadow (its own keys, R20; `shadow` points at it),
- * recorded as held for the controller, the inspector and a promote, logged and on the audit trail; exported for tests.
- */
+/** A held version (R23): published as a shadow (R20), recorded as held, logged and audited; exported for tests. */
 export async function holdVersion(deps: BuildDeps, meta: QueueMeta, lock: BuildLock, verdict: GateVerdict): Promise<void> {
   const { store, logger } = deps;
   meta.shadow = true;
   const held = { version: meta.version, buildId: meta.buildId, heldAt: new Date().toISOString(), current: verdict.current?.version ?? null, verdict: { outcome: verdict.outcome, reasons: verdict.reasons, compared: verdict.compared, holdDrop: verdict.holdDrop } };
-  // A later day's hold stays the record, and `shadow` keeps pointing at it: this is then a
-  // rebuild of an older current (the controller repairing its lost queue while the due day is
-  // held). Replacing the record would make the due day look unhandled, and the controller would
-  // alternate between the two days; kept, the older day's repairs count as attempts and stop
-  // (R21), and promoting the due day (or `pnpm cli build --skip-gate`) settles both. The rule is
-  // one step with the record's write (lua/held-record.lua): two holds at once keep the later day.
+  // A later day's hold stays the record (lua/held-record.lua): this is then the controller
+  // repairing an older current while the due day is held; replacing the record would make the
+  // controller alternate between the two days (R21). Promoting the due day settles both.
   await publish(deps, meta, lock, 'shadow');
   await store.versions.markShadow(meta.version, 'shadow', true);
   const stays = await store.writeHeld(held, deps.keyTtlHours * 3600);
@@ -319,10 +278,7 @@ export async function holdVersion(deps: BuildDeps, meta: QueueMeta, lock: BuildL
 
 type Planned = { shadow: boolean; reason?: string; run: BuildRun; lock: BuildLock };
 
-/**
- * Plans, then takes the lock; a held lock is waited for (at most `lockWaitMs`) and the plan made
- * again once it is released, since its holder may have built what this build would.
- */
+/** Plans, then locks; a held lock is waited for (at most `lockWaitMs`) and the plan made again. */
 async function planAndLock(deps: BuildDeps, version: string, options: BuildOptions): Promise<Planned | BuildResult> {
   const { logger } = deps;
   const started = performance.now();

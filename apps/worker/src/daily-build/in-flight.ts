@@ -1,8 +1,7 @@
 /**
- * A bounded pipeline of writes: up to `limit` sent and unanswered at once, settled in the order
- * they were sent. A failure surfaces at the next `add` or at `drain`; the writes still in flight
- * then are observed, so their failures (when the store goes away, all of them fail) never become
- * unhandled rejections, which would end the worker instead of failing the build.
+ * Up to `limit` writes in flight, settled in order. A failure surfaces at the next `add` or `drain`;
+ * the writes still out are observed, so their failures never become unhandled rejections (which
+ * would end the worker, not fail the build).
  */
 export class InFlight {
   private readonly pending: Array<{ sent: Promise<unknown>; settled?: () => void | Promise<void> }> = [];

@@ -1,14 +1,11 @@
 /**
- * On-call's decision on a version the release gate held (SPEC R23): one function behind the CLI
- * (`pnpm cli build --promote V` / `--dismiss V`), the worker's admin endpoints and the
- * dashboard's `promote-held` job. Everything that can refuse is decided before anything moves
- * (R23: a refused action changes nothing): the held record, the build lock, the shadow keys
- * being the held build and whole. Then, under the version's build lock, a promote publishes the
- * held shadow's keys as the version's live keys (the publish script checks lock, held build and
- * lengths again, atomically with the rename) and switches `current` by compare-and-set when the
- * day is not older than current (an older day stays published, not current). A dismiss, only for
- * a held day older than current, publishes nothing. Either clears the held record (and with
- * it `feed_version_held`) and writes the audit entry (D6).
+ * On-call's decision on a version the release gate held (SPEC R23), behind the CLI (`pnpm cli build
+ * --promote V` / `--dismiss V`), the admin endpoints and the dashboard's `promote-held` job. All
+ * that can refuse is decided before anything moves (the held record, the build lock, the shadow
+ * keys being the held build and whole). Then, under the build lock, a promote publishes the
+ * shadow's keys as live (the publish script rechecks atomically) and switches `current` unless the
+ * day is older; a dismiss (only of a day older than current) publishes nothing. Either clears the
+ * held record and writes the audit entry (D6).
  */
 import type { Logger } from '@feed/logger';
 import type { AuditEntry, AuditTrail, BuildStore, HeldVersion, QueueMeta, VersionStore } from '@feed/storage';
@@ -90,10 +87,9 @@ async function decideLocked(deps: PromoteDeps, held: HeldVersion, lock: BuildLoc
 }
 
 /**
- * Promotes (or dismisses) the held `version`. Refused, with nothing changed, with 404 when no
- * version is held or another one is, 409 when a build of it holds the lock, its shadow keys are
- * not the held build or not whole, or (a dismiss) it is not older than current. `who` names the
- * admin user, the CLI's user@host or the dashboard job.
+ * Promotes (or dismisses) the held `version`, refused with nothing changed: 404 when not the held
+ * one; 409 when its build holds the lock, its shadow is not the held build or whole, or a dismissed
+ * day is not older than current.
  */
 export async function promoteHeldVersion(deps: PromoteDeps, version: string, who: Pick<AuditEntry, 'actor' | 'via'>, decision: HeldDecision = 'promote'): Promise<PromoteResult> {
   const { store, logger } = deps;

@@ -1,9 +1,7 @@
 /**
- * The read phase: eligible videos streamed from a cursor straight into candidate columns.
- *
- * The cursor returns raw BSON (`raw: true`) and the few projected fields are read from the bytes:
- * no document object is made per video. Deserialised documents cost ~10 KB of garbage a video,
- * enough of it promoted that the old heap grew by ~130 MB before its first collection.
+ * The read phase: eligible videos streamed from a cursor into candidate columns. The cursor returns
+ * raw BSON and the projected fields are read from the bytes: deserialised documents cost ~10 KB of
+ * garbage a video and grew the old heap by ~130 MB before its first collection.
  */
 import { ELIGIBLE_FILTER, finiteOrNull, MAX_RECOMMEND_SCORE, numericValue, recommendScore, type RecommendCounters } from '@feed/domain';
 import { CandidateColumns, ID_BYTES } from './candidate-columns';
@@ -16,10 +14,7 @@ const READ_BATCH = 2000;
 
 const PROJECTION = { _id: 1, reviewAt: 1, recommendLikeCount: 1, recommendCollectCount: 1, recommendCommentCount: 1, recommendShareCount: 1, recommendScore: 1, recommendScoreAt: 1 };
 
-/**
- * Why a document was skipped or corrected (R1a): the labels of `feed_build_documents_skipped_total`.
- * `saturated-score`: counters so large (e.g. 1e308) that the score was capped at MAX_RECOMMEND_SCORE.
- */
+/** Why a document was skipped or corrected (R1a), the labels of `feed_build_documents_skipped_total`; `saturated-score`: capped. */
 export type DocumentIssue = 'unreadable-id' | 'unreadable-document' | 'non-numeric-field' | 'saturated-score';
 
 export type DocumentIssues = Partial<Record<DocumentIssue, number>>;
@@ -140,12 +135,9 @@ function afterCString(bytes: Uint8Array, at: number): number {
 class UnreadableDocument extends Error {}
 
 /**
- * Appends one raw BSON video (the projection's top-level fields) to the columns (R1a): a counter
- * or date of any numeric BSON type counts by its value; any other value (string, array, object,
- * null, boolean, NaN, ...) counts as 0 and the document is reported as `non-numeric-field`; a
- * score past MAX_RECOMMEND_SCORE is capped there and reported as `saturated-score`. A
- * document without an ObjectId `_id`, or with an element of no known BSON type, is not appended.
- * Returns what was odd about the document, or null.
+ * Appends one raw BSON video to the columns (R1a): a counter or date of any numeric BSON type counts
+ * by its value, anything else as 0 (`non-numeric-field`); a score past MAX_RECOMMEND_SCORE is capped
+ * (`saturated-score`). No ObjectId `_id`, or an unknown BSON type: not appended. Returns the issue.
  */
 export function pushRawCandidate(candidates: CandidateColumns, bytes: Uint8Array): DocumentIssue | null {
   try {

@@ -1,11 +1,8 @@
 /**
- * The score write-back (SPEC R2): only documents whose score changed since their last
- * write-back (or that were never written) get `recommendScore` and, as `recommendScoreAt`, the
- * `generatedAt` of this build. A day on which 1 % of videos got interactions writes 1 %.
- *
- * Changed videos are grouped by their new score: each group is one `updateMany` by `_id $in`, and
- * groups go to MongoDB in unordered bulk writes of at most SCORE_BATCH ids. Measured against one
- * `updateOne` per video: fewer, smaller operations, and a fraction of the client's garbage.
+ * The score write-back (SPEC R2): only documents whose score changed since their last write-back
+ * get `recommendScore` and `recommendScoreAt` (this build's `generatedAt`). Changed videos are
+ * grouped by new score, one `updateMany` by `_id $in` a group, in unordered bulk writes of at most
+ * SCORE_BATCH ids: fewer operations and less garbage than one `updateOne` a video.
  */
 import { Types } from 'mongoose';
 import { ID_BYTES, type CandidateColumns } from './candidate-columns';
@@ -14,10 +11,7 @@ import { InFlight } from './in-flight';
 
 /** Ids per unordered bulkWrite: well under MongoDB's 100,000 operations and 16 MB per command. */
 const SCORE_BATCH = 1000;
-/**
- * Bulk writes sent and unanswered at once, each on a connection of the driver's pool: the next
- * batch is made while MongoDB applies the last (one at a time, the two took turns).
- */
+/** Bulk writes in flight, so the next batch is made while MongoDB applies the last (one at a time, they took turns). */
 const SCORE_IN_FLIGHT = 4;
 
 export async function writeBackScores(
@@ -46,8 +40,7 @@ export async function writeBackScores(
       });
       start = end;
     }
-    // The driver's bulkWrite under the model: the fields are already typed; mongoose's casting
-    // of every operation made most of the phase's garbage.
+    // The driver's bulkWrite: mongoose's casting of typed fields made most of the phase's garbage.
     await writes.add(videos.collection.bulkWrite(operations, { ordered: false }), () => options.onBatch?.(batchEnd, changed.length));
   }
   await writes.drain();

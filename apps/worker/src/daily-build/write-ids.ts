@@ -1,9 +1,7 @@
 /**
- * Writes candidate ids (and their scores) to a build's staged keys in queue order, as a bare
- * pipelined RPUSH (SADD) of ready-made strings would: WRITE_BATCH values a command, IN_FLIGHT
- * commands pipelined, each batch made from the columns' bytes as it is sent (no second copy of
- * the ids). A batch's ids are substrings of one hex string, which V8 keeps as slices (13+
- * characters): no Buffer per id (`pnpm bench build`: docs/benchmarks.md).
+ * Writes candidate ids (and scores) to a build's staged keys in queue order: WRITE_BATCH values a
+ * command, IN_FLIGHT pipelined, each batch made from the columns' bytes as sent. A batch's ids
+ * are substrings of one hex string, kept by V8 as slices: no Buffer per id (docs/benchmarks.md).
  */
 import { ID_BYTES, type CandidateColumns } from './candidate-columns';
 import type { Append } from '@feed/storage';
@@ -18,11 +16,7 @@ const HEX_BYTES = 2 * ID_BYTES;
 /** An id is three 32-bit words: ids are gathered a word at a time (read once here: a re-exported constant is a getter). */
 const ID_WORDS = ID_BYTES / 4;
 
-/**
- * The 24-hex ids at order[start, start + count): their bytes gathered in queue order, hex-encoded
- * at once by Node (one native call a batch instead of a JavaScript loop over every byte), and cut
- * into substrings.
- */
+/** The 24-hex ids at order[start, start + count), hex-encoded in one native call and cut into substrings. */
 function hexIds(idWords: Uint32Array, order: Uint32Array, start: number, count: number): string[] {
   const gathered = new Uint32Array(count * ID_WORDS);
   for (let i = 0; i < count; i++) {
@@ -51,11 +45,7 @@ export async function writeIds(append: Append, candidates: CandidateColumns, ord
   await writes.drain();
 }
 
-/**
- * The scores the build used, in queue order, as a list beside the queue: explain reads a
- * position's score there, whatever the documents hold since (JavaScript's number-to-string
- * round-trips every double exactly).
- */
+/** The build's scores in queue order beside the queue, for explain (number-to-string round-trips doubles exactly). */
 export async function writeScores(append: Append, candidates: CandidateColumns, order: Uint32Array, signal?: AbortSignal): Promise<void> {
   const writes = new InFlight(IN_FLIGHT);
   for (let start = 0; start < order.length; start += WRITE_BATCH) {

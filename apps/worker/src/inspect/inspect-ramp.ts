@@ -1,8 +1,6 @@
 /**
- * The inspector's view of the rollout ramp (R23): its steps, the current one, and each step's
- * latest verdict with, per guard, the sample sizes, rates and confidence intervals it was judged on
- * (trusted units: signed-in users and devices first seen before the step), the sample-ratio check's
- * units per arm, and the new devices' counts reported beside.
+ * The inspector's view of the ramp (R23): steps, the current one, each step's latest verdict with
+ * per-guard samples, rates and intervals (trusted units), the sample-ratio units, and new devices.
  */
 import type { GuardResult } from '@feed/domain';
 import type { RolloutStore } from '@feed/storage';

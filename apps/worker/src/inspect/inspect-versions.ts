@@ -1,7 +1,4 @@
-/**
- * What `pnpm cli inspect` and the inspector page show: the versions in Redis, their meta and
- * block composition, and how a shadow (or any) version differs from current (R20).
- */
+/** What `pnpm cli inspect` and the inspector page show: versions, meta, blocks, and a shadow's diff from current (R20). */
 import type { Queue } from 'bullmq';
 import { Types } from 'mongoose';
 import type { Config } from '@feed/config';
@@ -13,11 +10,7 @@ import { resolveRollout, variantReadout, type AuditTrail, type BuildStore, type 
 
 export type Pointers = Awaited<ReturnType<BuildStore['pointers']>>;
 
-/**
- * One version's report; `pointers` (read once by the caller) give its roles. A shadow has no readers, so no offsets.
- * `complete`: whether the version's keys are whole (VersionStore.completeness), `problem` what is wrong when not;
- * `fullBlockRatio`: blocks that are exactly 17 high + 3 new, over all blocks; `compositions`: blocks by composition ("17+3" -> 10).
- */
+/** One version's report (a shadow has no offsets); `fullBlockRatio`: exact 17+3 blocks over all; `compositions`: "17+3" -> 10. */
 export async function reportVersion(store: BuildStore, version: string, pointers: Pointers, which: LiveOrShadow = 'live') {
   const { versions } = store;
   const [meta, completeness, { length: queueLength, ttlSeconds }] = await Promise.all([versions.readMeta(version, which), versions.completeness(version, which), versions.queueState(version, which)]);
@@ -49,10 +42,7 @@ export async function diffVersions({ versions }: BuildStore, base: string, other
   };
 }
 
-/**
- * The version the release gate held (R23), beside current: each compared figure, and how to promote it (`promote`: the one
- * action that switches current to it); null when none is held.
- */
+/** The held version (R23) beside current, each compared figure and how to promote it; null when none. */
 export async function heldReport(store: BuildStore) {
   const held = await store.heldVersion();
   if (!held) return null;
@@ -63,11 +53,7 @@ export async function heldReport(store: BuildStore) {
   };
 }
 
-/**
- * What `pnpm cli inspect` prints and the inspector page shows: `versions` defaults to every version in Redis;
- * `held`, the version the release gate held (R23), if any; `shadow`, the last shadow build (its own keys) and
- * `shadowDiff`, how it differs from current.
- */
+/** `versions` (default: all in Redis), the held one (R23), the last shadow and its diff from current. */
 export async function summarizeVersions(store: BuildStore, versions?: string[]) {
   const pointers = await store.pointers();
   const listed = versions ?? (await store.versions.listVersions());
@@ -108,12 +94,7 @@ async function scoreHistogram(store: BuildStore, videos: VideoModel, version: st
   return { sampled: docs.length, buckets, odd: { count: odd.length, ids: odd.slice(0, ODD_NAMED) } };
 }
 
-/**
- * The daily build's schedule as BullMQ holds it (not as the configuration says), and the last repair: `nextBuildAt`, the
- * next run BullMQ actually has scheduled (ISO-8601, UTC), null when the scheduler is missing; `nextBuildAtLocal`, the same
- * instant as wall time in the business time zone, with the zone's name; `error`, set when the daily job scheduler does not
- * exist in Redis (the controller puts it back), or the controller stopped a repair (R21); `lastRepair`, the controller's last, if any.
- */
+/** The schedule as BullMQ holds it: `nextBuildAt` (UTC and local), `error` (no scheduler, repairs stopped, R21), `lastRepair`. */
 export async function buildSchedule(queue: Pick<Queue, 'getJobScheduler'>, store: BuildStore, timeZone: string) {
   const [scheduler, repair, stopped] = await Promise.all([queue.getJobScheduler(SCHEDULER_ID), store.lastRepair(), store.stoppedDetail()]);
   // R21: a repair that does not converge is stopped, and said here until the state changes.
@@ -141,11 +122,7 @@ export interface InspectorDeps {
 /** Audit entries the page shows (the stream keeps many more; `pnpm cli rollout --history` reads them too). */
 const AUDIT_SHOWN = 50;
 
-/**
- * The inspector page's data: the last week's versions, the shadow, current's scores, the rollout
- * in force, the next build, the V2 vs legacy readout of the last 24 h (D7), the rollout ramp (R23)
- * and the audit trail (D6).
- */
+/** The inspector page: a week's versions, shadow, scores, rollout, next build, V2 readout (D7), ramp (R23), audit (D6). */
 export async function inspectorSummary({ config, queue, store, rollout, videos, audit: trail }: InspectorDeps) {
   const summary = await summarizeVersions(store, (await store.versions.listVersions()).slice(0, 7));
   const focus = summary.pointers.current ?? summary.versions[0]?.version;

@@ -1,7 +1,6 @@
 /**
- * The queue inspector (next to the dashboard, same credentials): versions, meta, block
- * composition, score distribution, the shadow version's diff, the version the release gate held
- * (R23) and the settings in force; `POST api/held/V/promote` promotes that held version (`dismiss`: an older day's).
+ * The queue inspector (the dashboard's credentials): versions, blocks, scores, shadow diff, the held
+ * version (R23), settings; `POST api/held/V/promote` (`dismiss`: an older day's).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

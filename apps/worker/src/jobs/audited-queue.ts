@@ -1,10 +1,7 @@
 /**
- * The build queue as the job dashboard (bull-board) is given it (SPEC D6): every job the
- * dashboard adds, retries, promotes, reschedules or whose data it replaces is recorded in the audit trail with the dashboard's
- * authenticated user. The job is the unit, not the URL: "Add job", the per-job and bulk Retry
- * and Promote buttons and a scheduler's "run now" all reach the queue through here, whatever path,
- * case or trailing slash routed the request. The scheduler and the controller use the queue
- * itself, so their jobs are not on the trail.
+ * The build queue as the dashboard (bull-board) gets it (SPEC D6): every job it adds, retries,
+ * promotes, reschedules or edits is audited with the dashboard's user. The job is the unit, not
+ * the URL, so no path spelling escapes it. The scheduler's and controller's jobs are not audited.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Job, Queue } from 'bullmq';
@@ -58,8 +55,7 @@ export function auditedQueue(queue: Queue, { trail, versions }: AuditedQueueDeps
     if (!job) return job;
     job.retry = audited('retry', job, job.retry.bind(job));
     job.promote = audited('promote', job, job.promote.bind(job));
-    // A delayed build's delay edited to now runs it now, as Promote does; edited data turns a
-    // scheduled build into another one (a forced build): both are builds asked for by hand.
+    // A delay edited to now runs the build now, edited data forces another build: both by hand.
     job.changeDelay = audited('reschedule', job, job.changeDelay.bind(job));
     job.updateData = audited('update-data', job, job.updateData.bind(job));
     return job;

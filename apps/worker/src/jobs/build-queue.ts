@@ -17,12 +17,10 @@ export const SCHEDULER_ID = 'daily-short-recommend-build';
 export const PROMOTE_JOB = 'promote-held';
 
 /**
- * Job data; every field optional, so "Add job" in the dashboard with `{}` builds today.
- * `at` without an offset is read in TZ_BUSINESS. A version older than current or later than
- * today is built as a shadow unless `switch` is true (replaying a day never moves `current` by accident).
- * `skipGate` switches whatever the release gate (R23) would say (on-call's forced rebuild).
- * `{"promote": "YYYYMMDD"}` alone is no build: it promotes that held version (R23); `{"dismiss": ...}`
- * drops the hold of a day older than current.
+ * Job data, all optional: the dashboard's "Add job" with `{}` builds today. `at` without an offset
+ * is in TZ_BUSINESS; a replay builds a shadow unless `switch`; `skipGate` passes the gate (R23).
+ * `{"promote": "YYYYMMDD"}` alone promotes that held version (R23); `{"dismiss": ...}` drops the
+ * hold of a day older than current.
  */
 export interface BuildJobData {
   at?: string;
@@ -35,12 +33,10 @@ export interface BuildJobData {
 }
 
 /**
- * The scheduler's job run ahead of its time (the dashboard's Promote on its delayed job, or a
- * delay edited to now). BullMQ then schedules the next run from the promoted job's time, not from
- * now: the next business day's run is skipped (seen as "the next run two days ahead"). The worker
- * runs it as a "run now" build of today's version and upserts the scheduler again, which puts
- * its next run back at the next cron time: one build per business day (R6, R21) whatever the
- * dashboard did. The dashboard says so (DASHBOARD_DESCRIPTION); the click is audited (audited-queue.ts).
+ * The scheduler's job run ahead of its time (the dashboard's Promote, a delay edited to now).
+ * BullMQ then schedules the next run from its time, skipping a business day; the worker builds
+ * today and upserts the scheduler again: one build per business day (R6, R21). The dashboard says
+ * so (DASHBOARD_DESCRIPTION); the click is audited (audited-queue.ts).
  */
 export function ranAheadOfSchedule(job: Pick<Job, 'repeatJobKey' | 'opts'>, now = Date.now()): boolean {
   const due = (job.opts as { prevMillis?: number }).prevMillis;
@@ -62,10 +58,7 @@ export function buildJobOptions(retryDelayMs: number) {
   return { attempts: 3, backoff: { type: BUILD_BACKOFF, delay: retryDelayMs }, removeOnComplete: 100, removeOnFail: 100 } as const;
 }
 
-/**
- * The due version's build found another holder's lock (a crashed worker's, until it expires):
- * the job fails, so it is retried rather than completed with yesterday's queue still current.
- */
+/** The due build found another's lock (a crashed worker's): failed, so retried, not completed with yesterday current. */
 export class BuildLockedError extends Error {
   constructor(
     readonly version: string,
@@ -96,10 +89,7 @@ export interface BuildQueueOptions {
   process?: boolean;
 }
 
-/**
- * Job data that cannot be built (from the dashboard's "Add job"): fails once, never retried
- * (BullMQ's UnrecoverableError), counted as `result="invalid"`, not as a failed build.
- */
+/** Job data that cannot be built: fails once, never retried, counted as `result="invalid"`, not a failed build. */
 export class InvalidJobDataError extends UnrecoverableError {}
 
 const FLAGS = ['force', 'shadow', 'switch', 'skipGate'] as const;
@@ -247,16 +237,11 @@ export async function startBuildQueue(options: BuildQueueOptions) {
     queue,
     worker,
     ensureScheduler,
-    /**
-     * Stops taking jobs. An active build that at its pace cannot finish within BUILD_SHUTDOWN_GRACE_MS
-     * is handed over at once (aborted, its lock released, its job back to waiting); one that can
-     * gets the grace, then is handed over.
-     */
+    /** Stops taking jobs; a build that cannot finish within BUILD_SHUTDOWN_GRACE_MS is handed over at once, else after it. */
     async close() {
       for (const build of activeBuilds) if (!finishesWithin(build, BUILD_SHUTDOWN_GRACE_MS)) handOver(build);
       const abortAfterGrace = setTimeout(() => activeBuilds.forEach(handOver), BUILD_SHUTDOWN_GRACE_MS);
-      // BullMQ's close waits on Redis; with Redis gone it would wait forever, so it is bounded:
-      // the grace for an active build (then its abort), or a short wait when idle.
+      // BullMQ's close waits on Redis (forever if it is gone): bounded by the grace, or briefly when idle.
       const bound = (activeBuilds.size > 0 ? BUILD_SHUTDOWN_GRACE_MS : 0) + CLOSE_SETTLE_MS;
       await connections.closeWithin(bound, [worker, queue], logger);
       clearTimeout(abortAfterGrace);

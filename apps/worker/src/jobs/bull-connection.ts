@@ -1,7 +1,6 @@
 /**
- * BullMQ's Redis connections. BullMQ uses ioredis, its primary client: its node-redis adapter does
- * not drive a node-redis cluster client (jobs never ran on a Redis Cluster in our test). They are
- * made under the service's one connection policy (`@feed/storage` redis-connection.ts).
+ * BullMQ's Redis connections, ioredis (its node-redis adapter did not drive a cluster client in our
+ * test), under the service's one connection policy (redis-connection.ts).
  */
 import { bullConnectionFactory, withDeadline, type BullConnection } from '@feed/storage';
 import { BullMQOtel } from 'bullmq-otel';
@@ -28,10 +27,7 @@ export class BullConnections {
     return client;
   };
 
-  /**
-   * Closes `closing` (BullMQ's workers and queues, in order) for at most `boundMs` (BullMQ's close waits
-   * on Redis, forever when Redis is gone), then the connections: politely when BullMQ closed, at once otherwise.
-   */
+  /** Closes `closing` in order within `boundMs` (BullMQ's close waits on Redis forever), then the connections. */
   async closeWithin(boundMs: number, closing: Array<{ close(): Promise<unknown> } | undefined>, logger: Logger): Promise<void> {
     const closeInOrder = async () => {
       for (const c of closing) await c?.close();
@@ -43,10 +39,7 @@ export class BullConnections {
   }
 }
 
-/**
- * BullMQ's own spans (bullmq-otel) when traces are on (D5): a job added and a job processed are
- * spans, and the build's phases open theirs as children of the processing one. Off, no option.
- */
+/** bullmq-otel's job spans (D5) when traces are on; the build's phases are their children. */
 export function bullTelemetry(): { telemetry: BullMQOtel } | Record<string, never> {
   return telemetryStarted() ? { telemetry: new BullMQOtel({ tracerName: 'feed-worker' }) } : {};
 }

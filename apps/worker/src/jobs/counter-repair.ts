@@ -1,9 +1,7 @@
 /**
- * The counter repair job (SPEC R3): a BullMQ job scheduler runs it every minute, so one worker
- * replica at a time tallies the videos of interaction records left dirty for a while and clears
- * them (see `@feed/storage` counter-tally.ts). Each run's work is bounded; what it repaired (what
- * a crash left uncounted) is counted in
- * `feed_counter_repairs_total{counter}` and logged per record (at most REPAIR_LOG_LINES a run).
+ * The counter repair job (SPEC R3), scheduled every minute so one replica at a time tallies the
+ * videos of records left dirty (counter-tally.ts). Bounded per run; what it repaired is counted in
+ * `feed_counter_repairs_total{counter}` and logged per record (at most REPAIR_LOG_LINES).
  */
 import { Queue, Worker } from 'bullmq';
 import type { Logger } from '@feed/logger';

@@ -1,13 +1,10 @@
 /**
  * Exactly-once interaction counters (SPEC R3) by recomputation, MongoDB's computed pattern. The
- * records are the truth (one per first success, never deleted; an unlike clears `active`), and
- * each change of one bumps its `v`. A tally is one aggregation: it counts a video's records and
- * `$merge`s into the video, moving each counter by the difference to the counts it last wrote,
- * kept with their `v` sum, fenced on that sum: repeated, late or concurrent, a tally counts
- * nothing twice, and a stale one never overwrites a newer one. Counts the counters held before records
- * existed (R5's history) stay in them. `CounterTallies` runs one tally per video at a time in a
- * process and coalesces a burst; records stay `dirty` until the repair job has tallied them, so
- * a crash anywhere is repaired. The proof: docs/design.md, "Interactions".
+ * records are the truth (one per first success, never deleted; each change bumps its `v`). A tally
+ * counts a video's records and `$merge`s the difference into its counters, fenced on the `v` sum:
+ * repeated, late or concurrent, nothing counts twice and a stale tally never overwrites a newer.
+ * Pre-record counts (R5's history) stay. Records stay `dirty` until the repair job tallies them,
+ * so a crash anywhere is repaired. The proof: docs/design.md, "Interactions".
  */
 import { mongo, type Model, type Types } from 'mongoose';
 import { MongoBudget } from '../deadline';
@@ -41,12 +38,7 @@ export const freshRecordFields = (now = new Date()) => ({ v: 1, dirty: true, cha
 /** A number's value, any other value (a string, null, NaN, an infinity) 0 (R1a), in an aggregation. */
 const numeric = (path: string) => ({ $cond: [{ $and: [{ $isNumber: path }, { $gt: [path, -Infinity] }, { $lt: [path, Infinity] }] }, path, 0] });
 
-/**
- * One tally of `kind` on the video, one command: an aggregation counts its records and `$merge`s
- * the sums into the video, where a pipeline moves the counters by the difference, fenced on the
- * stored `v` sum (a tally that read less writes nothing). Records the previous protocol left carry
- * `counted`/`shown`: before the first tally, the counters hold exactly those.
- */
+/** One tally, one command, fenced on the stored `v` sum; before the first, counters hold the old protocol's `counted`/`shown`. */
 export async function tallyCounters(videos: VideoModel, models: InteractionModels, kind: CounterKind, videoId: Types.ObjectId, hooks: CounterHooks = {}): Promise<void> {
   await hooks.beforeTally?.();
   const { recommend, display } = COUNTER_KINDS[kind];
@@ -54,9 +46,8 @@ export async function tallyCounters(videos: VideoModel, models: InteractionModel
   const legacyShown = { $and: [legacy, { $ifNull: ['$shown', { $ifNull: ['$active', { $eq: ['$status', 'published'] }] }] }] };
   const one = (condition: unknown) => ({ $sum: { $cond: [condition, 1, 0] } });
   const stored = (field: string) => `$tally.${kind}.${field}`;
-  // Numbers compared with numbers only: a missing or odd stored sum is older than any count. Odd
-  // includes numbers no tally writes (an infinity, past 2^53: 9e15 record changes), which would
-  // otherwise fence every tally out for ever while the repair cleans the records as counted.
+  // A missing or odd stored sum (not a number, or past 2^53) is older than any count: else it
+  // would fence out every tally for ever.
   const fresh = { $or: [{ $not: [{ $isNumber: stored('v') }] }, { $gt: [stored('v'), Number.MAX_SAFE_INTEGER] }, { $lt: [stored('v'), '$$new.v'] }] };
   const last = (field: 'all' | 'active', otherwise: string) => ({ $cond: [{ $isNumber: stored(field) }, stored(field), otherwise] });
   const moved = (counter: string, by: unknown) => ({ $cond: [fresh, { $add: [numeric(`$${counter}`), by] }, `$${counter}`] });
@@ -85,19 +76,11 @@ export async function tallyCounters(videos: VideoModel, models: InteractionModel
   );
 }
 
-/**
- * The pause before a video's next tally when one was asked for while the last ran: this, or as
- * long as the last took up to TALLY_PAUSE_MAX_MS. A burst on one video then costs a few tallies a
- * second (each reads all its records), not one after another (issue 49).
- */
+/** The pause before a video's next asked-for tally (up to the last's duration): a burst costs a few tallies a second (issue 49). */
 export const TALLY_PAUSE_MS = 200;
 export const TALLY_PAUSE_MAX_MS = 1_000;
 
-/**
- * One tally per video and kind at a time in this process: asked for while one runs, it runs once
- * more after it and a pause (every ask after a record write is answered by a tally that reads
- * after it). `pauseMs` 0: no pause (a test of interleavings).
- */
+/** One tally per video and kind at a time; one asked for meanwhile reruns after a pause, reading every write. `pauseMs` 0: none. */
 export class CounterTallies {
   private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
   /** Wakes the paused tallies (shutdown: no pause). */
@@ -143,10 +126,7 @@ export class CounterTallies {
     while (this.running.size > 0) await Promise.all([...this.running.values()].map((entry) => entry.done));
   }
 
-  /**
-   * Shutdown: the tallies asked for run now, without their pause; true once none runs, false
-   * when some still run after `ms` (their records stay dirty for the repair job).
-   */
+  /** Shutdown: asked-for tallies run now; false if some still run after `ms` (the repair job covers them). */
   async settle(ms: number): Promise<boolean> {
     this.settling = true;
     for (const wake of [...this.paused]) wake();
@@ -174,11 +154,7 @@ export interface RepairOptions {
 
 export type RepairReport = Record<CounterName, number>;
 
-/**
- * The repair job's work: tallies the videos of records dirty for `minAgeMs`, then clears each
- * record's `dirty` where its `v` is still the one read before the tally. Returns how many records
- * each counter gained or lost by it (0 everywhere when every process had tallied its records).
- */
+/** The repair job: tallies videos of records dirty for `minAgeMs`, clears `dirty` where `v` is unchanged; each counter's change. */
 export async function repairPendingCounters(videos: VideoModel, models: InteractionModels, options: RepairOptions = {}): Promise<RepairReport> {
   const { minAgeMs = 30_000, maxRecords = 50_000 } = options;
   const report = Object.fromEntries(Object.values(COUNTER_KINDS).flatMap((c) => [[c.recommend, 0], [c.display, 0]])) as RepairReport;
@@ -196,8 +172,7 @@ export async function repairPendingCounters(videos: VideoModel, models: Interact
       const { videoId } = dirty[0];
       const counters = () => videos.findById(videoId).select({ [recommend]: 1, [display]: 1 }).lean<Record<string, unknown>>();
       const was = await counters();
-      // A document MongoDB refuses the update of stops only its own repair, reported; any other
-      // error (a server unreachable, not primary, unauthorized) is the whole run's.
+      // A document MongoDB refuses stops only its own repair; any other error stops the run.
       const refused = await tallyCounters(videos, models, kind, videoId).then(
         () => undefined,
         (err: unknown) => {

@@ -1,8 +1,6 @@
 /**
- * One-time initialisation of the recommend* counters from history (SPEC R5):
- * recommendXCount = max(XCount, 0) for like, collect, comment and share. Fake counters are never
- * read. Each video is marked with `recommendInitVersion`, so a second run skips it; `$max`
- * means a counter that live events already raised is never lowered.
+ * One-time recommend* counters from history (SPEC R5): recommendXCount = max(XCount, 0); fakes never
+ * read. `recommendInitVersion` makes a rerun skip a video; `$max` never lowers a live counter.
  */
 import type { Connection } from 'mongoose';
 import { nonNegativeCount } from '@feed/domain';

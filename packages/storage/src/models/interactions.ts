@@ -1,7 +1,6 @@
 /**
- * Interaction records (SPEC D1, R3): one collection per kind, each with the uniqueness that makes
- * "first success" decidable. Records are never deleted: unlike, uncollect and comment deletion
- * clear `active`. How the video's counters follow them exactly once: counters/counter-tally.ts.
+ * Interaction records (SPEC D1, R3): one collection per kind, unique so "first success" is
+ * decidable; never deleted (undoing clears `active`). Counters follow: counters/counter-tally.ts.
  */
 import { Schema, Types, type Connection, type Model } from 'mongoose';
 
