@@ -131,6 +131,50 @@ describe('a stalled Redis (SIGSTOP)', () => {
   }, 60_000);
 });
 
+describe('interactions during a stalled Redis (R17)', () => {
+  let api: Server;
+  afterEach(() => api?.close());
+
+  it("when Redis stops answering, then a user's first like, collect, comment and share are answered while it is still stopped (their records are MongoDB's; the readout goes uncounted)", async () => {
+    const { port, server, client } = await ownRedis();
+    const prefix = `stall-act:${randomBytes(3).toString('hex')}:`;
+    await publishQueue(client, createRedisKeys(prefix), VERSION, ids);
+    const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: prefix, REDIS_DEADLINE_MS: String(DEADLINE_MS), CURRENT_CACHE_MS: '5000' });
+    const redis = await connectRedis(config, { failFast: true });
+    clients.push(redis);
+    api = createApp({ config, redis, mongo }).app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => api.once('listening', resolve));
+    const base = `http://127.0.0.1:${(api.address() as { port: number }).port}`;
+    await waitUntil('a ring page before the stall', async () => (await feed(base, 'actor')).body.queueVersion === VERSION, 15_000);
+    const act = async (path: string, body: object) => {
+      // The bound only ends a test that would otherwise wait for SIGCONT: an answer past it is "no answer".
+      const res = await fetch(`${base}${path}`, { method: 'POST', headers: { ...bearer('actor'), 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(5_000) }).catch(() => null);
+      return { path, status: res?.status ?? 'no answer' };
+    };
+
+    server.child.kill('SIGSTOP');
+    let answers: Array<{ path: string; status: number | string }>;
+    try {
+      answers = await Promise.all([
+        act('/api/app/vid/like', { vid: ids[0] }),
+        act('/api/app/vid/collect', { vid: ids[1] }),
+        act('/api/app/vid/comment', { vid: ids[2], content: 'during the stall' }),
+        act('/api/app/share/output', { videoID: ids[3] }),
+      ]);
+    } finally {
+      server.child.kill('SIGCONT');
+    }
+    expect(answers).toEqual([
+      { path: '/api/app/vid/like', status: 200 },
+      { path: '/api/app/vid/collect', status: 200 },
+      { path: '/api/app/vid/comment', status: 201 },
+      { path: '/api/app/share/output', status: 200 },
+    ]);
+    // Closed while Redis is up: the given-up admissions (and the API's timers' reads) are answered, not left queued.
+    await closeRedis(redis);
+  }, 60_000);
+});
+
 describe('concurrent pages of one user during a stall (R11)', () => {
   let api: Server;
   afterEach(() => api?.close());

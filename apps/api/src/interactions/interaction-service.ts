@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { Types, type Model, type mongo } from 'mongoose';
 import { isEligible } from '@feed/domain';
-import { freshRecordFields, MongoBudget, type CounterHooks, type CounterKind, type CounterTallies, type InteractionModels, type RequestBudget, type ToggleRecord } from '@feed/storage';
+import { Deadline, freshRecordFields, MongoBudget, type CounterHooks, type CounterKind, type CounterTallies, type InteractionModels, type RequestBudget, type ToggleRecord } from '@feed/storage';
 import { AppError, notFound } from '@feed/http';
 import type { VideoCatalog } from '../feed/video-catalog';
 import type { VariantReadout } from '../feed/variant-readout';
@@ -57,22 +57,22 @@ export class InteractionService {
   constructor(private readonly deps: { catalog: Pick<VideoCatalog, 'load'>; records: InteractionModels; tallies: CounterTallies; readout?: Pick<VariantReadout, 'record'>; hooks?: CounterHooks }) {}
 
   /**
-   * The record write of a first success (made at `now`): counted for D7 when it makes the record;
-   * when it fails (the budget, an election), it may still land: the record made at `now` is
-   * this request's, counted once it appears (looked for 2, 4, 8, 16 and 32 s after: a burst's
-   * failures add 5 reads each to a loaded server, not 30).
+   * The record write of a first success (made at `now`): counted for D7 when it makes the record,
+   * within the request's Redis deadline; when it fails (the budget, an election), it may still
+   * land: the record made at `now` is this request's, counted once it appears (looked for 2, 4, 8,
+   * 16 and 32 s after: a burst's failures add 5 reads each to a loaded server, not 30).
    */
-  private async firstSuccess<T>(event: 'like' | 'collect' | 'comment', userId: string, landed: (signal: AbortSignal) => Promise<unknown>, write: () => Promise<T>, isFirst: (result: T) => boolean): Promise<T> {
-    const record = () => this.deps.readout?.record(userIdentity(userId), event);
+  private async firstSuccess<T>(event: 'like' | 'collect' | 'comment', userId: string, budget: RequestBudget, landed: (signal: AbortSignal) => Promise<unknown>, write: () => Promise<T>, isFirst: (result: T) => boolean): Promise<T> {
+    const record = (deadline: Deadline) => this.deps.readout?.record(userIdentity(userId), event, deadline);
     try {
       const result = await write();
-      if (isFirst(result)) await record();
+      if (isFirst(result)) await record(budget.redis);
       return result;
     } catch (err) {
       void (async () => {
         for (let wait = 2_000; wait <= 32_000; wait *= 2) {
           await sleep(wait, undefined, { ref: false });
-          if (await new MongoBudget(1_000).run(landed, 'landed record').catch(() => null)) return record();
+          if (await new MongoBudget(1_000).run(landed, 'landed record').catch(() => null)) return record(new Deadline(budget.redis.ms));
         }
       })().catch(() => undefined);
       throw err;
@@ -116,7 +116,7 @@ export class InteractionService {
     const event = kind === 'likes' ? 'like' : 'collect';
     const write = () => upsert().catch((err: unknown) => (isDuplicateKey(err) ? upsert() : Promise.reject(err)));
     const landed = (signal: AbortSignal) => model.exists({ userId, videoId, createdAt: now }).setOptions({ signal });
-    const before = await this.firstSuccess(event, userId, landed, write, (found) => !found);
+    const before = await this.firstSuccess(event, userId, budget, landed, write, (found) => !found);
     await this.recorded(kind, videoId);
     return { active: true, changed: before?.active !== true, first: !before };
   }
@@ -162,7 +162,7 @@ export class InteractionService {
     const { comments } = this.deps.records;
     const write = () => this.insertOnce(comments, { userId, idempotencyKey: key }, fields, budget);
     const landed = (signal: AbortSignal) => comments.exists({ userId, idempotencyKey: key, createdAt: fields.createdAt }).setOptions({ signal });
-    const { record, created } = await this.firstSuccess('comment', userId, landed, write, (result) => result.created);
+    const { record, created } = await this.firstSuccess('comment', userId, budget, landed, write, (result) => result.created);
     if (!record.videoId.equals(videoId)) throw new AppError(409, 'idempotency_conflict', 'Idempotency-Key was already used for another video');
     await this.recorded('comments', videoId);
     return { commentId: record._id.toHexString(), created };
