@@ -50,6 +50,9 @@ export interface ToggleOutcome {
 }
 
 type ToggleKind = Extract<CounterKind, 'likes' | 'collects'>;
+type FirstKind = Exclude<CounterKind, 'shares'>;
+/** D7's event for a first success of each kind (shares are counted by the route). */
+const FIRST_EVENTS = { likes: 'like', collects: 'collect', comments: 'comment' } as const;
 
 export class InteractionService {
   /** `catalog`: the videos' eligibility, from the feed's cache (VIDEO_CACHE_MS, the takedown delay) or one read. */
@@ -59,11 +62,12 @@ export class InteractionService {
   /**
    * The record write of a first success (made at `now`): counted for D7 when it makes the record,
    * within the request's Redis deadline; when it fails (the budget, an election), it may still
-   * land: the record made at `now` is this request's, counted once it appears (looked for 2, 4, 8,
-   * 16 and 32 s after: a burst's failures add 5 reads each to a loaded server, not 30).
+   * land: the record made at `now` is this request's, tallied into the video and counted once it
+   * appears (looked for 2, 4, 8, 16 and 32 s after: a burst's failures add 5 reads each to a
+   * loaded server, not 30), so the counters follow though the client never retries.
    */
-  private async firstSuccess<T>(event: 'like' | 'collect' | 'comment', userId: string, budget: RequestBudget, landed: (signal: AbortSignal) => Promise<unknown>, write: () => Promise<T>, isFirst: (result: T) => boolean): Promise<T> {
-    const record = (deadline: Deadline) => this.deps.readout?.record(userIdentity(userId), event, deadline);
+  private async firstSuccess<T>(action: { kind: FirstKind; videoId: Types.ObjectId; userId: string }, budget: RequestBudget, landed: (signal: AbortSignal) => Promise<unknown>, write: () => Promise<T>, isFirst: (result: T) => boolean): Promise<T> {
+    const record = (deadline: Deadline) => this.deps.readout?.record(userIdentity(action.userId), FIRST_EVENTS[action.kind], deadline);
     try {
       const result = await write();
       if (isFirst(result)) await record(budget.redis);
@@ -72,7 +76,10 @@ export class InteractionService {
       void (async () => {
         for (let wait = 2_000; wait <= 32_000; wait *= 2) {
           await sleep(wait, undefined, { ref: false });
-          if (await new MongoBudget(1_000).run(landed, 'landed record').catch(() => null)) return record(new Deadline(budget.redis.ms));
+          if (await new MongoBudget(1_000).run(landed, 'landed record').catch(() => null)) {
+            this.deps.tallies.request(action.kind, action.videoId);
+            return record(new Deadline(budget.redis.ms));
+          }
         }
       })().catch(() => undefined);
       throw err;
@@ -113,10 +120,9 @@ export class InteractionService {
         (signal) => findAndModify(model, { userId, videoId }, [keepShown, turn(true, now)], { upsert: true, returnDocument: 'before', signal }),
         `${kind} record`,
       );
-    const event = kind === 'likes' ? 'like' : 'collect';
     const write = () => upsert().catch((err: unknown) => (isDuplicateKey(err) ? upsert() : Promise.reject(err)));
     const landed = (signal: AbortSignal) => model.exists({ userId, videoId, createdAt: now }).setOptions({ signal });
-    const before = await this.firstSuccess(event, userId, budget, landed, write, (found) => !found);
+    const before = await this.firstSuccess({ kind, videoId, userId }, budget, landed, write, (found) => !found);
     await this.recorded(kind, videoId);
     return { active: true, changed: before?.active !== true, first: !before };
   }
@@ -162,7 +168,7 @@ export class InteractionService {
     const { comments } = this.deps.records;
     const write = () => this.insertOnce(comments, { userId, idempotencyKey: key }, fields, budget);
     const landed = (signal: AbortSignal) => comments.exists({ userId, idempotencyKey: key, createdAt: fields.createdAt }).setOptions({ signal });
-    const { record, created } = await this.firstSuccess('comment', userId, budget, landed, write, (result) => result.created);
+    const { record, created } = await this.firstSuccess({ kind: 'comments', videoId, userId }, budget, landed, write, (result) => result.created);
     if (!record.videoId.equals(videoId)) throw new AppError(409, 'idempotency_conflict', 'Idempotency-Key was already used for another video');
     await this.recorded('comments', videoId);
     return { commentId: record._id.toHexString(), created };
