@@ -175,6 +175,39 @@ describe('interactions during a stalled Redis (R17)', () => {
   }, 60_000);
 });
 
+describe("on-call's rollout during a stalled Redis (R16, R17)", () => {
+  let api: Server;
+  afterEach(() => api?.close());
+
+  it('when Redis stops answering, then reading and changing the rollout and the ramp answer 503 with Retry-After while it is still stopped', async () => {
+    const { port, server } = await ownRedis();
+    const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: `stall-admin:${randomBytes(3).toString('hex')}:`, REDIS_DEADLINE_MS: String(DEADLINE_MS) });
+    const redis = await connectRedis(config, { failFast: true });
+    clients.push(redis);
+    api = createApp({ config, redis, mongo }).app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => api.once('listening', resolve));
+    const base = `http://127.0.0.1:${(api.address() as { port: number }).port}`;
+    const admin = { Authorization: `Basic ${Buffer.from(`${config.adminUser}:${config.adminPassword}`).toString('base64')}`, 'content-type': 'application/json' };
+    const ask = async (method: string, path: string, body?: object) => {
+      // The bound only ends a test that would otherwise wait for SIGCONT: an answer past it is "no answer".
+      const res = await fetch(`${base}${path}`, { method, headers: admin, body: body && JSON.stringify(body), signal: AbortSignal.timeout(5_000) }).catch(() => null);
+      return { ask: `${method} ${path}`, status: res?.status ?? 'no answer', retryAfter: res?.headers.get('retry-after') ?? null };
+    };
+    expect((await ask('GET', '/api/admin/rollout')).status).toBe(200);
+
+    server.child.kill('SIGSTOP');
+    let answers: Array<{ ask: string; status: number | string; retryAfter: string | null }>;
+    try {
+      answers = await Promise.all([ask('GET', '/api/admin/rollout'), ask('PUT', '/api/admin/rollout', { enabled: false }), ask('GET', '/api/admin/rollout/ramp'), ask('POST', '/api/admin/rollout/ramp/pause')]);
+    } finally {
+      server.child.kill('SIGCONT');
+    }
+    expect(answers).toEqual(['GET /api/admin/rollout', 'PUT /api/admin/rollout', 'GET /api/admin/rollout/ramp', 'POST /api/admin/rollout/ramp/pause'].map((asked) => ({ ask: asked, status: 503, retryAfter: expect.any(String) })));
+    // Closed while Redis is up: the given-up commands are answered, not left queued.
+    await closeRedis(redis);
+  }, 60_000);
+});
+
 describe('concurrent pages of one user during a stall (R11)', () => {
   let api: Server;
   afterEach(() => api?.close());

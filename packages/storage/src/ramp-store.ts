@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { killSwitchOn, pauseRamp, rampActive, resumeRamp, startRamp, type RampRequest, type RampResult, type RampState } from '@feed/domain';
 import { logger } from '@feed/logger';
 import type { AuditEntry, AuditTrail } from './audit-trail';
+import type { Deadline } from './deadline';
 import { runScript } from './lua-scripts';
 import { rampStateSchema } from './ramp-schema';
 import type { Redis } from './redis-client';
@@ -134,6 +135,8 @@ export interface RampCommandDeps {
   trail: AuditTrail;
   who: Pick<AuditEntry, 'actor' | 'via'>;
   now?: () => Date;
+  /** A request's Redis deadline (the API's admin routes): the command's reads and commits wait no longer (its audit write is not Redis's). */
+  deadline?: Deadline;
 }
 
 export type RampCommandResult = { ok: true; state: RampState } | { ok: false; kind: 'conflict' | 'missing' | 'busy'; error: string };
@@ -157,17 +160,18 @@ const record = (trail: AuditTrail, entry: AuditEntry) =>
  * attempts always find a quiet moment). A human's rollout change wins over any rollout revision.
  */
 async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollout: RolloutInForce, now: Date) => Decision, attempts = COMMAND_ATTEMPTS): Promise<{ ok: true; before: StoredRamp; state?: RampState; rollout: { wrote: boolean; before: RolloutInForce; after: RolloutInForce } } | Exclude<RampCommandResult, { ok: true }>> {
-  const { redis, keys, environment } = deps;
+  const { redis, keys, environment, deadline } = deps;
+  const within = <T>(call: () => Promise<T>, what: string) => (deadline ? deadline.run(call, what) : call());
   for (let attempt = 0; attempt < attempts; attempt++) {
-    const [stored, rollout] = await Promise.all([readRamp(redis, keys), observeRollout(redis, keys, environment)]);
+    const [stored, rollout] = await within(() => Promise.all([readRamp(redis, keys), observeRollout(redis, keys, environment)]), 'ramp and rollout');
     const decided = decide(stored, rollout, deps.now?.() ?? new Date());
     if (!decided.ok) return decided;
     // The revision climbs over whatever was stored, a replaced ramp's included: a driver that read the old one cannot commit over the new.
     // A revision that is no count (written by hand) is climbed over from 0: a NaN would store an unreadable ramp.
     const after = Number(stored.revision) + 1;
     const state = decided.state && { ...decided.state, revision: Math.max(decided.state.revision, Number.isSafeInteger(after) ? after : 1) };
-    if (await commit(redis, keys, { rampRevision: stored.revision, state, rollout: decided.rollout })) {
-      return { ok: true, before: stored, state, rollout: { wrote: decided.rollout !== undefined, before: rollout, after: await observeRollout(redis, keys, environment) } };
+    if (await within(() => commit(redis, keys, { rampRevision: stored.revision, state, rollout: decided.rollout }), 'rollout commit')) {
+      return { ok: true, before: stored, state, rollout: { wrote: decided.rollout !== undefined, before: rollout, after: await within(() => observeRollout(redis, keys, environment), 'rollout') } };
     }
   }
   return { ok: false, kind: 'busy', error: `the ramp changed under ${attempts} attempts in a row; nothing was written, try again` };

@@ -76,23 +76,26 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
 
   const environment: Rollout = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
   /** The values in force after a change; this instance applies them at once, the others within CURRENT_CACHE_MS. */
-  const rolloutInForce = async () => {
+  const rolloutInForce = async (res: Response) => {
     readState.invalidate();
-    return { ...resolveRollout(environment, await rollouts.override()), environment };
+    return { ...resolveRollout(environment, await budgetOf(res).redis.run(() => rollouts.override(), 'rollout override')), environment };
   };
   router.get('/api/admin/rollout', async (_req, res) => {
-    res.json(await rolloutInForce());
+    res.json(await rolloutInForce(res));
   });
-  const by = (res: Response): RampCommandBy => ({ environment, trail: audit, who: { actor: adminUserOf(res), via: 'api' } });
+  // Redis waits within the request's deadline (a stalled Redis is a 503, not a hang); the audit write is MongoDB's.
+  const by = (res: Response): RampCommandBy => ({ environment, trail: audit, who: { actor: adminUserOf(res), via: 'api' }, deadline: budgetOf(res).redis });
   const change = async (res: Response, value: Partial<Rollout> | 'clear') => {
     // A manual percent or the kill switch always wins over a ramp (R23): it pauses it in the same step.
-    await rollouts.changeRollout(by(res), value).catch((err: unknown) => {
+    const after = await rollouts.changeRollout(by(res), value).catch((err: unknown) => {
       throw err instanceof RolloutBusyError ? new AppError(409, 'conflict', err.message) : err;
     });
-    res.json(await rolloutInForce());
+    // The values the change read back, before its audit write: a MongoDB that is down does not spend the answer's deadline.
+    readState.invalidate();
+    res.json({ ...after, environment });
   };
   router.get('/api/admin/rollout/ramp', async (_req, res) => {
-    const { state, error } = await rollouts.ramp();
+    const { state, error } = await budgetOf(res).redis.run(() => rollouts.ramp(), 'ramp');
     if (!state) throw notFound(error ?? 'no ramp is stored');
     res.json(state);
   });
