@@ -179,7 +179,7 @@ describe("on-call's rollout during a stalled Redis (R16, R17)", () => {
   let api: Server;
   afterEach(() => api?.close());
 
-  it('when Redis stops answering, then reading and changing the rollout and the ramp answer 503 with Retry-After while it is still stopped', async () => {
+  it('when Redis stops answering, then reading and changing the rollout and the ramp, and explaining a page, answer 503 with Retry-After while it is still stopped', async () => {
     const { port, server } = await ownRedis();
     const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: `stall-admin:${randomBytes(3).toString('hex')}:`, REDIS_DEADLINE_MS: String(DEADLINE_MS) });
     const redis = await connectRedis(config, { failFast: true });
@@ -198,11 +198,11 @@ describe("on-call's rollout during a stalled Redis (R16, R17)", () => {
     server.child.kill('SIGSTOP');
     let answers: Array<{ ask: string; status: number | string; retryAfter: string | null }>;
     try {
-      answers = await Promise.all([ask('GET', '/api/admin/rollout'), ask('PUT', '/api/admin/rollout', { enabled: false }), ask('GET', '/api/admin/rollout/ramp'), ask('POST', '/api/admin/rollout/ramp/pause')]);
+      answers = await Promise.all([ask('GET', '/api/admin/rollout'), ask('PUT', '/api/admin/rollout', { enabled: false }), ask('GET', '/api/admin/rollout/ramp'), ask('POST', '/api/admin/rollout/ramp/pause'), ask('GET', '/api/admin/explain?user=stalled')]);
     } finally {
       server.child.kill('SIGCONT');
     }
-    expect(answers).toEqual(['GET /api/admin/rollout', 'PUT /api/admin/rollout', 'GET /api/admin/rollout/ramp', 'POST /api/admin/rollout/ramp/pause'].map((asked) => ({ ask: asked, status: 503, retryAfter: expect.any(String) })));
+    expect(answers).toEqual(['GET /api/admin/rollout', 'PUT /api/admin/rollout', 'GET /api/admin/rollout/ramp', 'POST /api/admin/rollout/ramp/pause', 'GET /api/admin/explain?user=stalled'].map((asked) => ({ ask: asked, status: 503, retryAfter: expect.any(String) })));
     // Closed while Redis is up: the given-up commands are answered, not left queued.
     await closeRedis(redis);
   }, 60_000);

@@ -67,9 +67,10 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   router.get('/api/admin/explain', async (req, res) => {
     const query = validateQuery(explainQuery, req);
     const identity = query.user ? userIdentity(query.user) : guestIdentity(query.device!);
-    const version = query.version ?? (await deps.versions.current());
+    const budget = budgetOf(res);
+    const version = query.version ?? (await budget.redis.run(() => deps.versions.current(), 'current version'));
     if (!version) throw notFound('no current version');
-    const explanation = await explainNextPage(deps, identity, version, query.pageSize, budgetOf(res).mongo);
+    const explanation = await explainNextPage(deps, identity, version, query.pageSize, budget);
     if (!explanation) throw notFound(`version ${version} has no queue in Redis`);
     res.json(explanation);
   });
