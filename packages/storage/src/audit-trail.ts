@@ -6,7 +6,7 @@
  * first), each entry scoped to the deployment's key prefix. Entries hold settings and job names
  * only, never a secret; reading them is behind the admin credentials.
  */
-import type { Connection } from 'mongoose';
+import type { Connection, mongo } from 'mongoose';
 import { MongoBudget } from './deadline';
 
 export const AUDIT_COLLECTION = 'audit_trail';
@@ -56,7 +56,8 @@ export interface AuditTrail {
    * that a change is refused rather than made without its entry (or answered as failed once made).
    */
   ready(): Promise<void>;
-  record(entry: AuditEntry): Promise<void>;
+  /** Within `budget` when given (a request's: a frozen MongoDB does not hold its answer; a write cut so may still land). */
+  record(entry: AuditEntry, budget?: MongoBudget): Promise<void>;
   /** The newest `count` entries, newest first, within `budget` (its time left closes the cursor too). */
   read(count?: number, budget?: MongoBudget): Promise<AuditRecord[]>;
 }
@@ -94,17 +95,24 @@ export function auditTrail(connection: Connection, scope: string): AuditTrail {
       // ensure() is done once per process: this round trip is what tells MongoDB answers now.
       await collection().findOne({ scope }, { projection: { _id: 1 } });
     },
-    async record(entry) {
-      await ensure();
-      await collection().insertOne({
-        scope,
-        at: new Date(),
-        action: entry.action,
-        actor: entry.actor,
-        via: entry.via,
-        before: JSON.stringify(entry.before ?? null),
-        after: JSON.stringify(entry.after ?? null),
-      });
+    async record(entry, budget) {
+      const write = async (signal?: AbortSignal) => {
+        await ensure();
+        await collection().insertOne(
+          {
+            scope,
+            at: new Date(),
+            action: entry.action,
+            actor: entry.actor,
+            via: entry.via,
+            before: JSON.stringify(entry.before ?? null),
+            after: JSON.stringify(entry.after ?? null),
+          },
+          // The driver honours `signal` on every operation; its types list it on reads only.
+          { signal } as mongo.InsertOneOptions,
+        );
+      };
+      await (budget ? budget.run(write, 'audit trail write') : write());
     },
     async read(count = 50, budget = new MongoBudget(AUDIT_READ_MS)) {
       // No ensure(): a read (a GET, or a HEAD, of the audit) creates nothing; a missing collection reads as empty.

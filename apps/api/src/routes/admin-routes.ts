@@ -84,8 +84,8 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   router.get('/api/admin/rollout', async (_req, res) => {
     res.json(await rolloutInForce(res));
   });
-  // Redis waits within the request's deadline (a stalled Redis is a 503, not a hang); the audit write is MongoDB's.
-  const by = (res: Response): RampCommandBy => ({ environment, trail: audit, who: { actor: adminUserOf(res), via: 'api' }, deadline: budgetOf(res).redis });
+  // Within the request's budget: a stalled Redis is a 503, a frozen MongoDB an audit entry logged instead of written, never a hang.
+  const by = (res: Response): RampCommandBy => ({ environment, trail: audit, who: { actor: adminUserOf(res), via: 'api' }, budget: budgetOf(res) });
   const change = async (res: Response, value: Partial<Rollout> | 'clear') => {
     // A manual percent or the kill switch always wins over a ramp (R23): it pauses it in the same step.
     const after = await rollouts.changeRollout(by(res), value).catch((err: unknown) => {
