@@ -77,3 +77,18 @@ it('when the like record lands after the budget and the client never retries, th
   await waitUntil('the late like counted in the video', async () => (await videos.findById(vid).lean())?.likeCount === 1, 10_000);
   expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
 });
+
+it('when an unlike lands after the budget and the client never retries, then the video display counter follows within seconds, not at the repair job', async () => {
+  const [video] = await videos.insertMany([demoVideo()]);
+  const vid = video._id.toHexString();
+  const api = testApi(s, { mongoDeadlineMs: 1000 });
+  await request(api.app).post('/api/app/vid/like').set(bearer('late-3')).send({ vid }).expect(200);
+  await api.tallies.idle();
+  expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+  const write = landingAfterTheBudget();
+
+  await request(api.app).post('/api/app/vid/unlike').set(bearer('late-3')).send({ vid }).expect(503);
+  await write.landed;
+  await waitUntil('the late unlike counted in the video', async () => (await videos.findById(vid).lean())?.likeCount === 0, 10_000);
+  expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 0, recommendLikeCount: 1 });
+});

@@ -60,11 +60,27 @@ export class InteractionService {
   constructor(private readonly deps: { catalog: Pick<VideoCatalog, 'load'>; records: InteractionModels; tallies: CounterTallies; readout?: Pick<VariantReadout, 'record'>; hooks?: CounterHooks }) {}
 
   /**
+   * A record write that failed (the budget, an election) may still land: once `landed` finds it
+   * (looked for 2, 4, 8, 16 and 32 s after: a burst's failures add 5 reads each to a loaded
+   * server, not 30), the video is tallied and `then` runs, so the counters follow though the
+   * client never retries.
+   */
+  private followLanding(kind: CounterKind, videoId: Types.ObjectId, landed: (signal: AbortSignal) => Promise<unknown>, then?: () => unknown): void {
+    void (async () => {
+      for (let wait = 2_000; wait <= 32_000; wait *= 2) {
+        await sleep(wait, undefined, { ref: false });
+        if (await new MongoBudget(1_000).run(landed, 'landed record').catch(() => null)) {
+          this.deps.tallies.request(kind, videoId);
+          return then?.();
+        }
+      }
+    })().catch(() => undefined);
+  }
+
+  /**
    * The record write of a first success (made at `now`): counted for D7 when it makes the record,
-   * within the request's Redis deadline; when it fails (the budget, an election), it may still
-   * land: the record made at `now` is this request's, tallied into the video and counted once it
-   * appears (looked for 2, 4, 8, 16 and 32 s after: a burst's failures add 5 reads each to a
-   * loaded server, not 30), so the counters follow though the client never retries.
+   * within the request's Redis deadline; when it fails, the record made at `now` that lands all
+   * the same is this request's, counted once it appears (`followLanding`).
    */
   private async firstSuccess<T>(action: { kind: FirstKind; videoId: Types.ObjectId; userId: string }, budget: RequestBudget, landed: (signal: AbortSignal) => Promise<unknown>, write: () => Promise<T>, isFirst: (result: T) => boolean): Promise<T> {
     const record = (deadline: Deadline) => this.deps.readout?.record(userIdentity(action.userId), FIRST_EVENTS[action.kind], deadline);
@@ -73,15 +89,7 @@ export class InteractionService {
       if (isFirst(result)) await record(budget.redis);
       return result;
     } catch (err) {
-      void (async () => {
-        for (let wait = 2_000; wait <= 32_000; wait *= 2) {
-          await sleep(wait, undefined, { ref: false });
-          if (await new MongoBudget(1_000).run(landed, 'landed record').catch(() => null)) {
-            this.deps.tallies.request(action.kind, action.videoId);
-            return record(new Deadline(budget.redis.ms));
-          }
-        }
-      })().catch(() => undefined);
+      this.followLanding(action.kind, action.videoId, landed, () => record(new Deadline(budget.redis.ms)));
       throw err;
     }
   }
@@ -131,10 +139,14 @@ export class InteractionService {
   private async deactivate(kind: ToggleKind, vid: string, userId: string, budget: RequestBudget): Promise<ToggleOutcome> {
     const { _id: videoId } = await this.existing(vid, budget);
     const model = this.deps.records[kind] as Model<ToggleRecord>;
-    const turnedOff = await budget.mongo.run(
-      (signal) => findAndModify(model, { userId, videoId, active: true }, [keepShown, turn(false, new Date())], { signal, projection: { _id: 1 } }),
-      `${kind} record`,
-    );
+    const now = new Date();
+    const turnedOff = await budget.mongo
+      .run((signal) => findAndModify(model, { userId, videoId, active: true }, [keepShown, turn(false, now)], { signal, projection: { _id: 1 } }), `${kind} record`)
+      .catch((err: unknown) => {
+        // The change made at `now`, should it land after all.
+        this.followLanding(kind, videoId, (signal) => model.exists({ userId, videoId, active: false, changedAt: now }).setOptions({ signal }));
+        throw err;
+      });
     // Unchanged, it still asks for the tally an earlier attempt may have crashed before.
     await this.recorded(kind, videoId);
     return { active: false, changed: Boolean(turnedOff), first: false };
