@@ -92,3 +92,26 @@ it('when an unlike lands after the budget and the client never retries, then the
   await waitUntil('the late unlike counted in the video', async () => (await videos.findById(vid).lean())?.likeCount === 0, 10_000);
   expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 0, recommendLikeCount: 1 });
 });
+
+it('when a share record lands after the budget and the client never retries, then the video share counters follow within seconds, not at the repair job', async () => {
+  const [video] = await videos.insertMany([demoVideo()]);
+  const vid = video._id.toHexString();
+  const api = testApi(s, { mongoDeadlineMs: 1000 });
+  await request(api.app).post('/api/app/vid/unlike').set(bearer('late-4')).send({ vid }).expect(200);
+  // The share's upsert goes through mongoose's query (lean): it reaches MongoDB once the request gave up, and lands.
+  const { shares } = records;
+  const findOneAndUpdate = shares.findOneAndUpdate.bind(shares) as (...args: unknown[]) => { lean(): { exec(): Promise<unknown> } };
+  let landed: Promise<unknown> = Promise.resolve();
+  jest.spyOn(shares, 'findOneAndUpdate').mockImplementationOnce(((...args: unknown[]) => ({
+    lean: () => {
+      const { signal } = args[2] as { signal: AbortSignal };
+      const late = new Promise((resolve) => signal.addEventListener('abort', resolve)).then(() => (landed = findOneAndUpdate(args[0], args[1], { ...(args[2] as object), signal: undefined }).lean().exec()));
+      return late.then(() => Promise.reject(signal.reason));
+    },
+  })) as never);
+
+  await request(api.app).post('/api/app/share/output').set(bearer('late-4')).send({ videoID: vid }).expect(503);
+  await landed;
+  await waitUntil('the late share counted in the video', async () => (await videos.findById(vid).lean())?.shareCount === 1, 10_000);
+  expect(await videos.findById(vid).lean()).toMatchObject({ shareCount: 1, recommendShareCount: 1 });
+});

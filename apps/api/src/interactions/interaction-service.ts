@@ -213,7 +213,12 @@ export class InteractionService {
     const video = await this.existing(vid, budget);
     if (!isEligible(video)) return { counted: false, first: false, valid: false };
     if (userId === undefined) return { counted: false, first: false, valid: true };
-    const { created } = await this.insertOnce(this.deps.records.shares, { userId, videoId: video._id }, { active: true, ...freshRecordFields() }, budget);
+    const { shares } = this.deps.records;
+    const fields = { active: true, ...freshRecordFields() };
+    const { created } = await this.insertOnce(shares, { userId, videoId: video._id }, fields, budget).catch((err: unknown) => {
+      this.followLanding('shares', video._id, (signal) => shares.exists({ userId, videoId: video._id, createdAt: fields.createdAt }).setOptions({ signal }));
+      throw err;
+    });
     await this.recorded('shares', video._id);
     return { counted: created, first: created, valid: true };
   }
