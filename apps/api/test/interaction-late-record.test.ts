@@ -115,3 +115,21 @@ it('when a share record lands after the budget and the client never retries, the
   await waitUntil('the late share counted in the video', async () => (await videos.findById(vid).lean())?.shareCount === 1, 10_000);
   expect(await videos.findById(vid).lean()).toMatchObject({ shareCount: 1, recommendShareCount: 1 });
 });
+
+it('when a like again (after an unlike) lands after the budget and the client never retries, then the display counter follows within seconds and D7 counts no new first like', async () => {
+  const [video] = await videos.insertMany([demoVideo()]);
+  const vid = video._id.toHexString();
+  const api = testApi(s, { mongoDeadlineMs: 1000 });
+  await request(api.app).post('/api/app/vid/like').set(bearer('late-5')).send({ vid }).expect(200);
+  await request(api.app).post('/api/app/vid/unlike').set(bearer('late-5')).send({ vid }).expect(200);
+  await api.tallies.idle();
+  expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 0, recommendLikeCount: 1 });
+  const write = landingAfterTheBudget();
+
+  await request(api.app).post('/api/app/vid/like').set(bearer('late-5')).send({ vid }).expect(503);
+  await write.landed;
+  await waitUntil('the late like again counted in the video', async () => (await videos.findById(vid).lean())?.likeCount === 1, 10_000);
+  expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+  const likes = Number(/feed_variant_engagement_total\{variant="\w+",action="like"\} (\d+)/.exec(await api.metrics.registry.metrics())?.[1] ?? 0);
+  expect(likes).toBe(1);
+});

@@ -65,13 +65,14 @@ export class InteractionService {
    * server, not 30), the video is tallied and `then` runs, so the counters follow though the
    * client never retries.
    */
-  private followLanding(kind: CounterKind, videoId: Types.ObjectId, landed: (signal: AbortSignal) => Promise<unknown>, then?: () => unknown): void {
+  private followLanding<T>(kind: CounterKind, videoId: Types.ObjectId, landed: (signal: AbortSignal) => Promise<T | null>, then?: (found: T) => unknown): void {
     void (async () => {
       for (let wait = 2_000; wait <= 32_000; wait *= 2) {
         await sleep(wait, undefined, { ref: false });
-        if (await new MongoBudget(1_000).run(landed, 'landed record').catch(() => null)) {
+        const found = await new MongoBudget(1_000).run(landed, 'landed record').catch(() => null);
+        if (found) {
           this.deps.tallies.request(kind, videoId);
-          return then?.();
+          return then?.(found);
         }
       }
     })().catch(() => undefined);
@@ -79,17 +80,18 @@ export class InteractionService {
 
   /**
    * The record write of a first success (made at `now`): counted for D7 when it makes the record,
-   * within the request's Redis deadline; when it fails, the record made at `now` that lands all
-   * the same is this request's, counted once it appears (`followLanding`).
+   * within the request's Redis deadline; when it fails, the change made at `now` that lands all
+   * the same is this request's, tallied once it appears (`followLanding`) and counted when
+   * `landed` says it made the record.
    */
-  private async firstSuccess<T>(action: { kind: FirstKind; videoId: Types.ObjectId; userId: string }, budget: RequestBudget, landed: (signal: AbortSignal) => Promise<unknown>, write: () => Promise<T>, isFirst: (result: T) => boolean): Promise<T> {
+  private async firstSuccess<T>(action: { kind: FirstKind; videoId: Types.ObjectId; userId: string }, budget: RequestBudget, landed: (signal: AbortSignal) => Promise<{ made: boolean } | null>, write: () => Promise<T>, isFirst: (result: T) => boolean): Promise<T> {
     const record = (deadline: Deadline) => this.deps.readout?.record(userIdentity(action.userId), FIRST_EVENTS[action.kind], deadline);
     try {
       const result = await write();
       if (isFirst(result)) await record(budget.redis);
       return result;
     } catch (err) {
-      this.followLanding(action.kind, action.videoId, landed, () => record(new Deadline(budget.redis.ms)));
+      this.followLanding(action.kind, action.videoId, landed, ({ made }) => made && record(new Deadline(budget.redis.ms)));
       throw err;
     }
   }
@@ -129,7 +131,11 @@ export class InteractionService {
         `${kind} record`,
       );
     const write = () => upsert().catch((err: unknown) => (isDuplicateKey(err) ? upsert() : Promise.reject(err)));
-    const landed = (signal: AbortSignal) => model.exists({ userId, videoId, createdAt: now }).setOptions({ signal });
+    // The record made at `now` (changed again since, or not) or the change made at `now` (a like again).
+    const landed = async (signal: AbortSignal) => {
+      const found = await model.findOne({ userId, videoId, $or: [{ createdAt: now }, { changedAt: now }] }, { createdAt: 1 }, { signal }).lean();
+      return found && { made: found.createdAt.getTime() === now.getTime() };
+    };
     const before = await this.firstSuccess({ kind, videoId, userId }, budget, landed, write, (found) => !found);
     await this.recorded(kind, videoId);
     return { active: true, changed: before?.active !== true, first: !before };
@@ -179,7 +185,7 @@ export class InteractionService {
     const fields = { videoId, content, status: 'published', active: true, ...freshRecordFields() };
     const { comments } = this.deps.records;
     const write = () => this.insertOnce(comments, { userId, idempotencyKey: key }, fields, budget);
-    const landed = (signal: AbortSignal) => comments.exists({ userId, idempotencyKey: key, createdAt: fields.createdAt }).setOptions({ signal });
+    const landed = async (signal: AbortSignal) => ((await comments.exists({ userId, idempotencyKey: key, createdAt: fields.createdAt }).setOptions({ signal })) ? { made: true } : null);
     const { record, created } = await this.firstSuccess({ kind: 'comments', videoId, userId }, budget, landed, write, (result) => result.created);
     if (!record.videoId.equals(videoId)) throw new AppError(409, 'idempotency_conflict', 'Idempotency-Key was already used for another video');
     await this.recorded('comments', videoId);
