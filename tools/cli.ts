@@ -24,7 +24,7 @@ import {
   pauseStoredRamp,
   rampAskOf,
   rampAskSchema,
-  MongoBudget,
+  RequestBudget,
   readRamp,
   readRolloutOverride,
   resumeStoredRamp,
@@ -228,7 +228,7 @@ program
         identity,
         version,
         options.pageSize,
-        new MongoBudget(config.mongoDeadlineMs),
+        new RequestBudget({ redisMs: config.redisDeadlineMs, mongoMs: config.mongoDeadlineMs }),
       );
       if (!explanation) throw new Error(`version ${version} has no queue in Redis (expired or never built)`);
       print(`user ${explanation.user}  version ${explanation.version}  offset ${explanation.offset}/${explanation.queueLength}  generatedAt ${explanation.generatedAt}`);

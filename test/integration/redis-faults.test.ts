@@ -131,6 +131,83 @@ describe('a stalled Redis (SIGSTOP)', () => {
   }, 60_000);
 });
 
+describe('interactions during a stalled Redis (R17)', () => {
+  let api: Server;
+  afterEach(() => api?.close());
+
+  it("when Redis stops answering, then a user's first like, collect, comment and share are answered while it is still stopped (their records are MongoDB's; the readout goes uncounted)", async () => {
+    const { port, server, client } = await ownRedis();
+    const prefix = `stall-act:${randomBytes(3).toString('hex')}:`;
+    await publishQueue(client, createRedisKeys(prefix), VERSION, ids);
+    const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: prefix, REDIS_DEADLINE_MS: String(DEADLINE_MS), CURRENT_CACHE_MS: '5000' });
+    const redis = await connectRedis(config, { failFast: true });
+    clients.push(redis);
+    api = createApp({ config, redis, mongo }).app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => api.once('listening', resolve));
+    const base = `http://127.0.0.1:${(api.address() as { port: number }).port}`;
+    await waitUntil('a ring page before the stall', async () => (await feed(base, 'actor')).body.queueVersion === VERSION, 15_000);
+    const act = async (path: string, body: object) => {
+      // The bound only ends a test that would otherwise wait for SIGCONT: an answer past it is "no answer".
+      const res = await fetch(`${base}${path}`, { method: 'POST', headers: { ...bearer('actor'), 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(5_000) }).catch(() => null);
+      return { path, status: res?.status ?? 'no answer' };
+    };
+
+    server.child.kill('SIGSTOP');
+    let answers: Array<{ path: string; status: number | string }>;
+    try {
+      answers = await Promise.all([
+        act('/api/app/vid/like', { vid: ids[0] }),
+        act('/api/app/vid/collect', { vid: ids[1] }),
+        act('/api/app/vid/comment', { vid: ids[2], content: 'during the stall' }),
+        act('/api/app/share/output', { videoID: ids[3] }),
+      ]);
+    } finally {
+      server.child.kill('SIGCONT');
+    }
+    expect(answers).toEqual([
+      { path: '/api/app/vid/like', status: 200 },
+      { path: '/api/app/vid/collect', status: 200 },
+      { path: '/api/app/vid/comment', status: 201 },
+      { path: '/api/app/share/output', status: 200 },
+    ]);
+    // Closed while Redis is up: the given-up admissions (and the API's timers' reads) are answered, not left queued.
+    await closeRedis(redis);
+  }, 60_000);
+});
+
+describe("on-call's rollout during a stalled Redis (R16, R17)", () => {
+  let api: Server;
+  afterEach(() => api?.close());
+
+  it('when Redis stops answering, then reading and changing the rollout and the ramp, and explaining a page, answer 503 with Retry-After while it is still stopped', async () => {
+    const { port, server } = await ownRedis();
+    const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: `stall-admin:${randomBytes(3).toString('hex')}:`, REDIS_DEADLINE_MS: String(DEADLINE_MS) });
+    const redis = await connectRedis(config, { failFast: true });
+    clients.push(redis);
+    api = createApp({ config, redis, mongo }).app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => api.once('listening', resolve));
+    const base = `http://127.0.0.1:${(api.address() as { port: number }).port}`;
+    const admin = { Authorization: `Basic ${Buffer.from(`${config.adminUser}:${config.adminPassword}`).toString('base64')}`, 'content-type': 'application/json' };
+    const ask = async (method: string, path: string, body?: object) => {
+      // The bound only ends a test that would otherwise wait for SIGCONT: an answer past it is "no answer".
+      const res = await fetch(`${base}${path}`, { method, headers: admin, body: body && JSON.stringify(body), signal: AbortSignal.timeout(5_000) }).catch(() => null);
+      return { ask: `${method} ${path}`, status: res?.status ?? 'no answer', retryAfter: res?.headers.get('retry-after') ?? null };
+    };
+    expect((await ask('GET', '/api/admin/rollout')).status).toBe(200);
+
+    server.child.kill('SIGSTOP');
+    let answers: Array<{ ask: string; status: number | string; retryAfter: string | null }>;
+    try {
+      answers = await Promise.all([ask('GET', '/api/admin/rollout'), ask('PUT', '/api/admin/rollout', { enabled: false }), ask('GET', '/api/admin/rollout/ramp'), ask('POST', '/api/admin/rollout/ramp/pause'), ask('GET', '/api/admin/explain?user=stalled')]);
+    } finally {
+      server.child.kill('SIGCONT');
+    }
+    expect(answers).toEqual(['GET /api/admin/rollout', 'PUT /api/admin/rollout', 'GET /api/admin/rollout/ramp', 'POST /api/admin/rollout/ramp/pause', 'GET /api/admin/explain?user=stalled'].map((asked) => ({ ask: asked, status: 503, retryAfter: expect.any(String) })));
+    // Closed while Redis is up: the given-up commands are answered, not left queued.
+    await closeRedis(redis);
+  }, 60_000);
+});
+
 describe('concurrent pages of one user during a stall (R11)', () => {
   let api: Server;
   afterEach(() => api?.close());

@@ -97,11 +97,11 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
       for (const ring of rings.values()) if (ring) copies?.preload(ring);
     },
   });
-  // An interaction's variant is read within a Redis deadline of its own (it is counted after the answer's writes).
+  // An action's variant and admission are read within the request's Redis deadline (a stalled Redis holds no answer).
   const readout = new VariantReadout({
     store: readoutStore(redis, keys),
     metrics,
-    variantOf: (identity) => readState.variantOf(identity, new Deadline(config.redisDeadlineMs)),
+    variantOf: (identity, deadline) => readState.variantOf(identity, deadline),
     firstSeenOf: (identity) => history.guestFirstSeen(identity.key),
   });
   const reader = new RingReader(versions, copies);

@@ -23,31 +23,38 @@ beforeAll(async () => {
 });
 afterEach(() => jest.restoreAllMocks());
 
+/**
+ * The next like record write reaches MongoDB only once the request gave up on it (its signal
+ * aborted), and lands all the same. The toggles write through the model's collection (the
+ * driver's findAndModify).
+ */
+function landingAfterTheBudget(): { signal?: AbortSignal; landed: Promise<unknown> } {
+  const { collection } = records.likes;
+  const findOneAndUpdate = collection.findOneAndUpdate.bind(collection) as (...args: unknown[]) => Promise<unknown>;
+  const write: { signal?: AbortSignal; landed: Promise<unknown> } = { landed: Promise.resolve() };
+  jest.spyOn(collection, 'findOneAndUpdate').mockImplementationOnce(((...args: unknown[]) => {
+    const signal = (write.signal = (args[2] as { signal?: AbortSignal }).signal);
+    const late = new Promise((resolve) => signal?.addEventListener('abort', resolve)).then(() => {
+      write.landed = findOneAndUpdate(args[0], args[1], { ...(args[2] as object), signal: undefined });
+      return write.landed;
+    });
+    return late.then(() => Promise.reject(signal?.reason));
+  }) as never);
+  return write;
+}
+
 it('when the like record lands after the budget, then the answer is 503 with Retry-After, its signal is aborted, and the retry counts it once', async () => {
   const [video] = await videos.insertMany([demoVideo()]);
   const vid = video._id.toHexString();
   const api = testApi(s, { mongoDeadlineMs: 1000 });
   // The video in the instance's cache first: the budget is the record write's alone.
   await request(api.app).post('/api/app/vid/unlike').set(bearer('late-0')).send({ vid }).expect(200);
-  // The toggles write through the model's collection (the driver's findAndModify).
-  const { collection } = records.likes;
-  const findOneAndUpdate = collection.findOneAndUpdate.bind(collection) as (...args: unknown[]) => Promise<unknown>;
-  let signal: AbortSignal | undefined;
-  let landed: Promise<unknown> = Promise.resolve();
-  // The write reaches MongoDB only once the request gave up on it, and lands all the same.
-  jest.spyOn(collection, 'findOneAndUpdate').mockImplementationOnce(((...args: unknown[]) => {
-    signal = (args[2] as { signal?: AbortSignal }).signal;
-    const late = new Promise((resolve) => signal?.addEventListener('abort', resolve)).then(() => {
-      landed = findOneAndUpdate(args[0], args[1], { ...(args[2] as object), signal: undefined });
-      return landed;
-    });
-    return late.then(() => Promise.reject(signal?.reason));
-  }) as never);
+  const write = landingAfterTheBudget();
 
   const res = await request(api.app).post('/api/app/vid/like').set(bearer('late-1')).send({ vid }).expect(503);
   expect(res.headers['retry-after']).toBeDefined();
-  expect(signal?.aborted).toBe(true);
-  await landed;
+  expect(write.signal?.aborted).toBe(true);
+  await write.landed;
   await request(api.app).post('/api/app/vid/like').set(bearer('late-1')).send({ vid }).expect(200, { active: true, changed: false });
   await api.tallies.idle();
   expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
@@ -55,4 +62,74 @@ it('when the like record lands after the budget, then the answer is 503 with Ret
   const likes = async () => Number(/feed_variant_engagement_total\{variant="\w+",action="like"\} (\d+)/.exec(await api.metrics.registry.metrics())?.[1] ?? 0);
   await waitUntil('the late like counted for D7', async () => (await likes()) === 1, 10_000);
   expect(await likes()).toBe(1);
+});
+
+it('when the like record lands after the budget and the client never retries, then the video counters follow within seconds, not at the repair job', async () => {
+  const [video] = await videos.insertMany([demoVideo()]);
+  const vid = video._id.toHexString();
+  const api = testApi(s, { mongoDeadlineMs: 1000 });
+  await request(api.app).post('/api/app/vid/unlike').set(bearer('late-0')).send({ vid }).expect(200);
+  const write = landingAfterTheBudget();
+
+  await request(api.app).post('/api/app/vid/like').set(bearer('late-2')).send({ vid }).expect(503);
+  await write.landed;
+  // The repair job takes records dirty for 30 s, once a minute: a count within 10 s is this instance's.
+  await waitUntil('the late like counted in the video', async () => (await videos.findById(vid).lean())?.likeCount === 1, 10_000);
+  expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+});
+
+it('when an unlike lands after the budget and the client never retries, then the video display counter follows within seconds, not at the repair job', async () => {
+  const [video] = await videos.insertMany([demoVideo()]);
+  const vid = video._id.toHexString();
+  const api = testApi(s, { mongoDeadlineMs: 1000 });
+  await request(api.app).post('/api/app/vid/like').set(bearer('late-3')).send({ vid }).expect(200);
+  await api.tallies.idle();
+  expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+  const write = landingAfterTheBudget();
+
+  await request(api.app).post('/api/app/vid/unlike').set(bearer('late-3')).send({ vid }).expect(503);
+  await write.landed;
+  await waitUntil('the late unlike counted in the video', async () => (await videos.findById(vid).lean())?.likeCount === 0, 10_000);
+  expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 0, recommendLikeCount: 1 });
+});
+
+it('when a share record lands after the budget and the client never retries, then the video share counters follow within seconds, not at the repair job', async () => {
+  const [video] = await videos.insertMany([demoVideo()]);
+  const vid = video._id.toHexString();
+  const api = testApi(s, { mongoDeadlineMs: 1000 });
+  await request(api.app).post('/api/app/vid/unlike').set(bearer('late-4')).send({ vid }).expect(200);
+  // The share's upsert goes through mongoose's query (lean): it reaches MongoDB once the request gave up, and lands.
+  const { shares } = records;
+  const findOneAndUpdate = shares.findOneAndUpdate.bind(shares) as (...args: unknown[]) => { lean(): { exec(): Promise<unknown> } };
+  let landed: Promise<unknown> = Promise.resolve();
+  jest.spyOn(shares, 'findOneAndUpdate').mockImplementationOnce(((...args: unknown[]) => ({
+    lean: () => {
+      const { signal } = args[2] as { signal: AbortSignal };
+      const late = new Promise((resolve) => signal.addEventListener('abort', resolve)).then(() => (landed = findOneAndUpdate(args[0], args[1], { ...(args[2] as object), signal: undefined }).lean().exec()));
+      return late.then(() => Promise.reject(signal.reason));
+    },
+  })) as never);
+
+  await request(api.app).post('/api/app/share/output').set(bearer('late-4')).send({ videoID: vid }).expect(503);
+  await landed;
+  await waitUntil('the late share counted in the video', async () => (await videos.findById(vid).lean())?.shareCount === 1, 10_000);
+  expect(await videos.findById(vid).lean()).toMatchObject({ shareCount: 1, recommendShareCount: 1 });
+});
+
+it('when a like again (after an unlike) lands after the budget and the client never retries, then the display counter follows within seconds and D7 counts no new first like', async () => {
+  const [video] = await videos.insertMany([demoVideo()]);
+  const vid = video._id.toHexString();
+  const api = testApi(s, { mongoDeadlineMs: 1000 });
+  await request(api.app).post('/api/app/vid/like').set(bearer('late-5')).send({ vid }).expect(200);
+  await request(api.app).post('/api/app/vid/unlike').set(bearer('late-5')).send({ vid }).expect(200);
+  await api.tallies.idle();
+  expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 0, recommendLikeCount: 1 });
+  const write = landingAfterTheBudget();
+
+  await request(api.app).post('/api/app/vid/like').set(bearer('late-5')).send({ vid }).expect(503);
+  await write.landed;
+  await waitUntil('the late like again counted in the video', async () => (await videos.findById(vid).lean())?.likeCount === 1, 10_000);
+  expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+  const likes = Number(/feed_variant_engagement_total\{variant="\w+",action="like"\} (\d+)/.exec(await api.metrics.registry.metrics())?.[1] ?? 0);
+  expect(likes).toBe(1);
 });

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { advanceRamp, judgeStep, READOUT_CLIENT_HOURLY_CAP, startRamp, type RampAdvance, type StepReadout } from '@feed/domain';
-import { admitReadoutAction, readoutStore, readStepReadout, readVariantStats, type Variant, type VariantEvent } from '@feed/storage';
+import { admitReadoutAction, Deadline, readoutStore, readStepReadout, readVariantStats, type Variant, type VariantEvent } from '@feed/storage';
 import { VariantReadout } from '../src/feed/variant-readout';
 import { createApiMetrics } from '../src/metrics';
 import { guestIdentity, userIdentity, type Identity } from '../src/http/identity';
@@ -17,6 +17,8 @@ const GUEST = guestIdentity('attacking-device-1');
 /** Half the users on each variant (a 50 % step); the guest device is on the ring. */
 const variantOf = async (identity: Identity): Promise<Variant> => (identity === GUEST || Number(identity.userId?.split('-')[2]) % 2 === 0 ? 'ring' : 'legacy');
 const vid = (i: number) => i.toString(16).padStart(24, '0');
+/** A request's Redis deadline that a healthy Redis never reaches (the subject here is counting, not time). */
+const unhurried = () => new Deadline(10_000);
 
 function readoutUnderTest(variant = variantOf) {
   const readout = new VariantReadout({ store: readoutStore(s.redis, s.keys), metrics: createApiMetrics(), variantOf: async (identity) => ({ variant: await variant(identity), percent: 50 }) });
@@ -30,8 +32,8 @@ async function honestTraffic(readout: VariantReadout): Promise<void> {
     USERS.map(async (user, u) => {
       const variant = await variantOf(user);
       for (let p = 0; p < 4; p++) readout.countHealth(variant, 'request');
-      for (let v = 0; v < 20; v++) await readout.record(user, 'view', vid(u * 20 + v));
-      if (u % 5 === 0) await readout.record(user, 'not-interested', vid(u * 20));
+      for (let v = 0; v < 20; v++) await readout.record(user, 'view', unhurried(), vid(u * 20 + v));
+      if (u % 5 === 0) await readout.record(user, 'not-interested', unhurried(), vid(u * 20));
     }),
   );
 }
@@ -54,7 +56,7 @@ describe('the readout under one repeating client (D7, R23)', () => {
     expect(honest.legacy).toMatchObject({ views: 1500, notInterested: 15, requests: 300 });
     expect(rampJudgedOn(honest).state.status).not.toBe('halted');
 
-    for (let i = 0; i < 300; i++) await readout.record(GUEST, 'not-interested', vid(0));
+    for (let i = 0; i < 300; i++) await readout.record(GUEST, 'not-interested', unhurried(), vid(0));
     await readout.flush();
     const attacked = await readStepReadout(s.redis, s.keys, new Date(), 1);
     expect(attacked.ring.notInterested).toBe(16);
@@ -67,7 +69,7 @@ describe('the readout under one repeating client (D7, R23)', () => {
   it('when one client marks ever new videos, then no more than the hourly cap of its actions count, and a failing verdict states its sample and the cap', async () => {
     const readout = readoutUnderTest();
     await honestTraffic(readout);
-    for (let i = 0; i < READOUT_CLIENT_HOURLY_CAP + 50; i++) await readout.record(GUEST, 'not-interested', vid(100_000 + i));
+    for (let i = 0; i < READOUT_CLIENT_HOURLY_CAP + 50; i++) await readout.record(GUEST, 'not-interested', unhurried(), vid(100_000 + i));
     await readout.flush();
     const attacked = await readStepReadout(s.redis, s.keys, new Date(), 1);
     expect(attacked.ring.notInterested).toBe(15 + READOUT_CLIENT_HOURLY_CAP);
@@ -97,7 +99,7 @@ describe('the readout under one repeating client (D7, R23)', () => {
         const readout = readoutUnderTest(variantOfClient);
         const before = await readVariantStats(s.redis, s.keys, new Date(), 1);
         const model = new Set<string>();
-        await Promise.all(actions.map(({ client, video, event }) => readout.record(clients[client], event, vid(video))));
+        await Promise.all(actions.map(({ client, video, event }) => readout.record(clients[client], event, unhurried(), vid(video))));
         for (const { client, video, event } of actions) model.add(`${client % 2 === 0 ? 'ring' : 'legacy'}|${client}|${video}|${event}`);
         await readout.flush();
         const after = await readVariantStats(s.redis, s.keys, new Date(), 1);

@@ -83,13 +83,13 @@ sentinelIt("an action whose readout admission ran on the primary but no replica 
   const replicaPid = Number(/process_id:(\d+)/.exec(await sentinels.cli(BASE_PORT + 1, 'info', 'server'))![1]);
   process.kill(replicaPid, 'SIGSTOP');
   try {
-    await readout.record({ key: 'u:fence-user', userId: 'fence-user' }, 'like', 'video-1');
+    await readout.record({ key: 'u:fence-user', userId: 'fence-user' }, 'like', new Deadline(10_000), 'video-1');
   } finally {
     process.kill(replicaPid, 'SIGCONT');
   }
   await waitUntil('the replica caught up', async () => (await redis.set('fence-test:probe', '1').then(() => true, () => false)), 10_000);
   // The client's retry of the same like is a repeat (its admission is stored): the first must have counted.
-  await readout.record({ key: 'u:fence-user', userId: 'fence-user' }, 'like', 'video-1');
+  await readout.record({ key: 'u:fence-user', userId: 'fence-user' }, 'like', new Deadline(10_000), 'video-1');
   await readout.close();
   expect(await redis.hGet(hour, 'legacy:like')).toBe('1');
 }, 60_000);

@@ -56,6 +56,9 @@ const STORE_DOWN_NAMES = new Set([
   'MaxRetriesPerRequestError',
   // A write behind Sentinels that no replica confirmed (a failover under way): @feed/storage's write fence.
   'NotDurableError',
+  // A Redis wait cut at the request's deadline (REDIS_DEADLINE_MS), or not made once it was spent: @feed/storage's Deadline.
+  'RedisCallError',
+  'DeadlineSpentError',
 ]);
 const STORE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH']);
 /** Redis's replies of a failover or a restart in progress: a demoted primary, data loading, no primary, slots moving. */

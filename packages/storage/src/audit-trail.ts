@@ -4,7 +4,7 @@
  * collection (AUDIT_TRAIL_MAX entries within AUDIT_TRAIL_BYTES), scoped to the key prefix.
  * Settings and job names only, never a secret; read behind the admin credentials.
  */
-import type { Connection } from 'mongoose';
+import type { Connection, mongo } from 'mongoose';
 import { MongoBudget } from './deadline';
 
 export const AUDIT_COLLECTION = 'audit_trail';
@@ -51,7 +51,8 @@ interface StoredEntry {
 export interface AuditTrail {
   /** Throws when the trail cannot be written now: asked first, so a change is refused rather than made unrecorded. */
   ready(): Promise<void>;
-  record(entry: AuditEntry): Promise<void>;
+  /** Within `budget` when given (a request's: a frozen MongoDB does not hold its answer; a write cut so may still land). */
+  record(entry: AuditEntry, budget?: MongoBudget): Promise<void>;
   /** The newest `count` entries, newest first, within `budget` (its time left closes the cursor too). */
   read(count?: number, budget?: MongoBudget): Promise<AuditRecord[]>;
 }
@@ -86,17 +87,24 @@ export function auditTrail(connection: Connection, scope: string): AuditTrail {
       // ensure() is done once per process: this round trip is what tells MongoDB answers now.
       await collection().findOne({ scope }, { projection: { _id: 1 } });
     },
-    async record(entry) {
-      await ensure();
-      await collection().insertOne({
-        scope,
-        at: new Date(),
-        action: entry.action,
-        actor: entry.actor,
-        via: entry.via,
-        before: JSON.stringify(entry.before ?? null),
-        after: JSON.stringify(entry.after ?? null),
-      });
+    async record(entry, budget) {
+      const write = async (signal?: AbortSignal) => {
+        await ensure();
+        await collection().insertOne(
+          {
+            scope,
+            at: new Date(),
+            action: entry.action,
+            actor: entry.actor,
+            via: entry.via,
+            before: JSON.stringify(entry.before ?? null),
+            after: JSON.stringify(entry.after ?? null),
+          },
+          // The driver honours `signal` on every operation; its types list it on reads only.
+          { signal } as mongo.InsertOneOptions,
+        );
+      };
+      await (budget ? budget.run(write, 'audit trail write') : write());
     },
     async read(count = 50, budget = new MongoBudget(AUDIT_READ_MS)) {
       // No ensure(): a read (a GET, or a HEAD, of the audit) creates nothing; a missing collection reads as empty.

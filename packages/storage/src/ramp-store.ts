@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { killSwitchOn, pauseRamp, rampActive, resumeRamp, startRamp, type RampRequest, type RampResult, type RampState } from '@feed/domain';
 import { logger } from '@feed/logger';
 import type { AuditEntry, AuditTrail } from './audit-trail';
+import type { RequestBudget } from './deadline';
 import { runScript } from './lua-scripts';
 import { rampStateSchema } from './ramp-schema';
 import type { Redis } from './redis-client';
@@ -127,6 +128,8 @@ export interface RampCommandDeps {
   trail: AuditTrail;
   who: Pick<AuditEntry, 'actor' | 'via'>;
   now?: () => Date;
+  /** A request's budget (the API's admin routes): the command's Redis reads and commits within its Redis deadline, its audit writes within its MongoDB budget. */
+  budget?: RequestBudget;
 }
 
 export type RampCommandResult = { ok: true; state: RampState } | { ok: false; kind: 'conflict' | 'missing' | 'busy'; error: string };
@@ -140,23 +143,24 @@ export function rampSummary(state: RampState | null): Record<string, unknown> | 
 type Decision = { ok: true; state?: RampState; rollout?: Partial<Rollout> | 'clear' } | { ok: false; kind: 'conflict' | 'missing'; error: string };
 
 const strip = ({ enabled, percent, source }: RolloutInForce): RolloutInForce => ({ enabled, percent, source });
-const record = (trail: AuditTrail, entry: AuditEntry) =>
-  // Stored already: a trail that is down must not make it look failed (the kill switch must work while MongoDB is down).
-  trail.record(entry).catch((err: unknown) => logger.error('audit trail unwritable', { ...entry, err }));
+const record = (trail: AuditTrail, entry: AuditEntry, budget?: RequestBudget) =>
+  // Stored already: a trail that is down or frozen must not make it look failed (the kill switch must work while MongoDB is down).
+  trail.record(entry, budget?.mongo).catch((err: unknown) => logger.error('audit trail unwritable', { ...entry, err }));
 
 /** Reads, decides, commits over the revision read; a lost race reads again (a few attempts). A human's rollout change always wins. */
 async function command(deps: RampCommandDeps, decide: (stored: StoredRamp, rollout: RolloutInForce, now: Date) => Decision, attempts = COMMAND_ATTEMPTS): Promise<{ ok: true; before: StoredRamp; state?: RampState; rollout: { wrote: boolean; before: RolloutInForce; after: RolloutInForce } } | Exclude<RampCommandResult, { ok: true }>> {
-  const { redis, keys, environment } = deps;
+  const { redis, keys, environment, budget } = deps;
+  const within = <T>(call: () => Promise<T>, what: string) => (budget ? budget.redis.run(call, what) : call());
   for (let attempt = 0; attempt < attempts; attempt++) {
-    const [stored, rollout] = await Promise.all([readRamp(redis, keys), observeRollout(redis, keys, environment)]);
+    const [stored, rollout] = await within(() => Promise.all([readRamp(redis, keys), observeRollout(redis, keys, environment)]), 'ramp and rollout');
     const decided = decide(stored, rollout, deps.now?.() ?? new Date());
     if (!decided.ok) return decided;
     // The revision climbs over any stored one (a driver that read a replaced ramp cannot commit);
     // a hand-written non-count climbs from 0 (NaN would store an unreadable ramp).
     const after = Number(stored.revision) + 1;
     const state = decided.state && { ...decided.state, revision: Math.max(decided.state.revision, Number.isSafeInteger(after) ? after : 1) };
-    if (await commit(redis, keys, { rampRevision: stored.revision, state, rollout: decided.rollout })) {
-      return { ok: true, before: stored, state, rollout: { wrote: decided.rollout !== undefined, before: rollout, after: await observeRollout(redis, keys, environment) } };
+    if (await within(() => commit(redis, keys, { rampRevision: stored.revision, state, rollout: decided.rollout }), 'rollout commit')) {
+      return { ok: true, before: stored, state, rollout: { wrote: decided.rollout !== undefined, before: rollout, after: await within(() => observeRollout(redis, keys, environment), 'rollout') } };
     }
   }
   return { ok: false, kind: 'busy', error: `the ramp changed under ${attempts} attempts in a row; nothing was written, try again` };
@@ -170,10 +174,10 @@ async function rampCommand(deps: RampCommandDeps, action: AuditEntry['action'], 
     return { ok: true, state: result.state, rollout: result.write ?? undefined };
   });
   if (!done.ok) return done;
-  await record(deps.trail, { action, ...deps.who, before: rampSummary(done.before.state), after: rampSummary(done.state!) });
+  await record(deps.trail, { action, ...deps.who, before: rampSummary(done.before.state), after: rampSummary(done.state!) }, deps.budget);
   // A start or resume writes its step's percent: a change of the override like any other (D6); another writer's change meanwhile is not this command's.
   if (done.rollout.wrote && (done.rollout.after.percent !== done.rollout.before.percent || done.rollout.after.enabled !== done.rollout.before.enabled)) {
-    await record(deps.trail, { action: 'rollout-set', ...deps.who, before: strip(done.rollout.before), after: strip(done.rollout.after) });
+    await record(deps.trail, { action: 'rollout-set', ...deps.who, before: strip(done.rollout.before), after: strip(done.rollout.after) }, deps.budget);
   }
   return { ok: true, state: done.state! };
 }
@@ -214,7 +218,7 @@ export async function changeRolloutOverRamp(deps: RampCommandDeps, change: Parti
     return { ok: true, state: paused?.ok ? paused.state : undefined, rollout: change };
   }, HUMAN_CHANGE_ATTEMPTS);
   if (!done.ok) throw new RolloutBusyError(`the rollout could not be changed: ${done.error}`);
-  if (done.state) await record(deps.trail, { action: 'ramp-pause', ...deps.who, before: rampSummary(done.before.state), after: rampSummary(done.state) });
-  await record(deps.trail, { action: change === 'clear' ? 'rollout-clear' : 'rollout-set', ...deps.who, before: strip(done.rollout.before), after: strip(done.rollout.after) });
+  if (done.state) await record(deps.trail, { action: 'ramp-pause', ...deps.who, before: rampSummary(done.before.state), after: rampSummary(done.state) }, deps.budget);
+  await record(deps.trail, { action: change === 'clear' ? 'rollout-clear' : 'rollout-set', ...deps.who, before: strip(done.rollout.before), after: strip(done.rollout.after) }, deps.budget);
   return strip(done.rollout.after);
 }

@@ -3,7 +3,7 @@
  * peeking). Replayable: the build is deterministic, so `pnpm cli build --at` rebuilds a version.
  */
 import { BLOCK_SIZE, isNew } from '@feed/domain';
-import type { MongoBudget, VersionStore } from '@feed/storage';
+import type { RequestBudget, VersionStore } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { UserHistory } from '@feed/storage';
 import type { Verdict } from './candidate-verdict';
@@ -37,24 +37,29 @@ export interface ExplainDeps {
   reader?: RingReader;
 }
 
-export async function explainNextPage(deps: ExplainDeps, identity: Identity, version: string, pageSize: number, budget: MongoBudget): Promise<Explanation | null> {
+/** Every Redis read within `budget.redis` and every MongoDB read within `budget.mongo`: a stalled store is a 503, not a hang. */
+export async function explainNextPage(deps: ExplainDeps, identity: Identity, version: string, pageSize: number, budget: RequestBudget): Promise<Explanation | null> {
   const { versions } = deps;
-  const [ring, meta] = await Promise.all([versions.ring(version), versions.readMeta(version)]);
+  const { redis } = budget;
+  const [ring, meta] = await redis.run(() => Promise.all([versions.ring(version), versions.readMeta(version)]), 'version');
   if (!ring) return null;
   const reader = deps.reader ?? new RingReader(versions);
-  const offset = await versions.offset(ring, identity.key);
+  const offset = await redis.run(() => versions.offset(ring, identity.key), 'offset');
+  const filter = redis.run(() => deps.history.load(identity.key), 'user filter');
+  // Awaited by the scan; handled here too, so a scan that fails first leaves no unhandled rejection.
+  filter.catch(() => undefined);
   const scanned = await scanRing({
     ring,
     identity,
     pageSize,
     catalog: deps.catalog,
-    filter: deps.history.load(identity.key),
-    budget,
+    filter,
+    budget: budget.mongo,
     // The positions a claim would take next, read-only: the same offset, the same wrap.
-    positions: reader.peekFrom(ring, offset),
+    positions: reader.peekFrom(ring, offset, redis),
   });
   // The scan's positions run on from the offset: one range of the recorded scores.
-  const scores = await versions.recordedScores(version, ring.length, offset, scanned.length);
+  const scores = await redis.run(() => versions.recordedScores(version, ring.length, offset, scanned.length), 'recorded scores');
   const generatedAt = meta ? Date.parse(meta.generatedAt) : null;
   const candidates = scanned.map(({ position, vid, video, verdict }, i): ExplainedCandidate => {
     const reviewAt = video?.reviewAt ?? null;

@@ -6,7 +6,7 @@
  * tallied beside for the ramp's judge (R23). Rules: docs/design.md, "Rollout and audit".
  */
 import { logger } from '@feed/logger';
-import { freshField, guestField, statsHour, unitsField, variantField, VIEWERS, type GuestSight, type ReadoutStore, type Variant, type VariantEvent, type VariantHealthEvent, VariantStatsNotWritten } from '@feed/storage';
+import { freshField, guestField, statsHour, unitsField, variantField, VIEWERS, type Deadline, type GuestSight, type ReadoutStore, type Variant, type VariantEvent, type VariantHealthEvent, VariantStatsNotWritten } from '@feed/storage';
 import type { Identity } from '../http/identity';
 import type { ApiMetrics } from '../metrics';
 
@@ -21,8 +21,8 @@ export interface VariantReadoutOptions {
   /** Redis's admission and hourly tally (storage's `readoutStore`). */
   store: ReadoutStore;
   metrics: ApiMetrics;
-  /** The variant that serves this user now (the feed's rollout in force). */
-  variantOf: (identity: Identity) => Promise<Arm>;
+  /** The variant that serves this user now (the feed's rollout in force), read within `deadline`. */
+  variantOf: (identity: Identity, deadline: Deadline) => Promise<Arm>;
   /** When a guest device was first seen (its record), for the actions whose caller does not say. */
   firstSeenOf?: (identity: Identity) => Promise<Date | null>;
 }
@@ -35,17 +35,19 @@ export class VariantReadout {
     this.timer = setInterval(() => void this.flush(), FLUSH_EVERY_MS).unref();
   }
 
-  /** One action, unless a repeat on `vid` or past the client's hourly cap; without Redis uncounted, never a failed request. */
-  async record(identity: Identity, event: Exclude<VariantEvent, 'page'>, vid?: string, sight?: GuestSight): Promise<void> {
+  /** One action, unless a repeat on `vid` or past the client's hourly cap; without Redis (or past `deadline`) uncounted, never a failed or held-up request. */
+  async record(identity: Identity, event: Exclude<VariantEvent, 'page'>, deadline: Deadline, vid?: string, sight?: GuestSight): Promise<void> {
     let arm: Arm;
     let admitted: number;
     let firstSeen: Date | null | undefined = sight?.firstSeen;
     const now = new Date();
     try {
       // The variant too: it reads the rollout, which a loaded Redis may answer past its deadline.
-      arm = await this.o.variantOf(identity);
-      admitted = sight ? sight.admitted : await this.o.store.admit(identity.key, now, arm.variant, event, vid);
-      if (admitted > 0 && !sight && identity.deviceId !== undefined) firstSeen = await this.o.firstSeenOf?.(identity);
+      arm = await this.o.variantOf(identity, deadline);
+      const { variant } = arm;
+      admitted = sight ? sight.admitted : await deadline.run(() => this.o.store.admit(identity.key, now, variant, event, vid), 'readout admission');
+      const { firstSeenOf } = this.o;
+      if (admitted > 0 && !sight && identity.deviceId !== undefined && firstSeenOf) firstSeen = await deadline.run(() => firstSeenOf(identity), 'guest first seen');
     } catch (err) {
       logger.warn('action not counted by the readout: Redis unavailable', { event, err: err instanceof Error ? err.message : String(err) });
       return;
@@ -61,8 +63,8 @@ export class VariantReadout {
   }
 
   /** A valid share: a user's when the service made its share record (`first`), a guest's once per video. */
-  async recordShare(identity: Identity, vid: string, first: boolean): Promise<void> {
-    if (identity.userId === undefined || first) await this.record(identity, 'share', vid);
+  async recordShare(identity: Identity, vid: string, first: boolean, deadline: Deadline): Promise<void> {
+    if (identity.userId === undefined || first) await this.record(identity, 'share', deadline, vid);
   }
 
   count(variant: Variant, event: VariantEvent): void {

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { Types, type Model, type mongo } from 'mongoose';
 import { isEligible } from '@feed/domain';
-import { freshRecordFields, MongoBudget, type CounterHooks, type CounterKind, type CounterTallies, type InteractionModels, type RequestBudget, type ToggleRecord } from '@feed/storage';
+import { Deadline, freshRecordFields, MongoBudget, type CounterHooks, type CounterKind, type CounterTallies, type InteractionModels, type RequestBudget, type ToggleRecord } from '@feed/storage';
 import { AppError, notFound } from '@feed/http';
 import type { VideoCatalog } from '../feed/video-catalog';
 import type { VariantReadout } from '../feed/variant-readout';
@@ -43,28 +43,43 @@ export interface ToggleOutcome {
 }
 
 type ToggleKind = Extract<CounterKind, 'likes' | 'collects'>;
+type FirstKind = Exclude<CounterKind, 'shares'>;
+/** D7's event for a first success of each kind (shares are counted by the route). */
+const FIRST_EVENTS = { likes: 'like', collects: 'collect', comments: 'comment' } as const;
 
 export class InteractionService {
   /** `catalog`: eligibility from the feed's cache or one read; `readout`: D7's first successes, counted once a late write lands. */
   constructor(private readonly deps: { catalog: Pick<VideoCatalog, 'load'>; records: InteractionModels; tallies: CounterTallies; readout?: Pick<VariantReadout, 'record'>; hooks?: CounterHooks }) {}
 
   /**
-   * A first success's record write, counted for D7 when it makes the record; a failed write may
-   * still land, so it is looked for after 2, 4, 8, 16 and 32 s and counted once it appears.
+   * A failed record write (the budget, an election) may still land: it is looked for after 2, 4, 8,
+   * 16 and 32 s, and once found the video is tallied and `then` runs, though the client never retries.
    */
-  private async firstSuccess<T>(event: 'like' | 'collect' | 'comment', userId: string, landed: (signal: AbortSignal) => Promise<unknown>, write: () => Promise<T>, isFirst: (result: T) => boolean): Promise<T> {
-    const record = () => this.deps.readout?.record(userIdentity(userId), event);
+  private followLanding<T>(kind: CounterKind, videoId: Types.ObjectId, landed: (signal: AbortSignal) => Promise<T | null>, then?: (found: T) => unknown): void {
+    void (async () => {
+      for (let wait = 2_000; wait <= 32_000; wait *= 2) {
+        await sleep(wait, undefined, { ref: false });
+        const found = await new MongoBudget(1_000).run(landed, 'landed record').catch(() => null);
+        if (found) {
+          this.deps.tallies.request(kind, videoId);
+          return then?.(found);
+        }
+      }
+    })().catch(() => undefined);
+  }
+
+  /**
+   * A first success's record write, counted for D7 (within the request's Redis deadline) when it
+   * makes the record; one that fails but lands is tallied and counted once found (`followLanding`).
+   */
+  private async firstSuccess<T>(action: { kind: FirstKind; videoId: Types.ObjectId; userId: string }, budget: RequestBudget, landed: (signal: AbortSignal) => Promise<{ made: boolean } | null>, write: () => Promise<T>, isFirst: (result: T) => boolean): Promise<T> {
+    const record = (deadline: Deadline) => this.deps.readout?.record(userIdentity(action.userId), FIRST_EVENTS[action.kind], deadline);
     try {
       const result = await write();
-      if (isFirst(result)) await record();
+      if (isFirst(result)) await record(budget.redis);
       return result;
     } catch (err) {
-      void (async () => {
-        for (let wait = 2_000; wait <= 32_000; wait *= 2) {
-          await sleep(wait, undefined, { ref: false });
-          if (await new MongoBudget(1_000).run(landed, 'landed record').catch(() => null)) return record();
-        }
-      })().catch(() => undefined);
+      this.followLanding(action.kind, action.videoId, landed, ({ made }) => made && record(new Deadline(budget.redis.ms)));
       throw err;
     }
   }
@@ -99,10 +114,13 @@ export class InteractionService {
         (signal) => findAndModify(model, { userId, videoId }, [keepShown, turn(true, now)], { upsert: true, returnDocument: 'before', signal }),
         `${kind} record`,
       );
-    const event = kind === 'likes' ? 'like' : 'collect';
     const write = () => upsert().catch((err: unknown) => (isDuplicateKey(err) ? upsert() : Promise.reject(err)));
-    const landed = (signal: AbortSignal) => model.exists({ userId, videoId, createdAt: now }).setOptions({ signal });
-    const before = await this.firstSuccess(event, userId, landed, write, (found) => !found);
+    // The record made at `now` (changed again since, or not) or the change made at `now` (a like again).
+    const landed = async (signal: AbortSignal) => {
+      const found = await model.findOne({ userId, videoId, $or: [{ createdAt: now }, { changedAt: now }] }, { createdAt: 1 }, { signal }).lean();
+      return found && { made: found.createdAt.getTime() === now.getTime() };
+    };
+    const before = await this.firstSuccess({ kind, videoId, userId }, budget, landed, write, (found) => !found);
     await this.recorded(kind, videoId);
     return { active: true, changed: before?.active !== true, first: !before };
   }
@@ -111,10 +129,14 @@ export class InteractionService {
   private async deactivate(kind: ToggleKind, vid: string, userId: string, budget: RequestBudget): Promise<ToggleOutcome> {
     const { _id: videoId } = await this.existing(vid, budget);
     const model = this.deps.records[kind] as Model<ToggleRecord>;
-    const turnedOff = await budget.mongo.run(
-      (signal) => findAndModify(model, { userId, videoId, active: true }, [keepShown, turn(false, new Date())], { signal, projection: { _id: 1 } }),
-      `${kind} record`,
-    );
+    const now = new Date();
+    const turnedOff = await budget.mongo
+      .run((signal) => findAndModify(model, { userId, videoId, active: true }, [keepShown, turn(false, now)], { signal, projection: { _id: 1 } }), `${kind} record`)
+      .catch((err: unknown) => {
+        // The change made at `now`, should it land after all.
+        this.followLanding(kind, videoId, (signal) => model.exists({ userId, videoId, active: false, changedAt: now }).setOptions({ signal }));
+        throw err;
+      });
     // Unchanged, it still asks for the tally an earlier attempt may have crashed before.
     await this.recorded(kind, videoId);
     return { active: false, changed: Boolean(turnedOff), first: false };
@@ -144,8 +166,8 @@ export class InteractionService {
     const fields = { videoId, content, status: 'published', active: true, ...freshRecordFields() };
     const { comments } = this.deps.records;
     const write = () => this.insertOnce(comments, { userId, idempotencyKey: key }, fields, budget);
-    const landed = (signal: AbortSignal) => comments.exists({ userId, idempotencyKey: key, createdAt: fields.createdAt }).setOptions({ signal });
-    const { record, created } = await this.firstSuccess('comment', userId, landed, write, (result) => result.created);
+    const landed = async (signal: AbortSignal) => ((await comments.exists({ userId, idempotencyKey: key, createdAt: fields.createdAt }).setOptions({ signal })) ? { made: true } : null);
+    const { record, created } = await this.firstSuccess({ kind: 'comments', videoId, userId }, budget, landed, write, (result) => result.created);
     if (!record.videoId.equals(videoId)) throw new AppError(409, 'idempotency_conflict', 'Idempotency-Key was already used for another video');
     await this.recorded('comments', videoId);
     return { commentId: record._id.toHexString(), created };
@@ -175,7 +197,12 @@ export class InteractionService {
     const video = await this.existing(vid, budget);
     if (!isEligible(video)) return { counted: false, first: false, valid: false };
     if (userId === undefined) return { counted: false, first: false, valid: true };
-    const { created } = await this.insertOnce(this.deps.records.shares, { userId, videoId: video._id }, { active: true, ...freshRecordFields() }, budget);
+    const { shares } = this.deps.records;
+    const fields = { active: true, ...freshRecordFields() };
+    const { created } = await this.insertOnce(shares, { userId, videoId: video._id }, fields, budget).catch((err: unknown) => {
+      this.followLanding('shares', video._id, (signal) => shares.exists({ userId, videoId: video._id, createdAt: fields.createdAt }).setOptions({ signal }));
+      throw err;
+    });
     await this.recorded('shares', video._id);
     return { counted: created, first: created, valid: true };
   }

@@ -67,32 +67,36 @@ export function adminRoutes(deps: AdminRouteDeps): Router {
   router.get('/api/admin/explain', async (req, res) => {
     const query = validateQuery(explainQuery, req);
     const identity = query.user ? userIdentity(query.user) : guestIdentity(query.device!);
-    const version = query.version ?? (await deps.versions.current());
+    const budget = budgetOf(res);
+    const version = query.version ?? (await budget.redis.run(() => deps.versions.current(), 'current version'));
     if (!version) throw notFound('no current version');
-    const explanation = await explainNextPage(deps, identity, version, query.pageSize, budgetOf(res).mongo);
+    const explanation = await explainNextPage(deps, identity, version, query.pageSize, budget);
     if (!explanation) throw notFound(`version ${version} has no queue in Redis`);
     res.json(explanation);
   });
 
   const environment: Rollout = { enabled: config.shortRecommendV2Enabled, percent: config.shortRecommendV2Percent };
   /** The values in force after a change; this instance applies them at once, the others within CURRENT_CACHE_MS. */
-  const rolloutInForce = async () => {
+  const rolloutInForce = async (res: Response) => {
     readState.invalidate();
-    return { ...resolveRollout(environment, await rollouts.override()), environment };
+    return { ...resolveRollout(environment, await budgetOf(res).redis.run(() => rollouts.override(), 'rollout override')), environment };
   };
   router.get('/api/admin/rollout', async (_req, res) => {
-    res.json(await rolloutInForce());
+    res.json(await rolloutInForce(res));
   });
-  const by = (res: Response): RampCommandBy => ({ environment, trail: audit, who: { actor: adminUserOf(res), via: 'api' } });
+  // Within the request's budget: a stalled Redis is a 503, a frozen MongoDB an audit entry logged instead of written, never a hang.
+  const by = (res: Response): RampCommandBy => ({ environment, trail: audit, who: { actor: adminUserOf(res), via: 'api' }, budget: budgetOf(res) });
   const change = async (res: Response, value: Partial<Rollout> | 'clear') => {
     // A manual percent or the kill switch always wins over a ramp (R23): it pauses it in the same step.
-    await rollouts.changeRollout(by(res), value).catch((err: unknown) => {
+    const after = await rollouts.changeRollout(by(res), value).catch((err: unknown) => {
       throw err instanceof RolloutBusyError ? new AppError(409, 'conflict', err.message) : err;
     });
-    res.json(await rolloutInForce());
+    // The values the change read back, before its audit write: a MongoDB that is down does not spend the answer's deadline.
+    readState.invalidate();
+    res.json({ ...after, environment });
   };
   router.get('/api/admin/rollout/ramp', async (_req, res) => {
-    const { state, error } = await rollouts.ramp();
+    const { state, error } = await budgetOf(res).redis.run(() => rollouts.ramp(), 'ramp');
     if (!state) throw notFound(error ?? 'no ramp is stored');
     res.json(state);
   });

@@ -117,21 +117,21 @@ export function feedRoutes({ feed, catalog, history, watches, readout, jwtSecret
     await existingVideo(vid, budgetOf(res).mongo);
     const [count, sight] = await inRedis(res, () => Promise.all([watches.register(identity.key, vid), history.recordView(identity.key, vid)]), 'watch-count');
     // A guest's record admits a video's view once, whichever call records it first (the view call's readout would find it seen).
-    if (sight) await readout.record(identity, 'view', vid, sight);
+    if (sight) await readout.record(identity, 'view', budgetOf(res).redis, vid, sight);
     res.json(count);
   });
 
   router.post('/api/app/vid/view', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req, res);
     const sight = await inRedis(res, () => history.recordView(identity.key, vid), 'view-history');
-    await readout.record(identity, 'view', vid, sight);
+    await readout.record(identity, 'view', budgetOf(res).redis, vid, sight);
     res.json({ ok: true });
   });
 
   router.post('/api/app/recommend/vid/not-interested', async (req, res) => {
     const { identity, vid } = await callerAndVideo(req, res);
     await inRedis(res, () => history.markNotInterested(identity.key, vid), 'not-interested');
-    await readout.record(identity, 'not-interested', vid);
+    await readout.record(identity, 'not-interested', budgetOf(res).redis, vid);
     logger.info('video marked not interested', { requestId: requestIdOf(res), vid });
     res.json({ ok: true });
   });

@@ -53,9 +53,10 @@ export function interactionRoutes({ interactions, jwtSecret, readout }: { intera
   router.post('/api/app/share/output', async (req, res) => {
     const identity = identify(req, jwtSecret);
     const { videoID } = validateBody(shareBody, req);
-    const share = await interactions.share(videoID, identity.userId, budgetOf(res));
+    const budget = budgetOf(res);
+    const share = await interactions.share(videoID, identity.userId, budget);
     // A guest's share moves no counter (R4) but is engagement of the guest's variant all the same.
-    if (share.valid && videoID !== undefined) await readout.recordShare(identity, videoID, share.first);
+    if (share.valid && videoID !== undefined) await readout.recordShare(identity, videoID, share.first, budget.redis);
     res.json({ ok: true, counted: share.counted });
   });
   return router;
