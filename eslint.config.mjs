@@ -64,7 +64,8 @@ const casts = [
 ];
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'coverage/**'] },
+  // Stryker's sandbox copies of the tree (pnpm test:mutation) and its reports are not the project's sources.
+  { ignores: ['**/dist/**', '**/node_modules/**', 'coverage/**', '.stryker-tmp/**', 'reports/**'] },
   {
     files: ['**/*.ts', '**/*.mts'],
     languageOptions: {
