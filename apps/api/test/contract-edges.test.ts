@@ -67,9 +67,15 @@ describe('statuses the API sends are documented', () => {
 });
 
 describe('numbers are parsed strictly', () => {
-  it.each(['2e1', '+20', '020', '%2020', '20.0', '0x14', ''])('when pageSize=%s, then 400 naming pageSize', async (value) => {
+  it.each(['2e1', '+20', '020', '%2020', '20.0', '0x14'])('when pageSize=%s, then 400 naming pageSize', async (value) => {
     const res = await request(app).get(`/api/app/recommend/vid/list?pageSize=${value}`).set(user).expect(400);
     expect(res.body.error.message).toMatch(/pageSize/);
+  });
+
+  it('when pageSize is empty (R12 writes the call `?pageNumber=&pageSize=`), then they are absent: the same first page as without them; the ad page stays strict', async () => {
+    const first = async (query: string, who: string) => (await request(app).get(`/api/app/recommend/vid/list${query}`).set(bearer(who)).expect(200)).body.vInfos as unknown[];
+    expect(await first('?pageNumber=&pageSize=', 'edge-empty-values')).toEqual(await first('', 'edge-no-values'));
+    await request(app).get('/api/app/recommend/vid/ad?pageSize=').set(user).expect(400);
   });
 
   it('when pageSize is given twice, then 400 saying it must be given once; written plainly, it is taken', async () => {

@@ -63,6 +63,10 @@ describe('GET /api/app/recommend/vid/list (ring read)', () => {
     expect(vids(await at('7').expect(200))).toEqual(ids.slice(0, 10));
     expect(vids(await at('1').expect(200))).toEqual(ids.slice(10, 20));
     expect(vids(await at('1').expect(200))).toEqual(ids.slice(20, 30));
+    // A 0-based client's first page, and R12's call with empty values (the default size, 20).
+    expect(vids(await at('0').expect(200))).toEqual(ids.slice(30, 40));
+    const empty = await request(app).get('/api/app/recommend/vid/list?pageNumber=&pageSize=').set(bearer('page-numbers')).expect(200);
+    expect(vids(empty)).toEqual([...ids.slice(40), ...ids.slice(0, 60 - ids.length)]);
   });
 
   it('when users read, then each has an independent offset', async () => {

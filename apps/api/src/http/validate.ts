@@ -26,7 +26,8 @@ export function validateQuery<T>(schema: Joi.ObjectSchema<T>, req: Pick<Request,
   for (const [name, value] of Object.entries(req.query)) {
     if (!keys[name]) continue;
     if (Array.isArray(value)) throw badRequest(`'${name}' must be given once`);
-    if (keys[name].type === 'number' && typeof value === 'string' && !DECIMAL.test(value)) throw badRequest(`'${name}' must be a whole number in decimal digits (no +, exponent, leading zero or space)`);
+    // An empty value is the schema's to judge (the page query reads it as absent).
+    if (keys[name].type === 'number' && typeof value === 'string' && value !== '' && !DECIMAL.test(value)) throw badRequest(`'${name}' must be a whole number in decimal digits (no +, exponent, leading zero or space)`);
   }
   return validate(schema, req.query);
 }

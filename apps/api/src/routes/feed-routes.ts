@@ -14,10 +14,11 @@ import type { VariantReadout } from '../feed/variant-readout';
 /** Largest page a client may ask for: more than a few swipes ahead is wasted work. */
 export const MAX_PAGE_SIZE = 50;
 
-// Unknown query parameters (cache busters, tracking) are ignored, as the old service did.
+// Unknown query parameters (cache busters, tracking) are ignored, as the old service did. An empty
+// value is an absent one (R12's own call is `?pageNumber=&pageSize=`); pageNumber 0 is a 0-based client's first page.
 export const pageQuery = Joi.object<{ pageNumber: number; pageSize: number }>({
-  pageNumber: Joi.number().integer().min(1).max(1_000_000).default(1).description('Accepted for old clients; never moves the offset (R12)'),
-  pageSize: Joi.number().integer().min(1).max(MAX_PAGE_SIZE).default(20).description('Videos in the page'),
+  pageNumber: Joi.number().integer().min(0).max(1_000_000).empty('').default(1).description('Accepted for old clients; never moves the offset (R12)'),
+  pageSize: Joi.number().integer().min(1).max(MAX_PAGE_SIZE).empty('').default(20).description('Videos in the page'),
 }).unknown(true);
 /** A whole number from 1 to 9,999,999 written plainly (what `pageQuery` accepts, before its max). */
 const PLAIN = /^[1-9][0-9]{0,6}$/;
