@@ -6,7 +6,7 @@
  */
 import { mongo, Types } from 'mongoose';
 import { demoVideo } from '@feed/demo-data';
-import { COUNTER_KINDS, CounterTallies, freshRecordFields, interactionModels, repairPendingCounters, tallyCounters, videoModel, type CountedRecord, type CounterKind, type InteractionModels, type VideoModel } from '../src';
+import { COUNTER_KINDS, CounterTallies, TALLY_RETRIES, freshRecordFields, interactionModels, repairPendingCounters, tallyCounters, videoModel, type CountedRecord, type CounterKind, type InteractionModels, type VideoModel } from '../src';
 import { useTestServices } from '../../../test/support/services';
 import { waitUntil } from '../../../tools/support/processes';
 
@@ -175,6 +175,27 @@ describe('CounterTallies', () => {
     expect(await queue.settle(5_000)).toBe(true);
     expect(tallies()).toBe(2);
     expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 2, likeCount: 2 });
+  });
+
+  it('when tallies fail (MongoDB frozen past the tally\'s bound), then the video is tallied again with no further ask, at most TALLY_RETRIES times', async () => {
+    const videoId = await newVideo();
+    await addRecords('likes', videoId, 2);
+    let failing = 2;
+    const errors: unknown[] = [];
+    const beforeTally = async () => {
+      if (failing-- > 0) throw new Error('MongoDB frozen');
+    };
+    const queue = new CounterTallies({ videos, records: models, pauseMs: 0, hooks: { beforeTally }, onError: (_, err) => errors.push(err) });
+    queue.request('likes', videoId);
+    await queue.idle();
+    expect(errors).toHaveLength(2);
+    expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 2, likeCount: 2 });
+
+    failing = Infinity;
+    await addRecords('likes', videoId, 1);
+    queue.request('likes', videoId);
+    await queue.idle();
+    expect(errors).toHaveLength(2 + 1 + TALLY_RETRIES);
   });
 });
 
