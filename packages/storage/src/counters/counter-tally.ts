@@ -79,7 +79,7 @@ export async function tallyCounters(videos: VideoModel, models: InteractionModel
 /** The pause before a video's next asked-for tally (up to the last's duration): a burst costs a few tallies a second (issue 49). */
 export const TALLY_PAUSE_MS = 200;
 export const TALLY_PAUSE_MAX_MS = 1_000;
-/** Tries again of a failed tally, each after its pause; a MongoDB down for longer is the repair job's. */
+/** Tries again of a failed tally, each after its pause, before it is reported (`onError`) and left to the repair job. */
 export const TALLY_RETRIES = 3;
 
 /** One tally per video and kind at a time; one asked for meanwhile reruns after a pause, reading every write. `pauseMs` 0: none. */
@@ -103,10 +103,10 @@ export class CounterTallies {
       while (entry.again) {
         entry.again = false;
         const started = performance.now();
-        // A failed tally leaves its records dirty: tried again (a MongoDB back from a freeze), then the repair job's.
+        // A failed tally is tried again (a MongoDB back from a freeze); the last failure is reported, its records dirty for the repair job.
         await tallyCounters(videos, records, kind, videoId, hooks).catch((err: unknown) => {
-          onError(kind, err);
           if (retries++ < TALLY_RETRIES) entry.again = true;
+          else onError(kind, err);
         });
         if (entry.again && pauseMs > 0) await this.pause(Math.max(pauseMs, Math.min(TALLY_PAUSE_MAX_MS, performance.now() - started)));
       }
