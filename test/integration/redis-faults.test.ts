@@ -28,6 +28,8 @@ let dir: string;
 const running: Managed[] = [];
 /** Clients a test opened, closed after it (also when it fails: an open client would hold Jest). */
 const clients: Redis[] = [];
+/** APIs a test started in this process, closed after it. */
+const servers: Server[] = [];
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'feed-redis-faults-'));
@@ -37,6 +39,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   await Promise.all(running.splice(0).map((p) => (p.child.signalCode === null && p.child.kill('SIGCONT'), p.stop('SIGKILL'))));
+  for (const server of servers.splice(0)) server.close();
   await Promise.all(clients.splice(0).map((client) => closeRedis(client)));
 });
 
@@ -131,20 +134,24 @@ describe('a stalled Redis (SIGSTOP)', () => {
   }, 60_000);
 });
 
-describe('interactions during a stalled Redis (R17)', () => {
-  let api: Server;
-  afterEach(() => api?.close());
+/** An API in this process on a Redis of the test's own, with `queue` published; closed after the test. */
+async function apiOnOwnRedis(name: string, queue = true) {
+  const { port, server, client } = await ownRedis();
+  const prefix = `${name}:${randomBytes(3).toString('hex')}:`;
+  if (queue) await publishQueue(client, createRedisKeys(prefix), VERSION, ids);
+  const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: prefix, REDIS_DEADLINE_MS: String(DEADLINE_MS), CURRENT_CACHE_MS: '5000' });
+  const redis = await connectRedis(config, { failFast: true });
+  clients.push(redis);
+  const app = createApp({ config, redis, mongo });
+  const api = app.app.listen(0, '127.0.0.1');
+  servers.push(api);
+  await new Promise((resolve) => api.once('listening', resolve));
+  return { server, client, redis, config, prefix, app, base: `http://127.0.0.1:${(api.address() as { port: number }).port}` };
+}
 
+describe('interactions during a stalled Redis (R17)', () => {
   it("when Redis stops answering, then a user's first like, collect, comment and share are answered while it is still stopped (their records are MongoDB's; the readout goes uncounted)", async () => {
-    const { port, server, client } = await ownRedis();
-    const prefix = `stall-act:${randomBytes(3).toString('hex')}:`;
-    await publishQueue(client, createRedisKeys(prefix), VERSION, ids);
-    const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: prefix, REDIS_DEADLINE_MS: String(DEADLINE_MS), CURRENT_CACHE_MS: '5000' });
-    const redis = await connectRedis(config, { failFast: true });
-    clients.push(redis);
-    api = createApp({ config, redis, mongo }).app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => api.once('listening', resolve));
-    const base = `http://127.0.0.1:${(api.address() as { port: number }).port}`;
+    const { server, redis, base } = await apiOnOwnRedis('stall-act');
     await waitUntil('a ring page before the stall', async () => (await feed(base, 'actor')).body.queueVersion === VERSION, 15_000);
     const act = async (path: string, body: object) => {
       // The bound only ends a test that would otherwise wait for SIGCONT: an answer past it is "no answer".
@@ -176,17 +183,8 @@ describe('interactions during a stalled Redis (R17)', () => {
 });
 
 describe("on-call's rollout during a stalled Redis (R16, R17)", () => {
-  let api: Server;
-  afterEach(() => api?.close());
-
   it('when Redis stops answering, then reading and changing the rollout and the ramp, and explaining a page, answer 503 with Retry-After while it is still stopped', async () => {
-    const { port, server } = await ownRedis();
-    const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: `stall-admin:${randomBytes(3).toString('hex')}:`, REDIS_DEADLINE_MS: String(DEADLINE_MS) });
-    const redis = await connectRedis(config, { failFast: true });
-    clients.push(redis);
-    api = createApp({ config, redis, mongo }).app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => api.once('listening', resolve));
-    const base = `http://127.0.0.1:${(api.address() as { port: number }).port}`;
+    const { server, redis, config, base } = await apiOnOwnRedis('stall-admin', false);
     const admin = { Authorization: `Basic ${Buffer.from(`${config.adminUser}:${config.adminPassword}`).toString('base64')}`, 'content-type': 'application/json' };
     const ask = async (method: string, path: string, body?: object) => {
       // The bound only ends a test that would otherwise wait for SIGCONT: an answer past it is "no answer".
@@ -209,21 +207,9 @@ describe("on-call's rollout during a stalled Redis (R16, R17)", () => {
 });
 
 describe('concurrent pages of one user during a stall (R11)', () => {
-  let api: Server;
-  afterEach(() => api?.close());
-
   it('when each user sends three pages at once while Redis is stopped, then all three are fallback pages and no position is lost: the next ring page starts where the last served one ended', async () => {
-    const { port, server, client } = await ownRedis();
-    const prefix = `stall3:${randomBytes(3).toString('hex')}:`;
+    const { server, client, prefix, app, base } = await apiOnOwnRedis('stall3');
     const keys = createRedisKeys(prefix);
-    await publishQueue(client, keys, VERSION, ids);
-    const config = loadConfig({ NODE_ENV: 'test', MONGO_URL: mongoUrl, REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_KEY_PREFIX: prefix, REDIS_DEADLINE_MS: String(DEADLINE_MS), CURRENT_CACHE_MS: '5000' });
-    const redis = await connectRedis(config, { failFast: true });
-    clients.push(redis);
-    const app = createApp({ config, redis, mongo });
-    api = app.app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => api.once('listening', resolve));
-    const base = `http://127.0.0.1:${(api.address() as { port: number }).port}`;
     const page = async (user: string) => {
       const res = await contractFetch(`${base}/api/app/recommend/vid/list?pageSize=5`, { headers: bearer(user) });
       const body = (await res.json()) as { queueVersion: string; vInfos: Array<{ vid: string }> };
