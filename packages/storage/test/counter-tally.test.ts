@@ -118,6 +118,16 @@ describe('tallyCounters (R3)', () => {
     expect(await models.likes.countDocuments({ videoId, dirty: true })).toBe(0);
   });
 
+  it('when the counters are stored as Decimal128 and Int64 (R1a: any numeric BSON type counts by value), then a tally adds to their values (a decimal stays one)', async () => {
+    const { Decimal128, Long } = mongo;
+    const videoId = await newVideo();
+    await videos.collection.updateOne({ _id: videoId }, { $set: { likeCount: Decimal128.fromString('41'), recommendLikeCount: Long.fromNumber(50) } });
+    await addRecords('likes', videoId, 1);
+    await tallyCounters(videos, models, 'likes', videoId);
+    const doc = await videos.collection.findOne({ _id: videoId });
+    expect({ likeCount: String(doc?.likeCount), likeType: doc?.likeCount?._bsontype, recommend: Number(doc?.recommendLikeCount) }).toEqual({ likeCount: '42', likeType: 'Decimal128', recommend: 51 });
+  });
+
   // No tally writes such a sum (past 2^53 it would take 9e15 record changes): a hand edit or another tool's.
   it.each([['a string', '7'], ['null', null], ['Infinity', Infinity], ['2^60', 2 ** 60]])('when the stored v sum is %s, then it counts as older and the tally counts the records (the counters do not freeze)', async (_, odd) => {
     const videoId = await newVideo({ tally: { likes: { v: odd, all: 0, active: 0 } } });
