@@ -209,6 +209,34 @@ describe('CounterTallies', () => {
     expect(failing).toBe(0);
     expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 2, likeCount: 2 });
   });
+
+  it('when a busy video\'s tallies fail now and then (each followed by a success and a new ask), then each failure still gets its retries: none reported, every record counted', async () => {
+    const videoId = await newVideo();
+    await addRecords('likes', videoId, 1);
+    let calls = 0;
+    const errors: unknown[] = [];
+    const queue: CounterTallies = new CounterTallies({
+      videos,
+      records: models,
+      pauseMs: 0,
+      hooks: {
+        // Odd tallies fail; each success meets a new like (asked for while it runs), one more than TALLY_RETRIES times.
+        beforeTally: async () => {
+          if (++calls % 2 === 0) {
+            if (calls <= 2 * (TALLY_RETRIES + 1)) queue.request('likes', videoId);
+            return;
+          }
+          await addRecords('likes', videoId, 1);
+          throw new Error('MongoDB blip');
+        },
+      },
+      onError: (_, err) => errors.push(err),
+    });
+    queue.request('likes', videoId);
+    await queue.idle();
+    expect(errors).toHaveLength(0);
+    expect(await counters(videoId)).toMatchObject({ recommendLikeCount: TALLY_RETRIES + 3, likeCount: TALLY_RETRIES + 3 });
+  });
 });
 
 describe('repairPendingCounters (R3)', () => {

@@ -104,10 +104,14 @@ export class CounterTallies {
         entry.again = false;
         const started = performance.now();
         // A failed tally is tried again (a MongoDB back from a freeze); the last failure is reported, its records dirty for the repair job.
-        await tallyCounters(videos, records, kind, videoId, hooks).catch((err: unknown) => {
-          if (retries++ < TALLY_RETRIES) entry.again = true;
-          else onError(kind, err);
-        });
+        // A success ends the failure: the next one gets its own retries (a busy video's loop outlives many).
+        await tallyCounters(videos, records, kind, videoId, hooks).then(
+          () => void (retries = 0),
+          (err: unknown) => {
+            if (retries++ < TALLY_RETRIES) entry.again = true;
+            else onError(kind, err);
+          },
+        );
         if (entry.again && pauseMs > 0) await this.pause(Math.max(pauseMs, Math.min(TALLY_PAUSE_MAX_MS, performance.now() - started)));
       }
       this.running.delete(key);
