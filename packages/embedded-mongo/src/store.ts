@@ -279,35 +279,6 @@ function isNumeric(value: unknown): boolean {
 }
 
 /**
- * A pipeline update of top-level fields holding a Decimal128 or an Int64 kept as one, which mingo's
- * expressions take for no number ($isNumber false, $add refused): they are given to the pipeline as
- * numbers, and a field the pipeline left at its value is restored, one it changed from a finite
- * value keeps its type (MongoDB's arithmetic on a decimal gives a decimal). Counters are integers:
- * a double is exact.
- */
-function numbersForPipeline(doc: Document): { input: Document; restore(result: Document): Document } {
-  const typed = new Map<string, { original: { _bsontype: string }; value: number }>();
-  for (const [field, value] of Object.entries(doc)) {
-    const bsontype = (value as { _bsontype?: string } | null)?._bsontype;
-    if (bsontype !== 'Decimal128' && bsontype !== 'Long') continue;
-    typed.set(field, { original: value as { _bsontype: string }, value: Number(String(value)) });
-    doc[field] = Number(String(value));
-  }
-  const restore = (result: Document) => {
-    for (const [field, { original, value }] of typed) {
-      const now: unknown = result[field];
-      if (typeof now !== 'number') continue;
-      if (Object.is(now, value)) result[field] = original;
-      // A decimal that is no finite number (NaN, an infinity) took no part in arithmetic: the result's type is MongoDB's.
-      else if (original._bsontype === 'Decimal128') result[field] = Number.isFinite(value) ? Decimal128.fromString(String(now)) : now;
-      else result[field] = Number.isInteger(now) ? Long.fromNumber(now) : now;
-    }
-    return result;
-  };
-  return { input: doc, restore };
-}
-
-/**
  * `$inc` of fields holding a Decimal128 (or an Int64 kept as one), which mingo cannot add to:
  * added here by value, keeping the field's type as MongoDB does (counters are integers, so a
  * double sum is exact). Returns the modifier without those paths.
@@ -668,8 +639,7 @@ export class Collection {
   /** Applies `spec` to a copy of `doc`; returns the copy, or the same object when nothing changed. */
   private applyUpdate(doc: Document, spec: UpdateSpec, arrayFilters?: Document[], inserting = false, variables?: Document): Document {
     if (Array.isArray(spec)) {
-      const { input, restore } = numbersForPipeline(cloneDocument(doc));
-      const result = restore(new Aggregator(spec, variables ? ({ variables } as never) : undefined).run([input])[0] as Document);
+      const result = new Aggregator(spec, variables ? ({ variables } as never) : undefined).run([cloneDocument(doc)])[0] as Document;
       // A pipeline that drops _id keeps it; one that changes it is refused, as by MongoDB (it was kept
       // silently). An upsert whose filter names no _id takes the one its pipeline sets.
       if (doc._id === undefined) return result;
