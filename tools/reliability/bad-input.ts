@@ -41,7 +41,7 @@ export function badInputCases(ctx: { api: string; validVideo: string; secret: st
   const add = (c: BadInputCase) => cases.push(c);
 
   // Query strings of the feed endpoints.
-  const badPages = ['pageSize=0', 'pageSize=-1', 'pageSize=51', 'pageSize=1e9', 'pageSize=abc', 'pageNumber=-1', 'pageNumber=x', 'pageSize=1&pageSize=2', `pageSize=${'9'.repeat(400)}`, 'pageSize=2e1', 'pageSize=%2B20', 'pageSize=020', 'pageSize=%2020'];
+  const badPages = ['pageSize=0', 'pageSize=-1', 'pageSize=51', 'pageSize=1e9', 'pageSize=abc', 'pageNumber=-1', 'pageNumber=-0', 'pageNumber=x', 'pageSize=1&pageSize=2', `pageSize=${'9'.repeat(400)}`, 'pageSize=2e1', 'pageSize=%2B20', 'pageSize=020', 'pageSize=%2020'];
   for (const path of ['/api/app/recommend/vid/list', '/api/app/vid/module/short/all']) {
     for (const query of badPages) add({ name: `GET ${path}?${query}`, method: 'GET', url: `${api}${path}?${query}`, headers: user, expect: [400] });
   }

@@ -72,6 +72,11 @@ describe('numbers are parsed strictly', () => {
     expect(res.body.error.message).toMatch(/pageSize/);
   });
 
+  it.each(['-0', '00', '+0', '-1'])('when pageNumber=%s (0 is accepted, as a 0-based client writes it), then 400 naming pageNumber', async (value) => {
+    const res = await request(app).get(`/api/app/recommend/vid/list?pageNumber=${encodeURIComponent(value)}`).set(user).expect(400);
+    expect(res.body.error.message).toMatch(/pageNumber/);
+  });
+
   it('when pageSize is empty (R12 writes the call `?pageNumber=&pageSize=`), then they are absent: the same first page as without them; the ad page stays strict', async () => {
     const first = async (query: string, who: string) => (await request(app).get(`/api/app/recommend/vid/list${query}`).set(bearer(who)).expect(200)).body.vInfos as unknown[];
     expect(await first('?pageNumber=&pageSize=', 'edge-empty-values')).toEqual(await first('', 'edge-no-values'));

@@ -15,8 +15,8 @@ export function validate<T>(schema: Joi.Schema<T>, value: unknown): T {
   return result.value as T;
 }
 
-/** A number in a query as this API writes it: decimal digits, no sign but `-`, no leading zero, no exponent, no space. */
-const DECIMAL = /^-?(0|[1-9][0-9]*)$/;
+/** A number in a query as this API writes it: decimal digits, no sign but `-` (never on 0: `-0` is no 0-based page), no leading zero, no exponent, no space. */
+const DECIMAL = /^(0|-?[1-9][0-9]*)$/;
 const queryKeys = new WeakMap<Joi.ObjectSchema, Record<string, { type: string }>>();
 
 /** The query, validated: numbers in decimal digits only (joi reads `2e1`, `+20`, `020` as 20), each key once. */
