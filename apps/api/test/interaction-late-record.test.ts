@@ -93,7 +93,7 @@ it('when an unlike lands after the budget and the client never retries, then the
   expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 0, recommendLikeCount: 1 });
 });
 
-it('when a share record lands after the budget and the client never retries, then the video share counters follow within seconds, not at the repair job', async () => {
+it('when a share record lands after the budget, then the video share counters follow within seconds, not at the repair job, and D7 counts the share once (the retry is no first)', async () => {
   const [video] = await videos.insertMany([demoVideo()]);
   const vid = video._id.toHexString();
   const api = testApi(s, { mongoDeadlineMs: 1000 });
@@ -114,6 +114,11 @@ it('when a share record lands after the budget and the client never retries, the
   await landed;
   await waitUntil('the late share counted in the video', async () => (await videos.findById(vid).lean())?.shareCount === 1, 10_000);
   expect(await videos.findById(vid).lean()).toMatchObject({ shareCount: 1, recommendShareCount: 1 });
+  // D7: the late record is the 503'd share's first, counted once it is seen (the retry's is no first), as a late like is.
+  await request(api.app).post('/api/app/share/output').set(bearer('late-4')).send({ videoID: vid }).expect(200, { ok: true, counted: false });
+  const shared = async () => Number(/feed_variant_engagement_total\{variant="\w+",action="share"\} (\d+)/.exec(await api.metrics.registry.metrics())?.[1] ?? 0);
+  await waitUntil('the late share counted for D7', async () => (await shared()) === 1, 10_000);
+  expect(await shared()).toBe(1);
 });
 
 it('when a like again (after an unlike) lands after the budget and the client never retries, then the display counter follows within seconds and D7 counts no new first like', async () => {

@@ -200,7 +200,13 @@ export class InteractionService {
     const { shares } = this.deps.records;
     const fields = { active: true, ...freshRecordFields() };
     const { created } = await this.insertOnce(shares, { userId, videoId: video._id }, fields, budget).catch((err: unknown) => {
-      this.followLanding('shares', video._id, (signal) => shares.exists({ userId, videoId: video._id, createdAt: fields.createdAt }).setOptions({ signal }));
+      // Found, it is this share's first (the route counts only the shares it answers), as a late like is.
+      this.followLanding(
+        'shares',
+        video._id,
+        (signal) => shares.exists({ userId, videoId: video._id, createdAt: fields.createdAt }).setOptions({ signal }),
+        () => this.deps.readout?.record(userIdentity(userId), 'share', new Deadline(budget.redis.ms), vid),
+      );
       throw err;
     });
     await this.recorded('shares', video._id);
