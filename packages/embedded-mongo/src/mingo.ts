@@ -39,13 +39,14 @@ const byValue =
   (name: string, operator: Operator): Operator =>
   (obj, expr, options) => {
     const args = evalExpr(obj, expr, options);
-    const list = Array.isArray(args) ? args : [args];
+    // The arguments as written: a list, or one operand (which may be an array: `$type: '$tags'`).
+    const list = Array.isArray(expr) ? (args as unknown[]) : [args];
     const types = list.map(bsonTypeOf);
     const wide = types.includes('Decimal128') ? 'Decimal128' : types.includes('Long') ? 'Long' : undefined;
     if (name === '$type' && (types[0] === 'Decimal128' || types[0] === 'Long')) return types[0] === 'Decimal128' ? 'decimal' : 'long';
     // The operator is given the values, not the expressions again: each argument is computed once.
     const literal = (value: unknown) => ({ $literal: bsonTypeOf(value) === 'Decimal128' || bsonTypeOf(value) === 'Long' ? Number(String(value)) : value });
-    const result = operator(obj, Array.isArray(args) ? args.map(literal) : literal(args), options);
+    const result = operator(obj, Array.isArray(expr) ? list.map(literal) : literal(args), options);
     if (!wide || !ARITHMETIC.has(name) || typeof result !== 'number') return result;
     if (wide === 'Decimal128') return Decimal128.fromString(String(result));
     return Number.isInteger(result) ? Long.fromNumber(result) : result;

@@ -393,12 +393,12 @@ describe('embedded MongoDB server: documented behaviours mongoose relies on', ()
   it('when a pipeline update copies, sets or nests a Decimal128, then each value keeps its type and a decimal in arithmetic gives a decimal, as on MongoDB', async () => {
     const raw = conn.collection(`pipeline_decimal_${Date.now()}`);
     const decimal = (value: string) => mongoose.Types.Decimal128.fromString(value);
-    const { insertedId } = await raw.insertOne({ a: decimal('41'), b: 5, n: { c: decimal('7') }, big: decimal('1') });
+    const { insertedId } = await raw.insertOne({ a: decimal('41'), b: 5, n: { c: decimal('7') }, big: decimal('1'), list: [decimal('2')] });
     await raw.updateOne({ _id: insertedId }, [
-      { $set: { copy: '$a', a: '$b', b: '$a', big: 41, sum: { $add: ['$a', 1] }, plain: { $add: ['$b', 1] }, nested: { $add: ['$n.c', 1] }, types: ['$a', { $type: '$a' }, { $isNumber: '$n.c' }] } },
+      { $set: { copy: '$a', a: '$b', b: '$a', big: 41, sum: { $add: ['$a', 1] }, plain: { $add: ['$b', 1] }, nested: { $add: ['$n.c', 1] }, types: ['$a', { $type: '$a' }, { $isNumber: '$n.c' }, { $type: '$list' }, { $isNumber: '$list' }] } },
     ]);
     const doc = await raw.findOne({ _id: insertedId }, { projection: { _id: 0 }, promoteLongs: false });
-    expect(doc).toEqual({ a: 5, b: decimal('41'), n: { c: decimal('7') }, big: 41, copy: decimal('41'), sum: decimal('42'), plain: 6, nested: decimal('8'), types: [decimal('41'), 'decimal', true] });
+    expect(doc).toEqual({ a: 5, b: decimal('41'), n: { c: decimal('7') }, big: 41, copy: decimal('41'), sum: decimal('42'), plain: 6, nested: decimal('8'), list: [decimal('2')], types: [decimal('41'), 'decimal', true, 'array', false] });
   });
 
   it('when a document past 16 MiB is inserted, then BSONObjectTooLarge (10334) comes back and nothing is stored', async () => {
