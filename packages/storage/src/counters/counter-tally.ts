@@ -103,8 +103,8 @@ export class CounterTallies {
       while (entry.again) {
         entry.again = false;
         const started = performance.now();
-        // A failed tally is tried again (a MongoDB back from a freeze); the last failure is reported, its records dirty for the repair job.
-        // A success ends the failure: the next one gets its own retries (a busy video's loop outlives many).
+        // A failed tally is tried again (a MongoDB back from a freeze), a success ending the failure (a
+        // busy video's loop outlives many); the last failure is reported, its records dirty for the repair job.
         await tallyCounters(videos, records, kind, videoId, hooks).then(
           () => void (retries = 0),
           (err: unknown) => {
