@@ -42,14 +42,16 @@ export async function toggleChecks(suite: Suite): Promise<void> {
       const before = await suite.counters(vid, 'likes');
       const statuses = new Map<number, number>();
       const latencies: number[] = [];
+      const users = Array.from({ length: USERS }, (_, i) => `toggler-${i}`);
+      // One token per user, as an app holds its token (a new one per request would be verified anew).
+      const tokens = new Map(users.map((user) => [user, suite.token(user)]));
       const tap = async (user: string, action: 'like' | 'unlike') => {
         const started = performance.now();
-        const res = await fetch(`${suite.api}/api/app/vid/${action}`, { method: 'POST', headers: { Authorization: `Bearer ${suite.token(user)}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ vid }) }).catch(() => null);
+        const res = await fetch(`${suite.api}/api/app/vid/${action}`, { method: 'POST', headers: { Authorization: `Bearer ${tokens.get(user)!}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ vid }) }).catch(() => null);
         await res?.arrayBuffer();
         latencies.push(performance.now() - started);
         statuses.set(res?.status ?? 0, (statuses.get(res?.status ?? 0) ?? 0) + 1);
       };
-      const users = Array.from({ length: USERS }, (_, i) => `toggler-${i}`);
       await toggleBurst(users, tap);
       const lastAnswer = Date.now();
       const not2xx = [...statuses].filter(([status]) => status < 200 || status >= 300);
