@@ -210,6 +210,34 @@ describe('CounterTallies', () => {
     expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 2, likeCount: 2 });
   });
 
+  it('when a busy video\'s tallies gave up (reported) and a new ask meanwhile fails too, then that one gets its own retries', async () => {
+    const videoId = await newVideo();
+    await addRecords('likes', videoId, 1);
+    let calls = 0;
+    const errors: unknown[] = [];
+    const queue: CounterTallies = new CounterTallies({
+      videos,
+      records: models,
+      pauseMs: 0,
+      hooks: {
+        // The first 1 + TALLY_RETRIES tallies fail (given up), the last of them meets a new like; that like's tally fails once.
+        beforeTally: async () => {
+          calls++;
+          if (calls === TALLY_RETRIES + 1) {
+            await addRecords('likes', videoId, 1);
+            queue.request('likes', videoId);
+          }
+          if (calls <= TALLY_RETRIES + 2) throw new Error('MongoDB frozen');
+        },
+      },
+      onError: (_, err) => errors.push(err),
+    });
+    queue.request('likes', videoId);
+    await queue.idle();
+    expect({ calls, reported: errors.length }).toEqual({ calls: TALLY_RETRIES + 3, reported: 1 });
+    expect(await counters(videoId)).toMatchObject({ recommendLikeCount: 2, likeCount: 2 });
+  });
+
   it('when a busy video\'s tallies fail now and then (each followed by a success and a new ask), then each failure still gets its retries: none reported, every record counted', async () => {
     const videoId = await newVideo();
     await addRecords('likes', videoId, 1);

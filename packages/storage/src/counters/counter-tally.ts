@@ -108,8 +108,10 @@ export class CounterTallies {
         await tallyCounters(videos, records, kind, videoId, hooks).then(
           () => void (retries = 0),
           (err: unknown) => {
-            if (retries++ < TALLY_RETRIES) entry.again = true;
-            else onError(kind, err);
+            if (retries++ < TALLY_RETRIES) return void (entry.again = true);
+            // Given up: a later ask in this loop (a busy video) is a new failure with retries of its own.
+            retries = 0;
+            onError(kind, err);
           },
         );
         if (entry.again && pauseMs > 0) await this.pause(Math.max(pauseMs, Math.min(TALLY_PAUSE_MAX_MS, performance.now() - started)));
