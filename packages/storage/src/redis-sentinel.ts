@@ -7,6 +7,7 @@
  */
 import { createClient, type RedisClientOptions } from 'redis';
 import IORedis, { type RedisOptions as IORedisOptions } from 'ioredis';
+import { withDeadline } from './deadline';
 import { misconfiguration, RedisMisconfigured, type RedisNode } from './redis-connection';
 
 /** node-redis options for a Sentinel (its address, its credentials and TLS, the connection policy). */
@@ -151,7 +152,7 @@ export function sentinelsAgree(sentinels: RedisNode[], name: string, options: Se
     return field('flags').includes('failover_in_progress') ? 'failing over' : `${field('ip')}:${field('port')}`;
   };
   const askAll = async () =>
-    (await Promise.allSettled(clients.map((client) => Promise.race([ask(client), new Promise<never>((_, reject) => setTimeout(reject, ANSWER_MS).unref())]))))
+    (await Promise.allSettled(clients.map((client) => withDeadline(ask(client), ANSWER_MS, 'Sentinel answer'))))
       .flatMap((answer) => (answer.status === 'fulfilled' ? [answer.value] : []));
   const agree = agreementRounds(askAll, sentinels.length);
   return {
