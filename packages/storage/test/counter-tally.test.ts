@@ -156,6 +156,13 @@ describe('CounterTallies', () => {
     return { queue, release: () => release(), tallies: () => tallies };
   }
 
+  /** Tallies without a pause whose reported failures are kept in `errors`; the hook gets the queue (to ask for more). */
+  function reportingTallies(beforeTally: (queue: CounterTallies) => Promise<void>) {
+    const errors: unknown[] = [];
+    const queue: CounterTallies = new CounterTallies({ videos, records: models, pauseMs: 0, hooks: { beforeTally: () => beforeTally(queue) }, onError: (_, err) => errors.push(err) });
+    return { queue, errors };
+  }
+
   it('when 50 tallies of one video are asked for while one runs, then they cost one more tally, which counts every record', async () => {
     const videoId = await newVideo();
     const { queue, release, tallies } = heldTallies();
@@ -191,11 +198,9 @@ describe('CounterTallies', () => {
     const videoId = await newVideo();
     await addRecords('likes', videoId, 2);
     let failing = 2;
-    const errors: unknown[] = [];
-    const beforeTally = async () => {
+    const { queue, errors } = reportingTallies(async () => {
       if (failing-- > 0) throw new Error('MongoDB frozen');
-    };
-    const queue = new CounterTallies({ videos, records: models, pauseMs: 0, hooks: { beforeTally }, onError: (_, err) => errors.push(err) });
+    });
     queue.request('likes', videoId);
     await queue.idle();
     expect(errors).toHaveLength(0);
@@ -214,23 +219,14 @@ describe('CounterTallies', () => {
     const videoId = await newVideo();
     await addRecords('likes', videoId, 1);
     let calls = 0;
-    const errors: unknown[] = [];
-    const queue: CounterTallies = new CounterTallies({
-      videos,
-      records: models,
-      pauseMs: 0,
-      hooks: {
-        // The first 1 + TALLY_RETRIES tallies fail (given up), the last of them meets a new like; that like's tally fails once.
-        beforeTally: async () => {
-          calls++;
-          if (calls === TALLY_RETRIES + 1) {
-            await addRecords('likes', videoId, 1);
-            queue.request('likes', videoId);
-          }
-          if (calls <= TALLY_RETRIES + 2) throw new Error('MongoDB frozen');
-        },
-      },
-      onError: (_, err) => errors.push(err),
+    // The first 1 + TALLY_RETRIES tallies fail (given up), the last of them meets a new like; that like's tally fails once.
+    const { queue, errors } = reportingTallies(async (tallies) => {
+      calls++;
+      if (calls === TALLY_RETRIES + 1) {
+        await addRecords('likes', videoId, 1);
+        tallies.request('likes', videoId);
+      }
+      if (calls <= TALLY_RETRIES + 2) throw new Error('MongoDB frozen');
     });
     queue.request('likes', videoId);
     await queue.idle();
@@ -242,23 +238,14 @@ describe('CounterTallies', () => {
     const videoId = await newVideo();
     await addRecords('likes', videoId, 1);
     let calls = 0;
-    const errors: unknown[] = [];
-    const queue: CounterTallies = new CounterTallies({
-      videos,
-      records: models,
-      pauseMs: 0,
-      hooks: {
-        // Odd tallies fail; each success meets a new like (asked for while it runs), one more than TALLY_RETRIES times.
-        beforeTally: async () => {
-          if (++calls % 2 === 0) {
-            if (calls <= 2 * (TALLY_RETRIES + 1)) queue.request('likes', videoId);
-            return;
-          }
-          await addRecords('likes', videoId, 1);
-          throw new Error('MongoDB blip');
-        },
-      },
-      onError: (_, err) => errors.push(err),
+    // Odd tallies fail; each success meets a new like (asked for while it runs), one more than TALLY_RETRIES times.
+    const { queue, errors } = reportingTallies(async (tallies) => {
+      if (++calls % 2 === 0) {
+        if (calls <= 2 * (TALLY_RETRIES + 1)) tallies.request('likes', videoId);
+        return;
+      }
+      await addRecords('likes', videoId, 1);
+      throw new Error('MongoDB blip');
     });
     queue.request('likes', videoId);
     await queue.idle();
