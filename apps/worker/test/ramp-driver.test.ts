@@ -210,6 +210,9 @@ describe('the rollout ramp driven by the controller (R23)', () => {
 
   it('when a past version stored a ramp this one cannot read (a dwell of 100000000d and other garbage), then the check reports it and goes on with its other work', async () => {
     const { controller, metrics } = replica();
+    // The controller's first check (started with it) ends first: one still running could commit
+    // the ramp it read before the garbage below, since that hand write leaves the revision as is.
+    await controller.tick();
     const state = await start();
     await s.redis.hSet(s.keys.ramp, { state: JSON.stringify({ ...state, dwellMs: 100_000_000 * 86_400_000, judgeAt: 'Invalid time value', current: 7 }) });
     const failures = async () => (await metrics.controllerFailures.get()).values[0]?.value ?? 0;
