@@ -14,6 +14,18 @@ import { expect, type Suite } from './suite';
 /** The double-tap check: users toggling like on one video, the video it uses. */
 const TOGGLE_VIDEO_OFFSET = 105;
 
+/**
+ * The upper bound of the bucket that holds the API's own p99 for like and unlike (its latency
+ * histogram, from Express's first middleware to the answer): the time a request waited to be read
+ * (a new connection: Node accepts one per event-loop turn) is in the client's figure, not in this one.
+ */
+export function serverP99(metrics: string): string {
+  const buckets = new Map<string, number>();
+  for (const [, le, n] of metrics.matchAll(/^feed_http_request_duration_seconds_bucket\{le="([^"]+)",method="POST",route="\/api\/app\/vid\/(?:like|unlike)",status="\d+"\} (\d+)$/gm)) buckets.set(le, (buckets.get(le) ?? 0) + Number(n));
+  const total = buckets.get('+Inf') ?? 0;
+  return [...buckets].find(([, n]) => n >= 0.99 * total)?.[0] ?? 'none';
+}
+
 /** Runs the model-based interaction test with `runs` runs in a Jest of its own; its output when it fails. */
 function modelTest(runs: number): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
@@ -64,7 +76,8 @@ export async function toggleChecks(suite: Suite): Promise<void> {
       latencies.sort((a, b) => a - b);
       const p99 = percentile(latencies, 99);
       // Issue 49 wants p99 within the 1 s budget: not met yet (the API's CPU per interaction under the burst), so printed, not asserted.
-      return `${latencies.length} requests all 2xx, p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${p99.toFixed(0)} ms; counters exact ${((Date.now() - lastAnswer) / 1000).toFixed(1)} s after the last answer`;
+      const server = serverP99(await (await fetch(`${suite.api}/metrics`)).text());
+      return `${latencies.length} requests all 2xx, p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${p99.toFixed(0)} ms (the API's own p99 <= ${server} s); counters exact ${((Date.now() - lastAnswer) / 1000).toFixed(1)} s after the last answer`;
     } finally {
       await suite.apiProcess!.stop();
       suite.apiProcess = await suite.startApi();
