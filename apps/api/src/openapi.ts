@@ -5,7 +5,7 @@
  */
 import type Joi from 'joi';
 import parse from 'joi-to-json';
-import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, operationsPaths, readinessSchema, ref, slowClient, type OperationFields } from '@feed/http';
+import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, operationsPaths, readinessSchema, ref, slowClient, typed, type OperationFields } from '@feed/http';
 import { MAX_DWELL_MS, MAX_RAMP_STEPS, MIN_DWELL_MS } from '@feed/domain';
 import { AUDIT_ACTIONS } from '@feed/storage';
 import { objectId, vidBody } from './http/validate';
@@ -16,8 +16,6 @@ import { auditQuery, explainQuery, rampBody, rolloutBody } from './routes/admin-
 type JsonSchema = Record<string, unknown>;
 
 const toJsonSchema = (schema: Joi.Schema): JsonSchema => parse(schema, 'open-api-3.1') as JsonSchema;
-/** Properties that share one schema. */
-const typed = (schema: JsonSchema, ...names: string[]) => Object.fromEntries(names.map((name) => [name, schema]));
 
 /** The query parameters of a joi object schema, one per key. */
 function queryParameters(schema: Joi.ObjectSchema): object[] {
@@ -72,26 +70,10 @@ const operation = ({ tag, responses, ...fields }: Operation) => ({
 });
 
 const feedPage = (operationId: string, summary: string, description: string) =>
-  operation({
-    operationId,
-    tag: 'feed',
-    summary,
-    description,
-    security: userOrGuest,
-    parameters: queryParameters(pageQuery),
-    responses: { 200: ok(ref('FeedPage')), ...clientErrors, ...pageUnavailable },
-  });
+  operation({ operationId, tag: 'feed', summary, description, security: userOrGuest, parameters: queryParameters(pageQuery), responses: { 200: ok(ref('FeedPage')), ...clientErrors, ...pageUnavailable } });
 
 const toggle = (operationId: string, summary: string, description: string) => ({
-  post: operation({
-    operationId,
-    tag: 'interactions',
-    summary,
-    description,
-    security: userSecurity,
-    requestBody: body(vidBody),
-    responses: { 200: ok(ref('Toggle')), ...withVideo, 409: error('The video is not an approved short video') },
-  }),
+  post: operation({ operationId, tag: 'interactions', summary, description, security: userSecurity, requestBody: body(vidBody), responses: { 200: ok(ref('Toggle')), ...withVideo, 409: error('The video is not an approved short video') } }),
 });
 
 const viewAction = (operationId: string, summary: string, description: string) => ({
@@ -156,12 +138,7 @@ export const openApiDocument = {
           allSeen: { type: 'boolean', description: 'present (true) when a whole circle held nothing new for this user' },
         },
       },
-      WatchCount: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['watchCount', 'totalWatchCount'],
-        properties: { watchCount: { type: 'integer', minimum: 0 }, totalWatchCount: { type: 'integer', minimum: 0 } },
-      },
+      WatchCount: { type: 'object', additionalProperties: false, required: ['watchCount', 'totalWatchCount'], properties: typed({ type: 'integer', minimum: 0 }, 'watchCount', 'totalWatchCount') },
       Toggle: { type: 'object', additionalProperties: false, required: ['active', 'changed'], properties: { active: { type: 'boolean' }, changed: { type: 'boolean' } } },
       Ok: { type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' }, removed: { type: 'boolean' }, counted: { type: 'boolean' } } },
       Comment: { type: 'object', required: ['commentId', 'created'], properties: { commentId: toJsonSchema(objectId), created: { type: 'boolean' } } },
