@@ -20,13 +20,7 @@ const toJsonSchema = (schema: Joi.Schema): JsonSchema => parse(schema, 'open-api
 /** The query parameters of a joi object schema, one per key. */
 function queryParameters(schema: Joi.ObjectSchema): object[] {
   const { properties = {}, required = [] } = toJsonSchema(schema) as { properties?: Record<string, JsonSchema>; required?: string[] };
-  return Object.entries(properties).map(([name, { description, ...property }]) => ({
-    name,
-    in: 'query',
-    required: required.includes(name),
-    schema: property,
-    ...(description ? { description } : {}),
-  }));
+  return Object.entries(properties).map(([name, { description, ...property }]) => ({ name, in: 'query', required: required.includes(name), schema: property, ...(description ? { description } : {}) }));
 }
 
 /** A query whose parameters exclude each other (joi's xor): one exploded object, so that its schema can say so (oneOf). */
@@ -89,11 +83,7 @@ const rampRefusals = { 401: error('Missing or invalid admin credentials'), 404: 
 
 export const openApiDocument = {
   openapi: '3.1.0',
-  info: {
-    title: 'Short-video feed API',
-    version: '2.0.0',
-    description: 'Feed reads and interactions for the H5 client, and the admin endpoints on-call uses (explain, the rollout switch).',
-  },
+  info: { title: 'Short-video feed API', version: '2.0.0', description: 'Feed reads and interactions for the H5 client, and the admin endpoints on-call uses (explain, the rollout switch).' },
   // Relative: every deployment serves this document at /openapi.json on its own host.
   servers: [{ url: '/', description: 'The host that served this document' }],
   tags: [
