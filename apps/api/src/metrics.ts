@@ -2,7 +2,7 @@
 import { getHeapStatistics } from 'node:v8';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { COUNTER_KINDS, STORES, VARIANT_EVENTS, VARIANTS, type CounterKind, type Store } from '@feed/storage';
-import { declareLabels } from '@feed/telemetry';
+import { declareLabels, dependencyUpGauge } from '@feed/telemetry';
 import { SKIP_REASONS, STRATEGIES } from './labels';
 
 /** Label values declared once: exported at 0 from the start (alerts see a first event); an undeclared one throws. */
@@ -87,19 +87,7 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     rolloutEnabled: new Gauge({ name: 'feed_rollout_enabled', help: 'Whether the ring feed is enabled in this instance (R16, override or environment)', registers: [registry] }),
     rolloutPercent: new Gauge({ name: 'feed_rollout_percent', help: 'Share of users served by the ring feed in this instance (R16)', registers: [registry] }),
     storeHealth,
-    dependencyUp: declareLabels(
-      new Gauge({
-        name: 'feed_dependency_up',
-        help: 'Whether a store answered the probe of this scrape within 250 ms (1) or not (0)',
-        labelNames: ['dependency'],
-        registers: [registry],
-        async collect() {
-          const up = await storeHealth.read?.();
-          if (up) for (const dependency of STORES) this.set({ dependency }, up[dependency]);
-        },
-      }),
-      { dependency: STORES },
-    ),
+    dependencyUp: dependencyUpGauge(Gauge, registry, STORES, async () => storeHealth.read?.()),
     currentVersion: new Gauge({ name: 'feed_current_version', help: 'The version (YYYYMMDD) this instance last read as current', registers: [registry] }),
   };
   return metrics;

@@ -5,7 +5,7 @@
  */
 import type Joi from 'joi';
 import parse from 'joi-to-json';
-import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, operationsPaths, readinessSchema, ref, slowClient, type OperationFields } from '@feed/http';
+import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, operationsPaths, readinessSchema, ref, slowClient, typed, type OperationFields } from '@feed/http';
 import { MAX_DWELL_MS, MAX_RAMP_STEPS, MIN_DWELL_MS } from '@feed/domain';
 import { AUDIT_ACTIONS } from '@feed/storage';
 import { objectId, vidBody } from './http/validate';
@@ -16,19 +16,11 @@ import { auditQuery, explainQuery, rampBody, rolloutBody } from './routes/admin-
 type JsonSchema = Record<string, unknown>;
 
 const toJsonSchema = (schema: Joi.Schema): JsonSchema => parse(schema, 'open-api-3.1') as JsonSchema;
-/** Properties that share one schema. */
-const typed = (schema: JsonSchema, ...names: string[]) => Object.fromEntries(names.map((name) => [name, schema]));
 
 /** The query parameters of a joi object schema, one per key. */
 function queryParameters(schema: Joi.ObjectSchema): object[] {
   const { properties = {}, required = [] } = toJsonSchema(schema) as { properties?: Record<string, JsonSchema>; required?: string[] };
-  return Object.entries(properties).map(([name, { description, ...property }]) => ({
-    name,
-    in: 'query',
-    required: required.includes(name),
-    schema: property,
-    ...(description ? { description } : {}),
-  }));
+  return Object.entries(properties).map(([name, { description, ...property }]) => ({ name, in: 'query', required: required.includes(name), schema: property, ...(description ? { description } : {}) }));
 }
 
 /** A query whose parameters exclude each other (joi's xor): one exploded object, so that its schema can say so (oneOf). */
@@ -72,26 +64,10 @@ const operation = ({ tag, responses, ...fields }: Operation) => ({
 });
 
 const feedPage = (operationId: string, summary: string, description: string) =>
-  operation({
-    operationId,
-    tag: 'feed',
-    summary,
-    description,
-    security: userOrGuest,
-    parameters: queryParameters(pageQuery),
-    responses: { 200: ok(ref('FeedPage')), ...clientErrors, ...pageUnavailable },
-  });
+  operation({ operationId, tag: 'feed', summary, description, security: userOrGuest, parameters: queryParameters(pageQuery), responses: { 200: ok(ref('FeedPage')), ...clientErrors, ...pageUnavailable } });
 
 const toggle = (operationId: string, summary: string, description: string) => ({
-  post: operation({
-    operationId,
-    tag: 'interactions',
-    summary,
-    description,
-    security: userSecurity,
-    requestBody: body(vidBody),
-    responses: { 200: ok(ref('Toggle')), ...withVideo, 409: error('The video is not an approved short video') },
-  }),
+  post: operation({ operationId, tag: 'interactions', summary, description, security: userSecurity, requestBody: body(vidBody), responses: { 200: ok(ref('Toggle')), ...withVideo, 409: error('The video is not an approved short video') } }),
 });
 
 const viewAction = (operationId: string, summary: string, description: string) => ({
@@ -107,11 +83,7 @@ const rampRefusals = { 401: error('Missing or invalid admin credentials'), 404: 
 
 export const openApiDocument = {
   openapi: '3.1.0',
-  info: {
-    title: 'Short-video feed API',
-    version: '2.0.0',
-    description: 'Feed reads and interactions for the H5 client, and the admin endpoints on-call uses (explain, the rollout switch).',
-  },
+  info: { title: 'Short-video feed API', version: '2.0.0', description: 'Feed reads and interactions for the H5 client, and the admin endpoints on-call uses (explain, the rollout switch).' },
   // Relative: every deployment serves this document at /openapi.json on its own host.
   servers: [{ url: '/', description: 'The host that served this document' }],
   tags: [
@@ -156,12 +128,7 @@ export const openApiDocument = {
           allSeen: { type: 'boolean', description: 'present (true) when a whole circle held nothing new for this user' },
         },
       },
-      WatchCount: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['watchCount', 'totalWatchCount'],
-        properties: { watchCount: { type: 'integer', minimum: 0 }, totalWatchCount: { type: 'integer', minimum: 0 } },
-      },
+      WatchCount: { type: 'object', additionalProperties: false, required: ['watchCount', 'totalWatchCount'], properties: typed({ type: 'integer', minimum: 0 }, 'watchCount', 'totalWatchCount') },
       Toggle: { type: 'object', additionalProperties: false, required: ['active', 'changed'], properties: { active: { type: 'boolean' }, changed: { type: 'boolean' } } },
       Ok: { type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' }, removed: { type: 'boolean' }, counted: { type: 'boolean' } } },
       Comment: { type: 'object', required: ['commentId', 'created'], properties: { commentId: toJsonSchema(objectId), created: { type: 'boolean' } } },

@@ -2,7 +2,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { expandBlocks, fullBlockRatio, RAMP_NOTICE_KINDS } from '@feed/domain';
 import { COUNTER_KINDS, SCRAPE_WAIT_MS, STORES, withDeadline, type QueueMeta, type StoreHealth } from '@feed/storage';
-import { declareLabels } from '@feed/telemetry';
+import { declareLabels, dependencyUpGauge } from '@feed/telemetry';
 import { REPAIR_REASONS } from './controller/repair-reasons';
 import type { BuildStatus } from './daily-build/daily-build';
 import type { DocumentIssue } from './daily-build/read-candidates';
@@ -108,19 +108,7 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
       },
     ),
     rampSteps: counter('feed_ramp_steps_total', "The rollout ramp's automatic steps and on-call's pauses and resumes, as recorded in the audit trail (R23)", { kind: RAMP_STEP_KINDS }),
-    dependencyUp: declareLabels(
-      new Gauge({
-        name: 'feed_dependency_up',
-        help: 'Whether a store answered the probe of this scrape within 250 ms (1) or not (0)',
-        labelNames: ['dependency'],
-        registers: [registry],
-        async collect() {
-          const up = await options.health?.upForScrape();
-          if (up) for (const dependency of STORES) this.set({ dependency }, up[dependency]);
-        },
-      }),
-      { dependency: STORES },
-    ),
+    dependencyUp: dependencyUpGauge(Gauge, registry, STORES, async () => options.health?.upForScrape()),
     counterRepairs: counter('feed_counter_repairs_total', 'Interaction records the repair job counted into a video counter, by counter (R3)', { counter: REPAIRED_COUNTERS }),
   };
   return metrics;

@@ -3,7 +3,7 @@
  * /openapi.json. bull-board's dashboard is named, not described (`x-unspecified-paths`). Checked
  * by `redocly lint` and against every response in the tests.
  */
-import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, operationsPaths, readinessSchema, ref, slowClient, type OperationFields } from '@feed/http';
+import { ADMIN_BASIC_SCHEME, ERROR_BODY_SCHEMA, error, json, methodsOnEveryPath, ok, operationsPaths, readinessSchema, ref, slowClient, typed, type OperationFields } from '@feed/http';
 import { VERSION_PATTERN } from '@feed/storage';
 
 const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });
@@ -39,18 +39,11 @@ export const workerOpenApiDocument = {
     { name: 'inspector', description: "On-call's queue inspector (R20, R23): behind the admin credentials (HTTP Basic)" },
   ],
   components: {
-    securitySchemes: {
-      adminBasic: ADMIN_BASIC_SCHEME,
-    },
+    securitySchemes: { adminBasic: ADMIN_BASIC_SCHEME },
     schemas: {
       Error: ERROR_BODY_SCHEMA,
       Readiness: readinessSchema(['ready', 'unavailable'], 'unavailable once either store has failed every probe for 3 s (a store slow for a moment is `down` in the body, still ready)'),
-      Pointers: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['current', 'previous', 'shadow'],
-        properties: { current: { type: ['string', 'null'] }, previous: { type: ['string', 'null'] }, shadow: { type: ['string', 'null'] } },
-      },
+      Pointers: { type: 'object', additionalProperties: false, required: ['current', 'previous', 'shadow'], properties: typed({ type: ['string', 'null'] }, 'current', 'previous', 'shadow') },
       VersionReport: {
         type: 'object',
         additionalProperties: false,
@@ -73,14 +66,10 @@ export const workerOpenApiDocument = {
         additionalProperties: false,
         required: ['base', 'other', 'baseLength', 'otherLength', 'overlap', 'onlyInBase', 'onlyInOther', 'duplicatesInOther'],
         properties: {
-          base: { type: 'string' },
-          other: { type: 'string' },
-          baseLength: { type: 'integer', minimum: 0 },
-          otherLength: { type: 'integer', minimum: 0 },
+          ...typed({ type: 'string' }, 'base', 'other'),
+          ...typed({ type: 'integer', minimum: 0 }, 'baseLength', 'otherLength'),
           overlap: { type: 'number', minimum: 0, maximum: 1, description: "Ids in both queues over the larger queue's length" },
-          onlyInBase: { type: 'integer', minimum: 0 },
-          onlyInOther: { type: 'integer', minimum: 0 },
-          duplicatesInOther: { type: 'integer', minimum: 0 },
+          ...typed({ type: 'integer', minimum: 0 }, 'onlyInBase', 'onlyInOther', 'duplicatesInOther'),
         },
       },
       HeldVersion: {

@@ -99,15 +99,5 @@ export function twoProportionTest(a: ProportionSample, b: ProportionSample, conf
   const z = pooledSe > 0 ? difference / pooledSe : 0;
   const pValue = twoSidedPValue(z);
   const se = Math.sqrt((ea.rate * (1 - ea.rate)) / a.trials + (eb.rate * (1 - eb.rate)) / b.trials);
-  return {
-    a: ea,
-    b: eb,
-    confidence,
-    criticalZ: crit,
-    difference,
-    differenceInterval: [difference - crit * se, difference + crit * se],
-    z,
-    pValue,
-    significant: pValue < 1 - confidence,
-  };
+  return { a: ea, b: eb, confidence, criticalZ: crit, difference, differenceInterval: [difference - crit * se, difference + crit * se], z, pValue, significant: pValue < 1 - confidence };
 }

@@ -14,6 +14,8 @@ export const ERROR_BODY_SCHEMA = {
 /** The admin routes' HTTP Basic scheme (`requireAdmin`). */
 export const ADMIN_BASIC_SCHEME = { type: 'http', scheme: 'basic', description: 'ADMIN_USER and ADMIN_PASSWORD; the scheme name in any case (RFC 7235)' };
 
+/** Properties that share one schema. */
+export const typed = (schema: object, ...names: string[]) => Object.fromEntries(names.map((name) => [name, schema]));
 export const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 export const json = (schema: object) => ({ content: { 'application/json': { schema } } });
 export const ok = (schema: object, description = 'OK') => ({ description, ...json(schema) });

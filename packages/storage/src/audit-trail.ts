@@ -91,15 +91,7 @@ export function auditTrail(connection: Connection, scope: string): AuditTrail {
       const write = async (signal?: AbortSignal) => {
         await ensure();
         await collection().insertOne(
-          {
-            scope,
-            at: new Date(),
-            action: entry.action,
-            actor: entry.actor,
-            via: entry.via,
-            before: JSON.stringify(entry.before ?? null),
-            after: JSON.stringify(entry.after ?? null),
-          },
+          { scope, at: new Date(), action: entry.action, actor: entry.actor, via: entry.via, before: JSON.stringify(entry.before ?? null), after: JSON.stringify(entry.after ?? null) },
           // The driver honours `signal` on every operation; its types list it on reads only.
           { signal } as mongo.InsertOneOptions,
         );

@@ -16,22 +16,22 @@ export class DeadlineSpentError extends RedisCallError {}
 /**
  * Rejects when `promise` has not settled within `ms`, after the turn's I/O (setImmediate): on a busy
  * loop timers run first, and a claim answered in time would have moved the offset for nothing.
+ * `onTimeout` runs with the error just after the rejection (MongoBudget aborts its call with it).
  */
-export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+export function withDeadline<T>(promise: Promise<T>, ms: number, what: string, onTimeout?: (err: DeadlineExceededError) => void): Promise<T> {
   // One promise settled by whichever comes first (half the cost of Promise.race with a finally: every Redis call of a page).
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => setImmediate(() => reject(new DeadlineExceededError(`${what} timed out after ${ms} ms`))), ms);
+    const expire = () => {
+      const err = new DeadlineExceededError(`${what} timed out after ${ms} ms`);
+      reject(err);
+      onTimeout?.(err);
+    };
+    const timer = setTimeout(() => setImmediate(expire), ms);
     // A deadline never keeps the process alive on its own (a shutdown is not held up by it).
     timer.unref();
     promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        reject(err);
-      },
+      (value) => (clearTimeout(timer), resolve(value)),
+      (err: unknown) => (clearTimeout(timer), reject(err)),
     );
   });
 }
@@ -80,23 +80,8 @@ export class MongoBudget {
     const left = Math.floor(this.endsAt - performance.now());
     if (left <= 0) throw new DeadlineExceededError(`${what} skipped: MongoDB budget of ${this.ms} ms used up`);
     const controller = new AbortController();
-    return new Promise<T>((resolve, reject) => {
-      // As in `withDeadline`: an answer already received in the timer's turn is used (setImmediate).
-      const timer = setTimeout(
-        () =>
-          setImmediate(() => {
-            const err = new DeadlineExceededError(`${what} timed out after ${left} ms`);
-            reject(err);
-            controller.abort(err);
-          }),
-        left,
-      );
-      timer.unref();
-      call(controller.signal).then(
-        (value) => (clearTimeout(timer), resolve(value)),
-        (err: unknown) => (clearTimeout(timer), reject(err)),
-      );
-    });
+    // A call past its time is aborted with the deadline's error: its socket is closed.
+    return withDeadline(call(controller.signal), left, what, (err) => controller.abort(err));
   }
 }
 

@@ -85,9 +85,6 @@ export class UserHistory {
     ]);
     const viewed = decodeFingerprints(guest ? Buffer.concat([views ?? Buffer.alloc(0), guest.views]) : views);
     const notInterested = decodeFingerprints(marks);
-    return {
-      viewed: (id) => viewed.size > 0 && viewed.has(fingerprintNumber(id)),
-      notInterested: (id) => notInterested.size > 0 && notInterested.has(fingerprintNumber(id)),
-    };
+    return { viewed: (id) => viewed.size > 0 && viewed.has(fingerprintNumber(id)), notInterested: (id) => notInterested.size > 0 && notInterested.has(fingerprintNumber(id)) };
   }
 }

@@ -76,3 +76,21 @@ const declarations = new WeakMap<object, LabelDeclaration>();
 export function declaredLabels(metric: object): LabelDeclaration | undefined {
   return declarations.get(metric);
 }
+
+/** What `dependencyUpGauge` gives prom-client's Gauge, which the apps pass in (prom-client stays theirs). */
+type GaugeOptions<G, R> = { name: string; help: string; labelNames: string[]; registers: R[]; collect(this: G): Promise<void> };
+
+/** `feed_dependency_up`, the same in both deployables (SPEC R17): at each scrape, each store's `up()` answer, 1 or 0. */
+export function dependencyUpGauge<G extends { set(labels: { dependency: string }, value: number): void }, R>(Gauge: new (options: GaugeOptions<G, R>) => G, registry: R, stores: readonly string[], up: () => Promise<Record<string, number> | undefined>): G {
+  const gauge = new Gauge({
+    name: 'feed_dependency_up',
+    help: 'Whether a store answered the probe of this scrape within 250 ms (1) or not (0)',
+    labelNames: ['dependency'],
+    registers: [registry],
+    async collect() {
+      const answered = await up();
+      if (answered) for (const dependency of stores) this.set({ dependency }, answered[dependency]);
+    },
+  });
+  return declareLabels(gauge, { dependency: stores });
+}

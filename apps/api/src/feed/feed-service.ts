@@ -168,13 +168,7 @@ export class FeedService {
     }
     if (!request.peek) for (const [reason, count] of skips) metrics.skipped.inc({ reason }, count);
     metrics.currentVersion.set(Number(request.readState.current) || 0);
-    return {
-      vInfos: served,
-      totalPages: Math.ceil(ring.length / BLOCK_SIZE),
-      hasNext: ring.length > 0,
-      queueVersion: version,
-      ...(served.length === 0 ? { allSeen: true } : {}),
-    };
+    return { vInfos: served, totalPages: Math.ceil(ring.length / BLOCK_SIZE), hasNext: ring.length > 0, queueVersion: version, ...(served.length === 0 ? { allSeen: true } : {}) };
   }
 
   /** The old behaviour: random ids from the legacy set (SRANDMEMBER), re-checked against R1. */

@@ -110,10 +110,7 @@ export class InteractionService {
     const model = this.deps.records[kind] as Model<ToggleRecord>;
     const now = new Date();
     const upsert = () =>
-      budget.mongo.run(
-        (signal) => findAndModify(model, { userId, videoId }, [keepShown, turn(true, now)], { upsert: true, returnDocument: 'before', signal }),
-        `${kind} record`,
-      );
+      budget.mongo.run((signal) => findAndModify(model, { userId, videoId }, [keepShown, turn(true, now)], { upsert: true, returnDocument: 'before', signal }), `${kind} record`);
     const write = () => upsert().catch((err: unknown) => (isDuplicateKey(err) ? upsert() : Promise.reject(err)));
     // The record made at `now` (changed again since, or not) or the change made at `now` (a like again).
     const landed = async (signal: AbortSignal) => {

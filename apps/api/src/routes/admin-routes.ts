@@ -35,10 +35,7 @@ export const explainQuery = Joi.object<{ user?: string; device?: string; version
 export const auditQuery = Joi.object<{ count: number }>({ count: Joi.number().integer().min(1).max(1000).default(50) });
 
 /** Strict types: "true" or "50" as strings are rejected, so a typo never half-applies. */
-export const rolloutBody = Joi.object<Partial<Rollout>>({
-  enabled: Joi.boolean().strict(),
-  percent: Joi.number().integer().strict().min(0).max(100),
-}).or('enabled', 'percent');
+export const rolloutBody = Joi.object<Partial<Rollout>>({ enabled: Joi.boolean().strict(), percent: Joi.number().integer().strict().min(0).max(100) }).or('enabled', 'percent');
 
 /** A ramp (R23): its ranges are storage's schema, shared with the CLI; out of range is a 400 naming the field. */
 export const rampBody = rampAskSchema;

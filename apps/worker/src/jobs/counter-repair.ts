@@ -67,9 +67,5 @@ export async function startCounterRepair(options: CounterRepairOptions) {
   const worker = new Worker(COUNTER_REPAIR_QUEUE, () => runCounterRepair(options), { connection: connection(), prefix: options.prefix, concurrency: 1 });
   worker.on('failed', (job, err) => options.logger.warn('counter repair failed', { jobId: job?.id, err }));
   worker.on('error', bullErrorLogger(options.logger, 'counter-repair-worker'));
-  return {
-    queue,
-    ensureScheduler,
-    close: () => connections.closeWithin(CLOSE_BOUND_MS, [worker, queue], options.logger),
-  };
+  return { queue, ensureScheduler, close: () => connections.closeWithin(CLOSE_BOUND_MS, [worker, queue], options.logger) };
 }
