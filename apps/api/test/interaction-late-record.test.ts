@@ -5,7 +5,10 @@
  * the landed record is counted once for D7 as the 503'd request's first success.
  */
 import request from 'supertest';
-import { interactionModels, videoModel, type InteractionModels, type VideoModel } from '@feed/storage';
+import type { Types } from 'mongoose';
+import { CounterTallies, interactionModels, RequestBudget, videoModel, type InteractionModels, type VideoModel } from '@feed/storage';
+import { InteractionService } from '../src/interactions/interaction-service';
+import { VideoCatalog } from '../src/feed/video-catalog';
 import { demoVideo } from '@feed/demo-data';
 import { useTestServices } from '../../../test/support/services';
 import { testApi } from '../../../test/support/api';
@@ -137,4 +140,29 @@ it('when a like again (after an unlike) lands after the budget and the client ne
   expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
   const likes = Number(/feed_variant_engagement_total\{variant="\w+",action="like"\} (\d+)/.exec(await api.metrics.registry.metrics())?.[1] ?? 0);
   expect(likes).toBe(1);
+});
+
+it('when more writes fail than the service follows at once, then the ones past the bound are left to the repair job and a later failure is followed again', async () => {
+  const [followed, unfollowed] = await videos.insertMany([demoVideo(), demoVideo()]);
+  const tallies = new CounterTallies({ videos, records, onError: () => undefined });
+  const service = new InteractionService({ catalog: new VideoCatalog({ model: videos, ttlMs: 0 }), records, tallies, maxFollowed: 1 });
+  // Each of the next three like writes lands, then fails as a write cut off by its budget does.
+  const { collection } = records.likes;
+  const findOneAndUpdate = collection.findOneAndUpdate.bind(collection) as (...args: unknown[]) => Promise<unknown>;
+  const failAfterLanding = ((...args: unknown[]) => findOneAndUpdate(...args).then(() => Promise.reject(new Error('cut off after it landed')))) as never;
+  jest.spyOn(collection, 'findOneAndUpdate').mockImplementationOnce(failAfterLanding).mockImplementationOnce(failAfterLanding).mockImplementationOnce(failAfterLanding);
+  const like = (video: { _id: Types.ObjectId }, user: string) => service.like(video._id.toHexString(), user, new RequestBudget({ redisMs: 1000, mongoMs: 1000 }));
+
+  await expect(like(followed, 'bound-1')).rejects.toThrow('cut off');
+  await expect(like(unfollowed, 'bound-2')).rejects.toThrow('cut off');
+  expect(service.following).toBe(1);
+  // The followed like is found and counted; the other stays dirty for the repair job.
+  await waitUntil('the followed like found', async () => service.following === 0, 10_000);
+  await tallies.settle(5_000);
+  expect(await videos.findById(followed._id).lean()).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+  expect(await videos.findById(unfollowed._id).lean()).toMatchObject({ likeCount: 0, recommendLikeCount: 0 });
+  expect(await records.likes.countDocuments({ videoId: unfollowed._id, dirty: true })).toBe(1);
+  // The bound is of follows at once: a failure after the first one ended is followed.
+  await expect(like(unfollowed, 'bound-3')).rejects.toThrow('cut off');
+  expect(service.following).toBe(1);
 });

@@ -42,6 +42,12 @@ export interface ToggleOutcome {
   first: boolean;
 }
 
+/**
+ * Late writes looked for at once. Past it, an outage's failures are left to the repair job (their
+ * D7 first successes uncounted) rather than probed by the thousand as MongoDB comes back.
+ */
+const MAX_FOLLOWED = 1_000;
+
 type ToggleKind = Extract<CounterKind, 'likes' | 'collects'>;
 type FirstKind = Exclude<CounterKind, 'shares'>;
 /** D7's event for a first success of each kind (shares are counted by the route). */
@@ -49,13 +55,21 @@ const FIRST_EVENTS = { likes: 'like', collects: 'collect', comments: 'comment' }
 
 export class InteractionService {
   /** `catalog`: eligibility from the feed's cache or one read; `readout`: D7's first successes, counted once a late write lands. */
-  constructor(private readonly deps: { catalog: Pick<VideoCatalog, 'load'>; records: InteractionModels; tallies: CounterTallies; readout?: Pick<VariantReadout, 'record'>; hooks?: CounterHooks }) {}
+  constructor(private readonly deps: { catalog: Pick<VideoCatalog, 'load'>; records: InteractionModels; tallies: CounterTallies; readout?: Pick<VariantReadout, 'record'>; hooks?: CounterHooks; maxFollowed?: number }) {}
+
+  private followed = 0;
+  /** Late writes being looked for now (`followLanding`). */
+  get following(): number {
+    return this.followed;
+  }
 
   /**
    * A failed record write (the budget, an election) may still land: it is looked for after 2, 4, 8,
    * 16 and 32 s, and once found the video is tallied and `then` runs, though the client never retries.
    */
   private followLanding<T>(kind: CounterKind, videoId: Types.ObjectId, landed: (signal: AbortSignal) => Promise<T | null>, then?: (found: T) => unknown): void {
+    if (this.followed >= (this.deps.maxFollowed ?? MAX_FOLLOWED)) return;
+    this.followed += 1;
     void (async () => {
       for (let wait = 2_000; wait <= 32_000; wait *= 2) {
         await sleep(wait, undefined, { ref: false });
@@ -65,7 +79,9 @@ export class InteractionService {
           return then?.(found);
         }
       }
-    })().catch(() => undefined);
+    })()
+      .catch(() => undefined)
+      .finally(() => (this.followed -= 1));
   }
 
   /**
