@@ -43,8 +43,9 @@ export interface ToggleOutcome {
 }
 
 /**
- * Late writes looked for at once. Past it, an outage's failures are left to the repair job (their
- * D7 first successes uncounted) rather than probed by the thousand as MongoDB comes back.
+ * Late writes looked for at once. Past it, an outage's failures are counted by their video's next
+ * tally or the repair job (their D7 first successes not at all) rather than probed by the thousand
+ * as MongoDB comes back.
  */
 const MAX_FOLLOWED = 1_000;
 
