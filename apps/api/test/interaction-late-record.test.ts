@@ -26,6 +26,10 @@ beforeAll(async () => {
 });
 afterEach(() => jest.restoreAllMocks());
 
+/** The D7 engagements of `action` the instance counted (its Prometheus counter). */
+const engagements = async (api: ReturnType<typeof testApi>, action: string) =>
+  Number(new RegExp(`feed_variant_engagement_total\\{variant="\\w+",action="${action}"\\} (\\d+)`).exec(await api.metrics.registry.metrics())?.[1] ?? 0);
+
 /**
  * The next like record write reaches MongoDB only once the request gave up on it (its signal
  * aborted), and lands all the same. The toggles write through the model's collection (the
@@ -62,9 +66,8 @@ it('when the like record lands after the budget, then the answer is 503 with Ret
   await api.tallies.idle();
   expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
   // D7: the late record is the 503'd request's first success, counted once it is seen (the retry's was no first).
-  const likes = async () => Number(/feed_variant_engagement_total\{variant="\w+",action="like"\} (\d+)/.exec(await api.metrics.registry.metrics())?.[1] ?? 0);
-  await waitUntil('the late like counted for D7', async () => (await likes()) === 1, 10_000);
-  expect(await likes()).toBe(1);
+  await waitUntil('the late like counted for D7', async () => (await engagements(api, 'like')) === 1, 10_000);
+  expect(await engagements(api, 'like')).toBe(1);
 });
 
 it('when the like record lands after the budget and the client never retries, then the video counters follow within seconds, not at the repair job', async () => {
@@ -119,9 +122,8 @@ it('when a share record lands after the budget, then the video share counters fo
   expect(await videos.findById(vid).lean()).toMatchObject({ shareCount: 1, recommendShareCount: 1 });
   // D7: the late record is the 503'd share's first, counted once it is seen (the retry's is no first), as a late like is.
   await request(api.app).post('/api/app/share/output').set(bearer('late-4')).send({ videoID: vid }).expect(200, { ok: true, counted: false });
-  const shared = async () => Number(/feed_variant_engagement_total\{variant="\w+",action="share"\} (\d+)/.exec(await api.metrics.registry.metrics())?.[1] ?? 0);
-  await waitUntil('the late share counted for D7', async () => (await shared()) === 1, 10_000);
-  expect(await shared()).toBe(1);
+  await waitUntil('the late share counted for D7', async () => (await engagements(api, 'share')) === 1, 10_000);
+  expect(await engagements(api, 'share')).toBe(1);
 });
 
 it('when a like again (after an unlike) lands after the budget and the client never retries, then the display counter follows within seconds and D7 counts no new first like', async () => {
@@ -138,8 +140,7 @@ it('when a like again (after an unlike) lands after the budget and the client ne
   await write.landed;
   await waitUntil('the late like again counted in the video', async () => (await videos.findById(vid).lean())?.likeCount === 1, 10_000);
   expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
-  const likes = Number(/feed_variant_engagement_total\{variant="\w+",action="like"\} (\d+)/.exec(await api.metrics.registry.metrics())?.[1] ?? 0);
-  expect(likes).toBe(1);
+  expect(await engagements(api, 'like')).toBe(1);
 });
 
 it('when more writes fail than the service follows at once, then the ones past the bound are left to the repair job and a later failure is followed again', async () => {
