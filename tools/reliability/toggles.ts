@@ -6,6 +6,7 @@
  * needed). 200 users with --quick, 500 otherwise. Then the model-based test with a long run.
  */
 import { spawn } from 'node:child_process';
+import { loadSetting } from '@feed/config';
 import { percentile } from '../support/percentile';
 import { toggleBurst } from '../support/toggle-burst';
 import { waitUntil } from '../support/processes';
@@ -47,8 +48,9 @@ export async function toggleChecks(suite: Suite): Promise<void> {
   const USERS = suite.options.quick ? 200 : 500;
   await check('toggles', `${USERS} users like, double-tap and unlike one video, 1 s MongoDB budget, no retry: all 2xx, counters exact within 5 s (p99 printed)`, async () => {
     await suite.apiProcess!.stop();
-    // An instance in rotation: it listens once its MongoDB pool holds MONGO_MIN_POOL_SIZE connections.
-    suite.apiProcess = await suite.startApi({ MONGO_DEADLINE_MS: '1000', MONGO_MIN_POOL_SIZE: '100', MONGO_MAX_POOL_SIZE: '100' });
+    // An instance in rotation: it listens once its MongoDB pool holds MONGO_MIN_POOL_SIZE connections
+    // and it has run its warm-up (production's count).
+    suite.apiProcess = await suite.startApi({ MONGO_DEADLINE_MS: '1000', MONGO_MIN_POOL_SIZE: '100', MONGO_MAX_POOL_SIZE: '100', API_WARM_UP_REQUESTS: String(loadSetting('apiWarmUpRequests', {})) });
     try {
       const vid = queue[TOGGLE_VIDEO_OFFSET];
       const before = await suite.counters(vid, 'likes');

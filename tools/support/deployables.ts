@@ -39,6 +39,8 @@ export async function startTestDeployable(args: string[], scope: DeployableScope
     // Many deployables share a test's in-process embedded MongoDB: a start waits for the pool minimum
     // (production 20), which is the toggles check's subject, not theirs.
     MONGO_MIN_POOL_SIZE: '2',
+    // Nor do they wait for the start's warm-up (1,000 requests; the toggles check runs it).
+    API_WARM_UP_REQUESTS: '0',
     ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl }),
     ...(scope.prefix === undefined ? {} : { REDIS_KEY_PREFIX: scope.prefix }),
     MONGO_URL: scope.mongoUrl,

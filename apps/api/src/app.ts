@@ -1,4 +1,5 @@
 /** Builds the API's Express app from connected dependencies (supertest imports this). */
+import type { Server } from 'node:http';
 import cors from 'cors';
 import express, { type Express } from 'express';
 import type { Connection } from 'mongoose';
@@ -25,6 +26,7 @@ import { healthRoutes, MONGO_PROBE_MS } from './routes/health-routes';
 import { requestBudget } from './http/request-budget';
 import { newDeviceLimit } from './http/new-device-limit';
 import { bodyOperations, guestOperations } from './openapi';
+import { warmUp as sendWarmUp } from './warm-up';
 
 /** The headers the H5 client sends (a preflight must allow each). */
 const CORS_REQUEST_HEADERS = ['Authorization', 'X-Device-Id', 'Idempotency-Key', 'Content-Type'];
@@ -53,6 +55,8 @@ export interface Api {
   tallies: CounterTallies;
   /** From now on /readyz says 503 `draining` (SIGTERM, SPEC D4). */
   drain(): void;
+  /** Runs the start's warm-up (warm-up.ts) through `server`, its answers left out of /metrics and the access log. */
+  warmUp(server: Server, requests: number): Promise<Map<number, number>>;
 }
 
 export function createApp({ config, redis, mongo, metrics = createApiMetrics(), counterHooks }: ApiDeps): Api {
@@ -122,9 +126,11 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const accessLog = logger.isLevelEnabled('http');
   // Set once every route is registered (below); requests come after that.
   let requestLabels: RequestLabels;
+  let warmingUp = false;
   app.use((req, res, next) => {
     const started = performance.now();
     res.on('finish', () => {
+      if (warmingUp) return;
       const seconds = (performance.now() - started) / 1000;
       metrics.httpDuration.observe(requestLabels(req.method, (req.route as { path?: string } | undefined)?.path, res.statusCode), seconds);
       if (accessLog) logger.http('request', { requestId: requestIdOf(res), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) });
@@ -155,7 +161,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   // Warm once the copy of the version current at start is held (or none is needed, refused, or Redis
   // is down: degraded is ready); later versions load while serving, as at the daily switch.
   let warm = config.queueCopiesMax === 0;
-  const warmUp = async (redisUp: boolean) => {
+  const warmCopies = async (redisUp: boolean) => {
     if (warm || !redisUp) return (warm = true);
     // Bounded like any Redis read: a probe that hangs takes the instance out as surely as a 503.
     const { current, rings } = await readState.read(new Deadline(config.redisDeadlineMs));
@@ -163,14 +169,18 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
     if (ring) void queueCopies.ensure(ring).then(() => (warm = true));
     return (warm = !ring || queueCopies.ready(ring));
   };
-  app.use(healthRoutes({ health: storeHealth({ redis, keys, mongo }, { redis: config.redisDeadlineMs, mongo: MONGO_PROBE_MS }), metrics, draining: () => draining, warm: warmUp }));
+  app.use(healthRoutes({ health: storeHealth({ redis, keys, mongo }, { redis: config.redisDeadlineMs, mongo: MONGO_PROBE_MS }), metrics, draining: () => draining, warm: warmCopies }));
   app.use(interactionRoutes({ interactions, jwtSecret: config.authJwtSecret, readout }));
   app.use(adminRoutes({ config, rollouts: new RolloutStore(redis, keys), versions, catalog, history, reader, readState, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
   app.use(errorHandler());
   requestLabels = declareHttpRoutes(metrics.httpDuration, routesOf(app));
-  return { app, feed, readout, reader, readState, metrics, tallies, drain: () => void (draining = true) };
+  const warmUp = (server: Server, requests: number) => {
+    warmingUp = true;
+    return sendWarmUp(server, requests, config.authJwtSecret).finally(() => (warmingUp = false));
+  };
+  return { app, feed, readout, reader, readState, metrics, tallies, drain: () => void (draining = true), warmUp };
 }
 
 type RouterLayer = Express['router']['stack'][number];

@@ -25,10 +25,14 @@ export async function startApi(config: Config = loadConfig()): Promise<RunningAp
   const redis = await connectRedis(config, { failFast: true, background: true });
   // The unique indexes that decide "first success" (R3) must exist before the first request.
   await Promise.all([videoModel(mongo.connection), ...Object.values(interactionModels(mongo.connection))].map((m) => m.init()));
-  const { app, readout, tallies, drain } = createApp({ config, redis, mongo: mongo.connection, metrics: createApiMetrics({ defaultMetrics: true }) });
+  const { app, readout, tallies, drain, warmUp } = createApp({ config, redis, mongo: mongo.connection, metrics: createApiMetrics({ defaultMetrics: true }) });
   // A burst of new connections (a viral video's likers at once) queues in the kernel while the loop
   // is busy: Node's default backlog (511) overflowed, and each dropped SYN came back 1-3 s later (issue 49).
-  const server = createHttpServer(app, { headersTimeoutMs: config.httpHeadersTimeoutMs, requestTimeoutMs: config.httpRequestTimeoutMs, maxConnections: config.httpMaxConnections }).listen({ port: config.port, backlog: 4096 });
+  const server = createHttpServer(app, { headersTimeoutMs: config.httpHeadersTimeoutMs, requestTimeoutMs: config.httpRequestTimeoutMs, maxConnections: config.httpMaxConnections });
+  const warmedAt = performance.now();
+  const answers = await warmUp(server, config.apiWarmUpRequests);
+  if (answers.size > 0) logger.info('api warmed up', { ms: Math.round(performance.now() - warmedAt), answers: Object.fromEntries(answers) });
+  server.listen({ port: config.port, backlog: 4096 });
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   logger.info('api listening', { port: config.port });
   server.keepAliveTimeout = 65_000;

@@ -98,6 +98,7 @@ function settingsFor(env: NodeJS.ProcessEnv) {
     workerPort: setting('WORKER_PORT', Joi.number().port().default(3001).description('HTTP port of the worker (job dashboard, /metrics, health)')),
     httpHeadersTimeoutMs: setting('HTTP_HEADERS_TIMEOUT_MS', Joi.number().integer().min(100).max(120_000).default(10_000).description('Both deployables: time a client has to send its request headers, then 408 (slow clients)')),
     httpRequestTimeoutMs: setting('HTTP_REQUEST_TIMEOUT_MS', Joi.number().integer().min(100).max(600_000).default(30_000).description('Both deployables: time a client has to send a whole request, body included, then 408')),
+    apiWarmUpRequests: setting('API_WARM_UP_REQUESTS', Joi.number().integer().min(0).max(100_000).default(1_000).description('API: 404 likes it sends itself before it listens (at most 5 s), so its first burst runs compiled code; 0: none')),
     httpMaxConnections: setting('HTTP_MAX_CONNECTIONS', Joi.number().integer().min(1).max(1_000_000).default(4096).description('Both deployables: connections an instance holds at once; more are refused')),
     shutdownDelayMs: setting(
       'SHUTDOWN_DELAY_MS',

@@ -1,0 +1,56 @@
+/**
+ * The start's warm-up (warm-up.ts, issue 49): likes and unlikes of videos that do not exist, sent
+ * through the server before it listens where it serves. They write nothing, are not counted in
+ * /metrics, and leave the server ready to listen again, where answers are counted.
+ */
+import { createServer } from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { interactionModels } from '@feed/storage';
+import { useTestServices } from '../../../test/support/services';
+import { testApi } from '../../../test/support/api';
+import { bearer } from '../../../test/support/feed-fixtures';
+
+const s = useTestServices('warm-up');
+
+/** The like and unlike answers /metrics counted, by status. */
+async function counted(metrics: string): Promise<Record<string, number>> {
+  const answers: Record<string, number> = {};
+  for (const [, route, status, n] of metrics.matchAll(/^feed_http_request_duration_seconds_count\{method="POST",route="\/api\/app\/vid\/(like|unlike)",status="(\d+)"\} (\d+)$/gm)) {
+    if (Number(n) > 0) answers[`${route} ${status}`] = Number(n);
+  }
+  return answers;
+}
+
+it('when the API warms up, then every request is a 404 that writes nothing and /metrics counts none; then the server listens again and counts its answers', async () => {
+  const api = testApi(s);
+  const records = interactionModels(s.mongo);
+  const server = createServer(api.app);
+
+  const answers = await api.warmUp(server, 40);
+
+  expect(Object.fromEntries(answers)).toEqual({ 404: 40 });
+  expect(await records.likes.countDocuments({ userId: 'warm-up' })).toBe(0);
+  expect(await counted(await api.metrics.registry.metrics())).toEqual({});
+  expect(server.listening).toBe(false);
+
+  await once(server.listen(0, '127.0.0.1'), 'listening');
+  try {
+    const { port } = server.address() as AddressInfo;
+    const res = await fetch(`http://127.0.0.1:${port}/api/app/vid/like`, { method: 'POST', headers: { ...bearer('after-warm-up'), 'Content-Type': 'application/json' }, body: JSON.stringify({ vid: 'ffffffffffffffff00000000' }) });
+    expect(res.status).toBe(404);
+    expect(await counted(await api.metrics.registry.metrics())).toEqual({ 'like 404': 1 });
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+it('when asked for no requests, then the warm-up does not listen at all', async () => {
+  const api = testApi(s);
+  const server = createServer(api.app);
+  const listened = jest.fn();
+  server.on('listening', listened);
+
+  expect((await api.warmUp(server, 0)).size).toBe(0);
+  expect(listened).not.toHaveBeenCalled();
+});
