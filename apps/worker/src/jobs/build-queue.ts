@@ -60,10 +60,7 @@ export function buildJobOptions(retryDelayMs: number) {
 
 /** The due build found another's lock (a crashed worker's): failed, so retried, not completed with yesterday current. */
 export class BuildLockedError extends Error {
-  constructor(
-    readonly version: string,
-    readonly retryAfterMs: number,
-  ) {
+  constructor(readonly version: string, readonly retryAfterMs: number) {
     super(`the build lock of ${version} is held by another worker; retrying in ${Math.ceil(retryAfterMs / 1000)} s, when it expires`);
   }
 }
