@@ -75,8 +75,7 @@ export function routeTable(app: Express): RouteEntry[] {
           routes.set(full, methods);
         }
       } else if (layer.handle.stack && (typeof layer.rawPath === 'string' || layer.rawPath === undefined)) {
-        const mount = typeof layer.rawPath === 'string' && layer.rawPath !== '/' ? layer.rawPath : '';
-        walk(layer.handle.stack.filter(isLayer), prefix + mount);
+        walk(layer.handle.stack.filter(isLayer), prefix + (typeof layer.rawPath === 'string' && layer.rawPath !== '/' ? layer.rawPath : ''));
       }
     }
   };
