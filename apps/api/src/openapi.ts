@@ -63,8 +63,9 @@ const operation = ({ tag, responses, ...fields }: Operation) => ({
   responses: { ...(tag === 'operations' ? {} : unavailable), ...responses, ...(fields.requestBody ? bodyRefusals : {}), ...(fields.security === userOrGuest ? newDeviceRefusal : {}) },
 });
 
-const feedPage = (operationId: string, summary: string, description: string) =>
-  operation({ operationId, tag: 'feed', summary, description, security: userOrGuest, parameters: queryParameters(pageQuery), responses: { 200: ok(ref('FeedPage')), ...clientErrors, ...pageUnavailable } });
+const feedPage = (operationId: string, summary: string, description: string) => ({
+  get: operation({ operationId, tag: 'feed', summary, description, security: userOrGuest, parameters: queryParameters(pageQuery), responses: { 200: ok(ref('FeedPage')), ...clientErrors, ...pageUnavailable } }),
+});
 
 const toggle = (operationId: string, summary: string, description: string) => ({
   post: operation({ operationId, tag: 'interactions', summary, description, security: userSecurity, requestBody: body(vidBody), responses: { 200: ok(ref('Toggle')), ...withVideo, 409: error('The video is not an approved short video') } }),
@@ -136,10 +137,8 @@ export const openApiDocument = {
         type: 'object',
         required: ['user', 'version', 'queueLength', 'offset', 'generatedAt', 'candidates'],
         properties: {
-          user: { type: 'string' },
-          version: { type: 'string' },
-          queueLength: { type: 'integer' },
-          offset: { type: 'integer' },
+          ...typed({ type: 'string' }, 'user', 'version'),
+          ...typed({ type: 'integer' }, 'queueLength', 'offset'),
           generatedAt: { type: ['string', 'null'] },
           candidates: { type: 'array', items: { type: 'object', description: 'position, block, pool, score and verdict of one candidate' } },
         },
@@ -198,7 +197,6 @@ export const openApiDocument = {
       },
     },
   },
-  // HEAD beside every GET and OPTIONS on every path, as both deployables answer them.
   paths: methodsOnEveryPath({
     ...operationsPaths({
       liveness: 'The process answers.',
@@ -207,12 +205,8 @@ export const openApiDocument = {
       metrics: 'The R18 metrics in the Prometheus text format.',
       document: 'The OpenAPI 3.1 document of this API.',
     }),
-    '/api/app/recommend/vid/list': {
-      get: feedPage('nextPage', 'Next page of the feed', 'The H5 main call: the next videos of the ring queue for this user or device, skipping seen and rejected ones.'),
-    },
-    '/api/app/vid/module/short/all': {
-      get: feedPage('nextPageOldClient', 'Next page of the feed (older client)', 'The older client\'s endpoint: the same ring service, the same offset.'),
-    },
+    '/api/app/recommend/vid/list': feedPage('nextPage', 'Next page of the feed', 'The H5 main call: the next videos of the ring queue for this user or device, skipping seen and rejected ones.'),
+    '/api/app/vid/module/short/all': feedPage('nextPageOldClient', 'Next page of the feed (older client)', 'The older client\'s endpoint: the same ring service, the same offset.'),
     '/api/app/recommend/vid/ad': {
       get: operation({
         operationId: 'adVideos',

@@ -56,13 +56,7 @@ export function createWorkerMetrics(options: WorkerMetricsOptions = {}) {
   const metrics = {
     registry,
     buildDuration: declareLabels(
-      new Histogram({
-        name: 'feed_build_duration_seconds',
-        help: 'Daily build duration by result',
-        labelNames: ['result'],
-        buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200],
-        registers: [registry],
-      }),
+      new Histogram({ name: 'feed_build_duration_seconds', help: 'Daily build duration by result', labelNames: ['result'], buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200], registers: [registry] }),
       { result: BUILD_RESULTS },
     ),
     builds: counter('feed_builds_total', 'Builds by result (built, shadow, held by the release gate, superseded, already-current, locked, failed, invalid job data)', { result: BUILD_RESULTS }),

@@ -8,10 +8,7 @@ import { VERSION_PATTERN } from '@feed/storage';
 
 const nullable = (schema: object) => ({ oneOf: [schema, { type: 'null' }] });
 
-const adminRefusals = {
-  401: error('Missing or invalid admin credentials (ADMIN_USER / ADMIN_PASSWORD); a WWW-Authenticate challenge'),
-  503: error('A store did not answer within 2 s'),
-};
+const adminRefusals = { 401: error('Missing or invalid admin credentials (ADMIN_USER / ADMIN_PASSWORD); a WWW-Authenticate challenge'), 503: error('A store did not answer within 2 s') };
 const adminSecurity = [{ adminBasic: [] }];
 
 type Operation = OperationFields<'operations' | 'inspector'>;
@@ -148,7 +145,6 @@ export const workerOpenApiDocument = {
       },
     },
   },
-  // HEAD beside every GET and OPTIONS on every path, as both deployables answer them.
   paths: methodsOnEveryPath({
     ...operationsPaths({
       liveness: 'The process answers (independent of both stores).',

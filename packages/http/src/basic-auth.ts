@@ -16,8 +16,7 @@ export function basicAuth(user: string, password: string, realm: string): Reques
     const [givenUser, ...rest] = match ? Buffer.from(match[1], 'base64').toString('utf8').split(':') : [];
     if (match && safeEqual(givenUser ?? '', user) && safeEqual(rest.join(':'), password)) {
       res.locals.adminUser = givenUser;
-      next();
-      return;
+      return next();
     }
     res.setHeader('WWW-Authenticate', `Basic realm="${realm}", charset="UTF-8"`);
     next(unauthorized('admin credentials required'));

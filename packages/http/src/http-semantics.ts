@@ -75,8 +75,7 @@ export function routeTable(app: Express): RouteEntry[] {
           routes.set(full, methods);
         }
       } else if (layer.handle.stack && (typeof layer.rawPath === 'string' || layer.rawPath === undefined)) {
-        const mount = typeof layer.rawPath === 'string' && layer.rawPath !== '/' ? layer.rawPath : '';
-        walk(layer.handle.stack.filter(isLayer), prefix + mount);
+        walk(layer.handle.stack.filter(isLayer), prefix + (typeof layer.rawPath === 'string' && layer.rawPath !== '/' ? layer.rawPath : ''));
       }
     }
   };
@@ -88,16 +87,10 @@ export function routeTable(app: Express): RouteEntry[] {
 export function methodNotAllowed(app: Express): RequestHandler {
   return (req, res, next) => {
     const methods = allowedMethods(app, req.path);
-    if (methods === null || methods.length === 0 || methods.includes(req.method)) {
-      next();
-      return;
-    }
+    if (methods === null || methods.length === 0 || methods.includes(req.method)) return next();
     res.setHeader('Allow', methods.join(', '));
     // OPTIONS asks which methods there are (CORS preflights are answered before this).
-    if (req.method === 'OPTIONS') {
-      res.status(204).end();
-      return;
-    }
+    if (req.method === 'OPTIONS') return void res.status(204).end();
     next(new AppError(405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}; allowed: ${methods.join(', ')}`));
   };
 }

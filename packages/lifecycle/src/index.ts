@@ -48,10 +48,7 @@ export function exitOnSignals(name: string, stop: () => Promise<void>, deadlineM
 /** Stops accepting, closes idle and half-sent connections, lets requests finish, cuts the rest after `drainMs`. */
 export function closeHttpServer(server: Server, drainMs = HTTP_DRAIN_MS): Promise<void> {
   return new Promise((resolve) => {
-    if (!server.listening) {
-      resolve();
-      return;
-    }
+    if (!server.listening) return resolve();
     // A connection that finishes its response becomes idle; close those as they appear.
     const sweep = setInterval(() => server.closeIdleConnections(), 50);
     const cut = setTimeout(() => server.closeAllConnections(), drainMs);

@@ -18,10 +18,7 @@ const ATTEMPTS_TTL_SECONDS = 2 * 86_400;
 export class BuildStore {
   readonly versions: VersionStore;
 
-  constructor(
-    private readonly redis: Redis,
-    private readonly keys: RedisKeys,
-  ) {
+  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {
     this.versions = new VersionStore(redis, keys);
   }
 

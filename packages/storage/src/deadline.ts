@@ -29,10 +29,7 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, what: string, o
     const timer = setTimeout(() => setImmediate(expire), ms);
     // A deadline never keeps the process alive on its own (a shutdown is not held up by it).
     timer.unref();
-    promise.then(
-      (value) => (clearTimeout(timer), resolve(value)),
-      (err: unknown) => (clearTimeout(timer), reject(err)),
-    );
+    promise.then((value) => (clearTimeout(timer), resolve(value)), (err: unknown) => (clearTimeout(timer), reject(err)));
   });
 }
 

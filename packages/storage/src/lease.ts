@@ -14,11 +14,7 @@ export class Lease {
   readonly token = randomUUID();
   private heartbeat?: NodeJS.Timeout;
 
-  constructor(
-    private readonly redis: Redis,
-    readonly key: string,
-    private readonly termMs: number,
-  ) {}
+  constructor(private readonly redis: Redis, readonly key: string, private readonly termMs: number) {}
 
   /** Takes the lease when nobody holds it; whether we got it. */
   async acquire(): Promise<boolean> {

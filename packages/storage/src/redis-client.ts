@@ -163,8 +163,7 @@ function sentinelPrimary(target: { sentinels: RedisNode[]; name: string }, acces
     },
   };
   // While no primary is in use (before the first, during a failover's hold), commands go to a client never connected: they are refused ("The client is closed").
-  const unconnected = standaloneAdapter(createClient({ disableOfflineQueue: true }));
-  return new Proxy(unconnected, {
+  return new Proxy(standaloneAdapter(createClient({ disableOfflineQueue: true })), {
     get(target, prop) {
       if (prop in controls) return Reflect.get(controls, prop);
       const [client, confirm] = current ? [current, fence] : [target, undefined];

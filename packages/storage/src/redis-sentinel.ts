@@ -56,8 +56,7 @@ export async function askSentinels(sentinels: RedisNode[], name: string, options
 
 /** True when the node at `client` says it is a primary (ROLE). */
 export async function isPrimary(client: { sendCommand<T>(args: string[]): Promise<T> }): Promise<boolean> {
-  const role = await client.sendCommand<[string, ...unknown[]]>(['ROLE']);
-  return role[0] === 'master';
+  return (await client.sendCommand<[string, ...unknown[]]>(['ROLE']))[0] === 'master';
 }
 
 /** Subscribes to every Sentinel's failover events for `name` (node-redis resubscribes after a reconnect). */

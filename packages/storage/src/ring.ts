@@ -48,8 +48,7 @@ export function offsetBucketKeys(keys: RedisKeys, ring: Pick<RingVersion, 'versi
 
 /** Users with an offset in `version`: the sum over its offset buckets (the inspector, the build's sizing). */
 export async function countUsersWithOffset(redis: Redis, keys: RedisKeys, version: string, offsetBuckets: number): Promise<number> {
-  const counts = await Promise.all(offsetBucketKeys(keys, { version, offsetBuckets }).map((key) => redis.hLen(key)));
-  return counts.reduce((a, b) => a + b, 0);
+  return (await Promise.all(offsetBucketKeys(keys, { version, offsetBuckets }).map((key) => redis.hLen(key)))).reduce((a, b) => a + b, 0);
 }
 
 /** The scores the build recorded at ring positions [start, start + count) of `version` (explain); null where none. */

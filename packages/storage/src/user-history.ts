@@ -29,11 +29,7 @@ export interface UserFilter {
 }
 
 export class UserHistory {
-  constructor(
-    private readonly redis: Redis,
-    private readonly keys: RedisKeys,
-    private readonly options: UserHistoryOptions,
-  ) {}
+  constructor(private readonly redis: Redis, private readonly keys: RedisKeys, private readonly options: UserHistoryOptions) {}
 
   private get viewsTtlMs() {
     return Math.round(this.options.viewHistoryTtlDays * DAY_MS);

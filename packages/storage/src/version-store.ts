@@ -31,10 +31,7 @@ export interface PublishLock {
 const LEGACY_BATCH = 5000;
 
 export class VersionStore {
-  constructor(
-    private readonly redis: Redis,
-    private readonly keys: RedisKeys,
-  ) {}
+  constructor(private readonly redis: Redis, private readonly keys: RedisKeys) {}
 
   /** The version users read (`current`), or null before the first build. */
   current(): Promise<string | null> {

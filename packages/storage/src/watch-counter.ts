@@ -11,12 +11,7 @@ export interface WatchCount {
 }
 
 export class WatchCounter {
-  constructor(
-    private readonly redis: Redis,
-    private readonly keys: RedisKeys,
-    private readonly totalWatch: number,
-    private readonly timeZone: string,
-  ) {}
+  constructor(private readonly redis: Redis, private readonly keys: RedisKeys, private readonly totalWatch: number, private readonly timeZone: string) {}
 
   private key(userKey: string, now: Date): string {
     return this.keys.watches(userKey, versionFor(now, this.timeZone));

@@ -43,8 +43,7 @@ export const rampBody = rampAskSchema;
 /** A ramp command's refusal as a 4xx naming why. */
 function rampAnswer(result: RampCommandResult) {
   if (result.ok) return result.state;
-  const status = { conflict: 409, missing: 404, busy: 409 }[result.kind];
-  throw new AppError(status, result.kind === 'missing' ? 'not_found' : 'conflict', result.error);
+  throw new AppError({ conflict: 409, missing: 404, busy: 409 }[result.kind], result.kind === 'missing' ? 'not_found' : 'conflict', result.error);
 }
 
 /** The explain's collaborators and the rollout's records (the ramp, the override: storage's RolloutStore). */

@@ -111,10 +111,7 @@ export function feedRoutes({ feed, catalog, history, watches, readout, jwtSecret
   router.get('/api/app/vid/user/count', async (req, res) => {
     const identity = identify(req, jwtSecret);
     const { vid } = validateQuery(countQuery, req);
-    if (vid === undefined) {
-      res.json(await inRedis(res, () => watches.count(identity.key), 'watch-count'));
-      return;
-    }
+    if (vid === undefined) return void res.json(await inRedis(res, () => watches.count(identity.key), 'watch-count'));
     await existingVideo(vid, budgetOf(res).mongo);
     const [count, sight] = await inRedis(res, () => Promise.all([watches.register(identity.key, vid), history.recordView(identity.key, vid)]), 'watch-count');
     // A guest's record admits a video's view once, whichever call records it first (the view call's readout would find it seen).

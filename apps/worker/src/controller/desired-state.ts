@@ -51,8 +51,7 @@ export interface ControllerDeps {
 
 /** The version whose build is due: the business day of the cron's last run at or before now. */
 export function dueVersion(cron: string, timeZone: string, now: Date): string {
-  const lastRun = CronExpressionParser.parse(cron, { tz: timeZone, currentDate: now }).prev().toDate();
-  return versionFor(lastRun, timeZone);
+  return versionFor(CronExpressionParser.parse(cron, { tz: timeZone, currentDate: now }).prev().toDate(), timeZone);
 }
 
 type VersionProblem = Omit<Repair, 'version'> & { target: string; force: boolean; current: string | null };

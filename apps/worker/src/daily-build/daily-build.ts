@@ -125,11 +125,7 @@ async function plan(deps: BuildDeps, version: string, options: BuildOptions): Pr
 class BuildRun {
   readonly timings: BuildResult['timings'] = {};
 
-  constructor(
-    private readonly logger: Logger,
-    private readonly version: string,
-    private readonly options: BuildOptions,
-  ) {}
+  constructor(private readonly logger: Logger, private readonly version: string, private readonly options: BuildOptions) {}
 
   async phase<T>(name: BuildPhase, percent: number, step: () => Promise<T>): Promise<T> {
     this.options.signal?.throwIfAborted();

@@ -23,10 +23,7 @@ export interface PromoteDeps {
 
 /** Why a promote was refused; `status` is the HTTP answer the admin endpoint gives. */
 export class PromoteRefusedError extends Error {
-  constructor(
-    readonly status: 404 | 409,
-    message: string,
-  ) {
+  constructor(readonly status: 404 | 409, message: string) {
     super(message);
   }
 }

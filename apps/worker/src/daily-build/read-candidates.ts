@@ -220,8 +220,7 @@ function readRawCandidate(candidates: CandidateColumns, bytes: Uint8Array): Docu
     }
     if (field === undefined || field === '_id') continue;
     // Dates are numbers for reviewAt and recommendScoreAt only; NaN and infinities are not values.
-    const isDate = type === BSON_DATE;
-    const value = number !== null && finiteOrNull(number) !== null && (!isDate || field === 'reviewAt' || field === 'recommendScoreAt') ? number : null;
+    const value = number !== null && finiteOrNull(number) !== null && (type !== BSON_DATE || field === 'reviewAt' || field === 'recommendScoreAt') ? number : null;
     if (value === null && field !== 'recommendScore' && field !== 'recommendScoreAt') corrected = true;
     if (field === 'reviewAt') reviewAt = value ?? 0;
     else if (field === 'recommendScoreAt') scoreAtSet = value !== null;

@@ -86,8 +86,7 @@ async function scoreHistogram(store: BuildStore, videos: VideoModel, version: st
     if (score === null) odd.push(String(doc._id));
     else scores.push(score);
   }
-  const max = scores.reduce((a, b) => Math.max(a, b), 1);
-  const width = Math.ceil((max + 1) / SCORE_BUCKETS);
+  const width = Math.ceil((scores.reduce((a, b) => Math.max(a, b), 1) + 1) / SCORE_BUCKETS);
   const buckets = Array.from({ length: SCORE_BUCKETS }, (_, i) => ({ from: i * width, to: (i + 1) * width - 1, count: 0 }));
   for (const score of scores) buckets[Math.min(SCORE_BUCKETS - 1, Math.max(0, Math.floor(score / width)))].count++;
   // `odd`: sampled videos whose stored recommendScore is no finite number (a string, NaN, Infinity): shown, never bucketed (R1a).

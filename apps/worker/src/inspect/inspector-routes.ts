@@ -24,10 +24,7 @@ export function inspectorRoutes(deps: InspectorRoutesDeps): Router {
   const router = Router(ROUTING);
   router.get('/', (req, res) => {
     // The page loads `api/summary` relative to itself: `/admin/inspector` must become `/admin/inspector/`.
-    if (!req.originalUrl.split('?')[0].endsWith('/')) {
-      res.redirect(301, `${req.baseUrl}/`);
-      return;
-    }
+    if (!req.originalUrl.split('?')[0].endsWith('/')) return res.redirect(301, `${req.baseUrl}/`);
     res.type('html').send(PAGE);
   });
   router.get('/api/summary', async (_req, res) => {

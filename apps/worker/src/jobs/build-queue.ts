@@ -60,10 +60,7 @@ export function buildJobOptions(retryDelayMs: number) {
 
 /** The due build found another's lock (a crashed worker's): failed, so retried, not completed with yesterday current. */
 export class BuildLockedError extends Error {
-  constructor(
-    readonly version: string,
-    readonly retryAfterMs: number,
-  ) {
+  constructor(readonly version: string, readonly retryAfterMs: number) {
     super(`the build lock of ${version} is held by another worker; retrying in ${Math.ceil(retryAfterMs / 1000)} s, when it expires`);
   }
 }
@@ -242,8 +239,7 @@ export async function startBuildQueue(options: BuildQueueOptions) {
       for (const build of activeBuilds) if (!finishesWithin(build, BUILD_SHUTDOWN_GRACE_MS)) handOver(build);
       const abortAfterGrace = setTimeout(() => activeBuilds.forEach(handOver), BUILD_SHUTDOWN_GRACE_MS);
       // BullMQ's close waits on Redis (forever if it is gone): bounded by the grace, or briefly when idle.
-      const bound = (activeBuilds.size > 0 ? BUILD_SHUTDOWN_GRACE_MS : 0) + CLOSE_SETTLE_MS;
-      await connections.closeWithin(bound, [worker, queue], logger);
+      await connections.closeWithin((activeBuilds.size > 0 ? BUILD_SHUTDOWN_GRACE_MS : 0) + CLOSE_SETTLE_MS, [worker, queue], logger);
       clearTimeout(abortAfterGrace);
     },
   };

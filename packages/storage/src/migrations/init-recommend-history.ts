@@ -23,8 +23,7 @@ export async function initRecommendHistory(
   let batch: Parameters<VideoModel['bulkWrite']>[0] = [];
   const flush = async () => {
     if (batch.length === 0) return;
-    const result = await videos.bulkWrite(batch, { ordered: false });
-    initialised += result.modifiedCount;
+    initialised += (await videos.bulkWrite(batch, { ordered: false })).modifiedCount;
     batch = [];
     onProgress(initialised);
   };
