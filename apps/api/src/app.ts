@@ -112,6 +112,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const feed = new FeedService({ versions, catalog, history, metrics, readState, reader, readout });
 
   const interactions = new InteractionService({ catalog, records, tallies, readout, hooks: counterHooks });
+  metrics.lateWrites.read = () => interactions.following;
 
   const app = express();
   routeStrictly(app);

@@ -27,6 +27,8 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
   const cacheSizes: { read?: () => Record<MemoryCache, number> } = {};
   /** The stores' probes (health-routes.ts sets it): `feed_dependency_up` at each scrape, within SCRAPE_WAIT_MS. */
   const storeHealth: { read?: () => Promise<Record<Store, number>> } = {};
+  /** The late-landing writes an instance follows (app.ts sets it), read at scrape time. */
+  const lateWrites: { read?: () => number } = {};
   const cacheBytes = new Gauge({
     name: 'feed_cache_bytes',
     help: 'Estimated bytes held by each in-process cache (video documents, verified tokens, queue copies), against its share of API_MEMORY_BUDGET_MB',
@@ -78,6 +80,8 @@ export function createApiMetrics(options: { defaultMetrics?: boolean } = {}) {
     videoCache: counter('feed_video_cache_requests_total', 'Video documents looked up in the instance cache, by result (hit, miss)', { result: CACHE_RESULTS }),
     queueCopyBytes: new Gauge({ name: 'feed_queue_copy_bytes', help: 'Bytes held by the instance copies of published queues (R22)', registers: [registry] }),
     queueCopyLoads: new Counter({ name: 'feed_queue_copy_loads_total', help: 'Published queues copied into this instance and verified', registers: [registry] }),
+    lateWrites,
+    lateWritesFollowed: new Gauge({ name: 'feed_interaction_late_writes_followed', help: 'Record writes that failed (budget, election) and are looked for in case they landed, at most 1,000 an instance: an outage\'s backlog', registers: [registry], collect() { this.set(lateWrites.read?.() ?? 0); } }),
     talliesDeferred: counter(
       'feed_interaction_tallies_deferred_total',
       'Tallies of a video\'s counters that failed (MongoDB refused or timed out), by kind of record: their records are counted by the next tally or the repair job (R3)',

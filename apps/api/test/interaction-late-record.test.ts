@@ -30,6 +30,9 @@ afterEach(() => jest.restoreAllMocks());
 const engagements = async (api: ReturnType<typeof testApi>, action: string) =>
   Number(new RegExp(`feed_variant_engagement_total\\{variant="\\w+",action="${action}"\\} (\\d+)`).exec(await api.metrics.registry.metrics())?.[1] ?? 0);
 
+/** The late-landing writes the instance follows (its Prometheus gauge). */
+const followed = async (api: ReturnType<typeof testApi>) => Number(/^feed_interaction_late_writes_followed (\d+)$/m.exec(await api.metrics.registry.metrics())?.[1]);
+
 /**
  * The next like record write reaches MongoDB only once the request gave up on it (its signal
  * aborted), and lands all the same. The toggles write through the model's collection (the
@@ -78,10 +81,12 @@ it('when the like record lands after the budget and the client never retries, th
   const write = landingAfterTheBudget();
 
   await request(api.app).post('/api/app/vid/like').set(bearer('late-2')).send({ vid }).expect(503);
+  expect(await followed(api)).toBe(1);
   await write.landed;
   // The repair job takes records dirty for 30 s, once a minute: a count within 10 s is this instance's.
   await waitUntil('the late like counted in the video', async () => (await videos.findById(vid).lean())?.likeCount === 1, 10_000);
   expect(await videos.findById(vid).lean()).toMatchObject({ likeCount: 1, recommendLikeCount: 1 });
+  await waitUntil('the late like no longer followed', async () => (await followed(api)) === 0, 10_000);
 });
 
 it('when an unlike lands after the budget and the client never retries, then the video display counter follows within seconds, not at the repair job', async () => {
