@@ -63,7 +63,9 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const keys = createRedisKeys(config.redisKeyPrefix);
   const videos = videoModel(mongo);
   const shares = memoryShares(config.apiMemoryBudgetMb);
-  const catalog = new VideoCatalog({ model: videos, ttlMs: config.videoCacheMs, maxEntries: config.videoCacheMax, maxBytes: shares.videoCacheBytes, mongoDeadlineMs: config.mongoDeadlineMs, metrics });
+  // The start's warm-up (below) looks up ids of no video: the catalog neither counts nor keeps them.
+  let warmingUp = false;
+  const catalog = new VideoCatalog({ model: videos, ttlMs: config.videoCacheMs, maxEntries: config.videoCacheMax, maxBytes: shares.videoCacheBytes, mongoDeadlineMs: config.mongoDeadlineMs, metrics, warmingUp: () => warmingUp });
   const onLoaded = () => {
     metrics.queueCopyLoads.inc();
     metrics.queueCopyBytes.set(queueCopies.bytes());
@@ -126,7 +128,6 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const accessLog = logger.isLevelEnabled('http');
   // Set once every route is registered (below); requests come after that.
   let requestLabels: RequestLabels;
-  let warmingUp = false;
   app.use((req, res, next) => {
     const started = performance.now();
     res.on('finish', () => {
@@ -174,7 +175,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.use(adminRoutes({ config, rollouts: new RolloutStore(redis, keys), versions, catalog, history, reader, readState, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
-  app.use(errorHandler());
+  app.use(errorHandler({ quiet: () => warmingUp }));
   requestLabels = declareHttpRoutes(metrics.httpDuration, routesOf(app));
   const warmUp = (server: Server, requests: number) => {
     warmingUp = true;

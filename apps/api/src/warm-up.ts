@@ -22,10 +22,24 @@ export async function warmUp(server: Server, requests: number, jwtSecret: string
   const { port } = server.address() as AddressInfo;
   const headers = { Authorization: `Bearer ${jwt.sign({ sub: 'warm-up' }, jwtSecret, { expiresIn: 60 })}`, 'Content-Type': 'application/json' };
   const until = performance.now() + WARM_UP_MS;
+  // The bound is the whole warm-up's: at `until` every request still open is cut (an answer that
+  // comes slowly, or stops halfway, no longer holds the start for another round or for ever).
+  const open = new Set<ReturnType<typeof request>>();
+  const cut = setTimeout(() => open.forEach((req) => req.destroy()), WARM_UP_MS);
   const send = (i: number) =>
     new Promise<number>((resolve) => {
-      const req = request({ port, host: '127.0.0.1', path: `/api/app/vid/${i % 2 ? 'unlike' : 'like'}`, method: 'POST', headers, agent: false, timeout: WARM_UP_MS }, (res) => res.resume().once('end', () => resolve(res.statusCode!)));
-      req.once('error', () => resolve(0)).once('timeout', () => req.destroy());
+      let answered = false;
+      const req = request({ port, host: '127.0.0.1', path: `/api/app/vid/${i % 2 ? 'unlike' : 'like'}`, method: 'POST', headers, agent: false }, (res) => {
+        answered = true;
+        // Whole, its status; cut halfway, no answer.
+        res.once('error', () => resolve(0)).once('close', () => resolve(res.complete ? res.statusCode! : 0));
+        res.resume();
+      });
+      open.add(req);
+      req.once('error', () => resolve(0)).once('close', () => {
+        open.delete(req);
+        if (!answered) resolve(0);
+      });
       req.end(JSON.stringify({ vid: `ffffffffffffffff${i.toString(16).padStart(8, '0')}` }));
     });
   let sent = 0;
@@ -35,6 +49,13 @@ export async function warmUp(server: Server, requests: number, jwtSecret: string
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
     }
   };
-  await Promise.all(Array.from({ length: AT_ONCE }, sender)).finally(() => new Promise((resolve) => server.close(resolve)));
+  await Promise.all(Array.from({ length: AT_ONCE }, sender)).finally(() => {
+    clearTimeout(cut);
+    return new Promise((resolve) => {
+      server.close(resolve);
+      // Connections whose client was cut: no request of theirs is waited for.
+      server.closeAllConnections();
+    });
+  });
   return statuses;
 }

@@ -3,10 +3,12 @@
  * through the server before it listens where it serves. They write nothing, are not counted in
  * /metrics, and leave the server ready to listen again, where answers are counted.
  */
-import { createServer } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { interactionModels } from '@feed/storage';
+import { logger } from '@feed/logger';
+import { warmUp } from '../src/warm-up';
 import { useTestServices } from '../../../test/support/services';
 import { testApi } from '../../../test/support/api';
 import { bearer } from '../../../test/support/feed-fixtures';
@@ -53,4 +55,49 @@ it('when asked for no requests, then the warm-up does not listen at all', async 
 
   expect((await api.warmUp(server, 0)).size).toBe(0);
   expect(listened).not.toHaveBeenCalled();
+});
+
+/** Elapsed ms of a warm-up of `requests` through a server whose handler is `handle`. */
+async function timedWarmUp(handle: RequestListener, requests = 1000) {
+  const server = createServer(handle);
+  const started = performance.now();
+  const answers = await warmUp(server, requests, 'warm-up-test-secret-0123456789abcdef');
+  return { ms: performance.now() - started, answers: Object.fromEntries(answers), listening: server.listening };
+}
+
+it('when each answer takes 3 s (a slow MongoDB), then the warm-up still ends within its 5 s, not after a second round', async () => {
+  const timers = new Set<NodeJS.Timeout>();
+  const { ms, listening } = await timedWarmUp((req, res) => {
+    req.resume();
+    timers.add(setTimeout(() => res.writeHead(404).end('{}'), 3_000));
+  });
+  timers.forEach(clearTimeout);
+  expect(listening).toBe(false);
+  expect(ms).toBeLessThan(5_600);
+}, 15_000);
+
+it('when an answer stalls after its headers, then the warm-up ends within its 5 s (the start does not hang) and counts it as no answer', async () => {
+  const { ms, answers, listening } = await timedWarmUp((req, res) => {
+    req.resume();
+    res.writeHead(404, { 'Content-Length': '100' });
+    res.write('{');
+  }, 10);
+  expect(answers).toEqual({ 0: 10 });
+  expect(listening).toBe(false);
+  expect(ms).toBeLessThan(5_600);
+}, 15_000);
+
+it('when the API warms up, then its 404s write no log line, and the video cache holds and counts none of its ids', async () => {
+  const api = testApi(s);
+  const server = createServer(api.app);
+  const info = jest.spyOn(logger, 'info');
+  try {
+    expect(Object.fromEntries(await api.warmUp(server, 40))).toEqual({ 404: 40 });
+    expect(info.mock.calls.filter(([message]) => (message as unknown) === 'request rejected')).toEqual([]);
+  } finally {
+    info.mockRestore();
+  }
+  const metrics = await api.metrics.registry.metrics();
+  expect(metrics).toMatch(/^feed_video_cache_requests_total\{result="miss"\} 0$/m);
+  expect(metrics).toMatch(/^feed_cache_bytes\{cache="video"\} 0$/m);
 });
