@@ -9,6 +9,7 @@ import { request, type Server } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
+import { untracedPort, withoutTraces } from '@feed/telemetry';
 
 const AT_ONCE = 50;
 /** A slow MongoDB makes each 404 wait its budget: the start waits no longer than this. */
@@ -20,6 +21,8 @@ export async function warmUp(server: Server, requests: number, jwtSecret: string
   if (requests === 0) return statuses;
   await once(server.listen(0, '127.0.0.1'), 'listening');
   const { port } = server.address() as AddressInfo;
+  // Traces on (D5), each request would be a trace of its own, with a 404 exception: none, either side.
+  const traceAgain = untracedPort(port);
   const headers = { Authorization: `Bearer ${jwt.sign({ sub: 'warm-up' }, jwtSecret, { expiresIn: 60 })}`, 'Content-Type': 'application/json' };
   const until = performance.now() + WARM_UP_MS;
   // The bound is the whole warm-up's: at `until` every request still open is cut (an answer that
@@ -29,12 +32,12 @@ export async function warmUp(server: Server, requests: number, jwtSecret: string
   const send = (i: number) =>
     new Promise<number>((resolve) => {
       let answered = false;
-      const req = request({ port, host: '127.0.0.1', path: `/api/app/vid/${i % 2 ? 'unlike' : 'like'}`, method: 'POST', headers, agent: false }, (res) => {
+      const req = withoutTraces(() => request({ port, host: '127.0.0.1', path: `/api/app/vid/${i % 2 ? 'unlike' : 'like'}`, method: 'POST', headers, agent: false }, (res) => {
         answered = true;
         // Whole, its status; cut halfway, no answer.
         res.once('error', () => resolve(0)).once('close', () => resolve(res.complete ? res.statusCode! : 0));
         res.resume();
-      });
+      }));
       open.add(req);
       req.once('error', () => resolve(0)).once('close', () => {
         open.delete(req);
@@ -51,6 +54,7 @@ export async function warmUp(server: Server, requests: number, jwtSecret: string
   };
   await Promise.all(Array.from({ length: AT_ONCE }, sender)).finally(() => {
     clearTimeout(cut);
+    traceAgain();
     return new Promise((resolve) => {
       server.close(resolve);
       // Connections whose client was cut: no request of theirs is waited for.
