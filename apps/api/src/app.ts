@@ -130,8 +130,11 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   let requestLabels: RequestLabels;
   app.use((req, res, next) => {
     const started = performance.now();
+    // Whether it is the warm-up's, at its arrival: one cut at 5 s and answered later is still the warm-up's.
+    const warmUpRequest = warmingUp;
+    if (warmUpRequest) res.locals.warmUp = true;
     res.on('finish', () => {
-      if (warmingUp) return;
+      if (warmUpRequest) return;
       const seconds = (performance.now() - started) / 1000;
       metrics.httpDuration.observe(requestLabels(req.method, (req.route as { path?: string } | undefined)?.path, res.statusCode), seconds);
       if (accessLog) logger.http('request', { requestId: requestIdOf(res), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) });
@@ -175,7 +178,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.use(adminRoutes({ config, rollouts: new RolloutStore(redis, keys), versions, catalog, history, reader, readState, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
-  app.use(errorHandler({ quiet: () => warmingUp }));
+  app.use(errorHandler({ quiet: (res) => res.locals.warmUp === true }));
   requestLabels = declareHttpRoutes(metrics.httpDuration, routesOf(app));
   const warmUp = (server: Server, requests: number) => {
     warmingUp = true;

@@ -6,6 +6,8 @@
 import { createServer, type RequestListener } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
+import mongoose from 'mongoose';
+import { startEmbeddedMongo } from '@feed/embedded-mongo';
 import { interactionModels } from '@feed/storage';
 import { logger } from '@feed/logger';
 import { warmUp } from '../src/warm-up';
@@ -101,3 +103,25 @@ it('when the API warms up, then its 404s write no log line, and the video cache 
   expect(metrics).toMatch(/^feed_video_cache_requests_total\{result="miss"\} 0$/m);
   expect(metrics).toMatch(/^feed_cache_bytes\{cache="video"\} 0$/m);
 });
+
+it('when MongoDB is slow and the warm-up cuts its last requests at 5 s, then their late answers are still neither logged nor counted', async () => {
+  // A MongoDB of this test's own whose video look-ups take 3 s: the second round is cut at 5 s and answered at 6 s.
+  const mongo = await startEmbeddedMongo();
+  const connection = await mongoose.createConnection(`${mongo.uri}/slow`).asPromise();
+  const info = jest.spyOn(logger, 'info');
+  try {
+    const api = testApi(s, { mongoDeadlineMs: 8_000 }, { mongo: connection });
+    await connection.db!.admin().command({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['find'], blockConnection: true, blockTimeMS: 3_000 } });
+    const answers = await api.warmUp(createServer(api.app), 1000);
+    expect(answers.get(0)).toBeGreaterThan(0);
+    // The cut requests' look-ups answer at about 6 s.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(info.mock.calls.filter(([message]) => (message as unknown) === 'request rejected')).toEqual([]);
+    expect(await counted(await api.metrics.registry.metrics())).toEqual({});
+  } finally {
+    info.mockRestore();
+    await connection.db!.admin().command({ configureFailPoint: 'failCommand', mode: 'off' });
+    await connection.close(true);
+    await mongo.stop();
+  }
+}, 30_000);
