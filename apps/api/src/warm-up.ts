@@ -9,6 +9,7 @@ import { request, type Server } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
+import { Types } from 'mongoose';
 import { untracedPort, withoutTraces } from '@feed/telemetry';
 
 const AT_ONCE = 50;
@@ -43,7 +44,9 @@ export async function warmUp(server: Server, requests: number, jwtSecret: string
         open.delete(req);
         if (!answered) resolve(0);
       });
-      req.end(JSON.stringify({ vid: `ffffffffffffffff${i.toString(16).padStart(8, '0')}` }));
+      // A new ObjectId names no video (made here, now, of this process's random bytes): a fixed id
+      // might (ffff...00000000 liked by "warm-up" at every start, its counter and D7 with it).
+      req.end(JSON.stringify({ vid: new Types.ObjectId().toHexString() }));
     });
   let sent = 0;
   const sender = async () => {

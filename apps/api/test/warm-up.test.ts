@@ -6,9 +6,10 @@
 import { createServer, type RequestListener } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import mongoose from 'mongoose';
+import mongoose, { Types } from 'mongoose';
+import { demoVideo } from '@feed/demo-data';
 import { startEmbeddedMongo } from '@feed/embedded-mongo';
-import { interactionModels } from '@feed/storage';
+import { interactionModels, videoModel } from '@feed/storage';
 import { logger } from '@feed/logger';
 import { warmUp } from '../src/warm-up';
 import { useTestServices } from '../../../test/support/services';
@@ -125,3 +126,16 @@ it('when MongoDB is slow and the warm-up cuts its last requests at 5 s, then the
     await mongo.stop();
   }
 }, 30_000);
+
+it('when a video has an id the warm-up once used (ffff...00000000), then the warm-up still writes nothing (no like of the "warm-up" user)', async () => {
+  const api = testApi(s);
+  await videoModel(s.mongo).insertMany([demoVideo({ _id: new Types.ObjectId('ffffffffffffffff00000000') })]);
+  try {
+    await api.warmUp(createServer(api.app), 4);
+    await api.tallies.idle();
+    expect(await interactionModels(s.mongo).likes.countDocuments({ userId: 'warm-up' })).toBe(0);
+  } finally {
+    await videoModel(s.mongo).deleteOne({ _id: new Types.ObjectId('ffffffffffffffff00000000') });
+    await interactionModels(s.mongo).likes.deleteMany({ userId: 'warm-up' });
+  }
+});
