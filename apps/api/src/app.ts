@@ -63,7 +63,9 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const keys = createRedisKeys(config.redisKeyPrefix);
   const videos = videoModel(mongo);
   const shares = memoryShares(config.apiMemoryBudgetMb);
-  const catalog = new VideoCatalog({ model: videos, ttlMs: config.videoCacheMs, maxEntries: config.videoCacheMax, maxBytes: shares.videoCacheBytes, mongoDeadlineMs: config.mongoDeadlineMs, metrics });
+  // The start's warm-up (below) looks up ids of no video: the catalog neither counts nor keeps them.
+  let warmingUp = false;
+  const catalog = new VideoCatalog({ model: videos, ttlMs: config.videoCacheMs, maxEntries: config.videoCacheMax, maxBytes: shares.videoCacheBytes, mongoDeadlineMs: config.mongoDeadlineMs, metrics, warmingUp: () => warmingUp });
   const onLoaded = () => {
     metrics.queueCopyLoads.inc();
     metrics.queueCopyBytes.set(queueCopies.bytes());
@@ -127,11 +129,13 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   const accessLog = logger.isLevelEnabled('http');
   // Set once every route is registered (below); requests come after that.
   let requestLabels: RequestLabels;
-  let warmingUp = false;
   app.use((req, res, next) => {
     const started = performance.now();
+    // Whether it is the warm-up's, at its arrival: one cut at 5 s and answered later is still the warm-up's.
+    const warmUpRequest = warmingUp;
+    if (warmUpRequest) res.locals.warmUp = true;
     res.on('finish', () => {
-      if (warmingUp) return;
+      if (warmUpRequest) return;
       const seconds = (performance.now() - started) / 1000;
       metrics.httpDuration.observe(requestLabels(req.method, (req.route as { path?: string } | undefined)?.path, res.statusCode), seconds);
       if (accessLog) logger.http('request', { requestId: requestIdOf(res), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) });
@@ -175,7 +179,7 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   app.use(adminRoutes({ config, rollouts: new RolloutStore(redis, keys), versions, catalog, history, reader, readState, audit: auditTrail(mongo, config.redisKeyPrefix) }));
   app.use(methodNotAllowed(app));
   app.use(notFoundRoute);
-  app.use(errorHandler());
+  app.use(errorHandler({ quiet: (res) => res.locals.warmUp === true }));
   requestLabels = declareHttpRoutes(metrics.httpDuration, routesOf(app));
   const warmUp = (server: Server, requests: number) => {
     warmingUp = true;

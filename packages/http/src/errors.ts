@@ -105,13 +105,17 @@ export function errorFields(err: unknown): { message: string; name: string; stac
   return { message, name: typeof err, stack: `thrown ${typeof err}: ${message} (no stack: not an Error)` };
 }
 
-/** The app's last middleware: an error neither ours nor a store's is `unexpected` (default 500), always logged with its stack. */
-export function errorHandler(options: { unexpected?: 'internal' | 'unavailable' } = {}): ErrorRequestHandler {
+/**
+ * The app's last middleware: an error neither ours nor a store's is `unexpected` (default 500), always
+ * logged with its stack; a rejection (4xx, a store's 503) is logged unless `quiet(res)` (a request of
+ * the API's start warm-up, whose answers are counted by status in one line).
+ */
+export function errorHandler(options: { unexpected?: 'internal' | 'unavailable'; quiet?: (res: Parameters<ErrorRequestHandler>[2]) => boolean } = {}): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const { error, bug } = toAppError(err, options.unexpected ?? 'internal');
     const requestId = res.locals.requestId as string | undefined;
     if (bug) logger.error('request failed', { requestId, method: req.method, path: req.path, status: error.status, err: errorFields(err) });
-    else logger.info('request rejected', { requestId, status: error.status, code: error.code, reason: error.message, path: req.path });
+    else if (!options.quiet?.(res)) logger.info('request rejected', { requestId, status: error.status, code: error.code, reason: error.message, path: req.path });
     if (res.headersSent) return;
     sendError(res, error);
   };

@@ -86,6 +86,8 @@ export interface CatalogOptions {
   mongoDeadlineMs?: number;
   /** Cache hits and misses (`feed_video_cache_requests_total`), odd documents (`feed_skipped_videos_total{reason}`, R1a). */
   metrics?: Pick<ApiMetrics, 'videoCache' | 'skipped'>;
+  /** True during the start's warm-up (ids of no video): its look-ups are not counted, and their answers not cached. */
+  warmingUp?: () => boolean;
 }
 
 /** The item shape of each cached document, built once per document rather than per response. */
@@ -149,8 +151,10 @@ export class VideoCatalog {
       } else misses.push(id);
     }
     const hits = ids.length - misses.length;
-    if (this.cache && hits > 0) this.o.metrics?.videoCache.inc({ result: 'hit' }, hits);
-    if (this.cache && misses.length > 0) this.o.metrics?.videoCache.inc({ result: 'miss' }, misses.length);
+    // The warm-up's look-ups are not counted (nor, by `fetch`, kept).
+    const counted = this.cache && !this.o.warmingUp?.();
+    if (counted && hits > 0) this.o.metrics?.videoCache.inc({ result: 'hit' }, hits);
+    if (counted && misses.length > 0) this.o.metrics?.videoCache.inc({ result: 'miss' }, misses.length);
     if (misses.length === 0) return found;
     const fetched = await budget.run(() => Promise.all(new Set(misses.map((id) => this.fetching.get(id) ?? this.fetch(id)))), 'video lookup').catch(videoStoreDown);
     for (const id of misses) {
@@ -164,6 +168,8 @@ export class VideoCatalog {
   private fetch(id: string): Promise<Map<string, CatalogVideo>> {
     if (!this.batch) {
       const ids: string[] = [];
+      // A batch sent during the warm-up holds only its ids (nothing is served yet): none is kept, even answered late.
+      const keep = !this.o.warmingUp?.();
       const docs = new Promise((resolve) => setImmediate(resolve)).then(() => {
         this.batch = undefined;
         // An id that is no ObjectId (a legacy set holds what others wrote) names no video.
@@ -176,7 +182,7 @@ export class VideoCatalog {
               const video = this.read(doc);
               if (video) byId.set(video._id.toHexString(), video);
             }
-            for (const vid of ids) this.cache?.set(vid, { video: byId.get(vid) ?? null });
+            if (keep) for (const vid of ids) this.cache?.set(vid, { video: byId.get(vid) ?? null });
             return byId;
           });
       });
