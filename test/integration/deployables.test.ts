@@ -143,6 +143,24 @@ describe('shutdown on a signal (D4)', () => {
   }, 90_000);
 });
 
+describe('the start-up warm-up (issue 49)', () => {
+  it('when the API starts with a warm-up, then it logs the 404s it sent itself, logs no rejection and counts no answer of them, and listens where it serves with its HTTP limits', async () => {
+    const { process: api, port, base } = await startDeployable('api', { NODE_ENV: 'development', API_WARM_UP_REQUESTS: '20', LOG_LEVEL: 'info', HTTP_HEADERS_TIMEOUT_MS: '500' });
+    const output = api.output.join('');
+    expect(output).toMatch(/api warmed up \{"ms":\d+,"answers":\{"404":20\}\}/);
+    expect(output).not.toContain('request rejected');
+    expect(await (await fetch(`${base}/metrics`)).text()).not.toMatch(/^feed_http_request_duration_seconds_count\{method="POST",route="\/api\/app\/vid\/(like|unlike)",status="404"\} [1-9]/m);
+    // The server closed after the warm-up and listened again: a client that never ends its headers still gets 408.
+    const slow = net.connect(port, '127.0.0.1');
+    let answer = '';
+    slow.on('data', (chunk) => (answer += chunk.toString()));
+    slow.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+    await waitUntil('the slow client answered', async () => answer.length > 0, 5_000);
+    expect(answer).toMatch(/^HTTP\/1\.1 408/);
+    slow.destroy();
+  });
+});
+
 describe('rollout kill switch (R16)', () => {
   it('when on-call runs pnpm cli rollout --enabled false, then two running APIs serve the legacy feed within 5 s, and the ring again after --clear', async () => {
     const env = { CURRENT_CACHE_MS: '1000' };

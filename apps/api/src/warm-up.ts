@@ -3,66 +3,51 @@
  * do not exist (404: nothing is written), a new loopback connection each, AT_ONCE at a time, for at
  * most WARM_UP_MS. A just-started API spent 2.4x a warm one's CPU per like until V8 had compiled
  * the path, and a viral video's burst on a pod just deployed met that cold code: p99 2.4-3.3 s,
- * 1.3-1.4 s after this warm-up (issue 49, docs/benchmarks.md). The caller keeps it out of /metrics.
+ * 1.3-1.4 s after this warm-up (issue 49, docs/benchmarks.md). The app keeps these requests out of
+ * /metrics, the logs and the video cache; they make no trace.
  */
 import { request, type Server } from 'node:http';
-import { once } from 'node:events';
+import { once, setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
 import { Types } from 'mongoose';
 import { untracedPort, withoutTraces } from '@feed/telemetry';
 
 const AT_ONCE = 50;
-/** A slow MongoDB makes each 404 wait its budget: the start waits no longer than this. */
+/** A slow MongoDB makes each 404 wait its budget: at this bound every request still open is cut. */
 const WARM_UP_MS = 5_000;
+/** Distinct users, so that token verification is warmed too (a token is verified once, then cached). */
+const USERS = 200;
 
-/** Listens on a free loopback port, sends `requests` requests, closes: the answers' counts by status. */
+/** Listens on a free loopback port, sends `requests` requests, closes: the answers' counts by status (0: none, or cut). */
 export async function warmUp(server: Server, requests: number, jwtSecret: string): Promise<Map<number, number>> {
   const statuses = new Map<number, number>();
   if (requests === 0) return statuses;
   await once(server.listen(0, '127.0.0.1'), 'listening');
   const { port } = server.address() as AddressInfo;
-  // Traces on (D5), each request would be a trace of its own, with a 404 exception: none, either side.
   const traceAgain = untracedPort(port);
-  const headers = { Authorization: `Bearer ${jwt.sign({ sub: 'warm-up' }, jwtSecret, { expiresIn: 60 })}`, 'Content-Type': 'application/json' };
-  const until = performance.now() + WARM_UP_MS;
-  // The bound is the whole warm-up's: at `until` every request still open is cut (an answer that
-  // comes slowly, or stops halfway, no longer holds the start for another round or for ever).
-  const open = new Set<ReturnType<typeof request>>();
-  const cut = setTimeout(() => open.forEach((req) => req.destroy()), WARM_UP_MS);
+  const tokens = Array.from({ length: Math.min(USERS, requests) }, (_, i) => `Bearer ${jwt.sign({ sub: `warm-up-${i}` }, jwtSecret, { expiresIn: 60 })}`);
+  const cut = AbortSignal.timeout(WARM_UP_MS);
+  setMaxListeners(AT_ONCE + 1, cut); // one listener per request open
   const send = (i: number) =>
     new Promise<number>((resolve) => {
-      let answered = false;
-      const req = withoutTraces(() => request({ port, host: '127.0.0.1', path: `/api/app/vid/${i % 2 ? 'unlike' : 'like'}`, method: 'POST', headers, agent: false }, (res) => {
-        answered = true;
-        // Whole, its status; cut halfway, no answer.
-        res.once('error', () => resolve(0)).once('close', () => resolve(res.complete ? res.statusCode! : 0));
-        res.resume();
-      }));
-      open.add(req);
-      req.once('error', () => resolve(0)).once('close', () => {
-        open.delete(req);
-        if (!answered) resolve(0);
-      });
-      // A new ObjectId names no video (made here, now, of this process's random bytes): a fixed id
-      // might (ffff...00000000 liked by "warm-up" at every start, its counter and D7 with it).
-      req.end(JSON.stringify({ vid: new Types.ObjectId().toHexString() }));
+      const headers = { Authorization: tokens[i % tokens.length], 'Content-Type': 'application/json' };
+      const options = { port, host: '127.0.0.1', path: `/api/app/vid/${i % 2 ? 'unlike' : 'like'}`, method: 'POST', headers, agent: false, signal: cut };
+      // Whole, its status; cut (before or halfway through its answer), none.
+      const req = withoutTraces(() => request(options, (res) => res.once('close', () => resolve(res.complete ? res.statusCode! : 0)).resume()));
+      // A new ObjectId names no video; a fixed id might (a like by the warm-up at every start).
+      req.once('error', () => resolve(0)).end(JSON.stringify({ vid: new Types.ObjectId().toHexString() }));
     });
   let sent = 0;
   const sender = async () => {
-    for (let i = sent++; i < requests && performance.now() < until; i = sent++) {
+    for (let i = sent++; i < requests && !cut.aborted; i = sent++) {
       const status = await send(i);
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
     }
   };
-  await Promise.all(Array.from({ length: AT_ONCE }, sender)).finally(() => {
-    clearTimeout(cut);
-    traceAgain();
-    return new Promise((resolve) => {
-      server.close(resolve);
-      // Connections whose client was cut: no request of theirs is waited for.
-      server.closeAllConnections();
-    });
-  });
+  await Promise.all(Array.from({ length: AT_ONCE }, sender));
+  traceAgain();
+  // Closing every connection: a cut client's request is not waited for.
+  await new Promise((resolve) => server.close(resolve).closeAllConnections());
   return statuses;
 }

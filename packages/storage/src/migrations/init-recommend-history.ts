@@ -23,7 +23,8 @@ export async function initRecommendHistory(
   let batch: Parameters<VideoModel['bulkWrite']>[0] = [];
   const flush = async () => {
     if (batch.length === 0) return;
-    initialised += (await videos.bulkWrite(batch, { ordered: false })).modifiedCount;
+    const { modifiedCount } = await videos.bulkWrite(batch, { ordered: false });
+    initialised += modifiedCount; // after the await: `x += await` would read x before it
     batch = [];
     onProgress(initialised);
   };
