@@ -65,8 +65,8 @@ export class InteractionService {
   }
 
   /**
-   * A failed record write (the budget, an election) may still land: it is looked for after 2, 4, 8,
-   * 16 and 32 s, and once found the video is tallied and `then` runs, though the client never retries.
+   * A failed record write (the budget, an election) may still land: it is looked for 2, 6, 14, 30 and
+   * 62 s later, and once found the video is tallied and `then` runs, though the client never retries.
    */
   private followLanding<T>(kind: CounterKind, videoId: Types.ObjectId, landed: (signal: AbortSignal) => Promise<T | null>, then?: (found: T) => unknown): void {
     if (this.followed >= (this.deps.maxFollowed ?? MAX_FOLLOWED)) return;
