@@ -11,7 +11,7 @@ import { once, setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
 import { Types } from 'mongoose';
-import { untracedPort, withoutTraces } from '@feed/telemetry';
+import { untracedPort } from '@feed/telemetry';
 
 const AT_ONCE = 50;
 /** A slow MongoDB makes each 404 wait its budget: at this bound every request still open is cut. */
@@ -34,7 +34,7 @@ export async function warmUp(server: Server, requests: number, jwtSecret: string
       const headers = { Authorization: tokens[i % tokens.length], 'Content-Type': 'application/json' };
       const options = { port, host: '127.0.0.1', path: `/api/app/vid/${i % 2 ? 'unlike' : 'like'}`, method: 'POST', headers, agent: false, signal: cut };
       // Whole, its status; cut (before or halfway through its answer), none.
-      const req = withoutTraces(() => request(options, (res) => res.once('close', () => resolve(res.complete ? res.statusCode! : 0)).resume()));
+      const req = request(options, (res) => res.once('close', () => resolve(res.complete ? res.statusCode! : 0)).resume());
       // A new ObjectId names no video; a fixed id might (a like by the warm-up at every start).
       req.once('error', () => resolve(0)).end(JSON.stringify({ vid: new Types.ObjectId().toHexString() }));
     });

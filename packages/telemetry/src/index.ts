@@ -46,13 +46,12 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
   const { MongoDBInstrumentation } = require('@opentelemetry/instrumentation-mongodb') as typeof import('@opentelemetry/instrumentation-mongodb');
   const { getRPCMetadata } = require('@opentelemetry/core') as typeof import('@opentelemetry/core');
   requestSpan = () => getRPCMetadata(context.active())?.span;
-  const { suppressTracing } = require('@opentelemetry/core') as typeof import('@opentelemetry/core');
-  untracedContext = () => suppressTracing(context.active());
   const sdk = new NodeSDK({
     instrumentations: [
       // Probes and scrapes are not traces worth keeping.
       new HttpInstrumentation({
         ignoreIncomingRequestHook: (req) => /^\/(healthz|readyz|metrics)\b/.test(req.url ?? '') || untracedPorts.has(req.socket?.localPort ?? -1),
+        ignoreOutgoingRequestHook: (req) => req.host === '127.0.0.1' && untracedPorts.has(Number(req.port)),
         // The hook's attributes replace the instrumentation's: `url.query` keeps the keys only.
         startIncomingSpanHook: (req) => {
           const query = (req.url ?? '').split('?').slice(1).join('?');
@@ -70,23 +69,13 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
   return true;
 }
 
-/** Local ports whose incoming requests are not traced, nor anything they do (`untracedPort`). */
+/** Local ports whose requests, to them and served by them, make no trace, nor anything they do (`untracedPort`). */
 const untracedPorts = new Set<number>();
-/** The active context with tracing suppressed (the SDK's), once started. */
-let untracedContext: (() => ReturnType<typeof context.active>) | undefined;
 
-/**
- * Requests to the local `port` (the API's start warm-up: likes of no video) make no trace, nor
- * does anything they do; until the returned function is called.
- */
+/** Requests to 127.0.0.1:`port` (the API's start warm-up: likes of no video) make no trace until the returned function is called. */
 export function untracedPort(port: number): () => void {
   untracedPorts.add(port);
   return () => void untracedPorts.delete(port);
-}
-
-/** Runs `fn` with no span made by it or below it (the warm-up's own requests). */
-export function withoutTraces<T>(fn: () => T): T {
-  return untracedContext ? context.with(untracedContext(), fn) : fn();
 }
 
 /** Whether the SDK runs in this process. */
