@@ -131,11 +131,10 @@ export function createApp({ config, redis, mongo, metrics = createApiMetrics(), 
   let requestLabels: RequestLabels;
   app.use((req, res, next) => {
     const started = performance.now();
-    // Whether it is the warm-up's, at its arrival: one cut at 5 s and answered later is still the warm-up's.
-    const warmUpRequest = warmingUp;
-    if (warmUpRequest) res.locals.warmUp = true;
+    // The warm-up's by its arrival: one cut at 5 s and answered later is still the warm-up's.
+    if (warmingUp) res.locals.warmUp = true;
     res.on('finish', () => {
-      if (warmUpRequest) return;
+      if (res.locals.warmUp) return;
       const seconds = (performance.now() - started) / 1000;
       metrics.httpDuration.observe(requestLabels(req.method, (req.route as { path?: string } | undefined)?.path, res.statusCode), seconds);
       if (accessLog) logger.http('request', { requestId: requestIdOf(res), method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) });

@@ -29,9 +29,7 @@ export async function startApi(config: Config = loadConfig()): Promise<RunningAp
   // A burst of new connections (a viral video's likers at once) queues in the kernel while the loop
   // is busy: Node's default backlog (511) overflowed, and each dropped SYN came back 1-3 s later (issue 49).
   const server = createHttpServer(app, { headersTimeoutMs: config.httpHeadersTimeoutMs, requestTimeoutMs: config.httpRequestTimeoutMs, maxConnections: config.httpMaxConnections });
-  const warmedAt = performance.now();
-  const answers = await warmUp(server, config.apiWarmUpRequests);
-  if (answers.size > 0) logger.info('api warmed up', { ms: Math.round(performance.now() - warmedAt), answers: Object.fromEntries(answers) });
+  await warmUp(server, config.apiWarmUpRequests);
   server.listen({ port: config.port, backlog: 4096 });
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   logger.info('api listening', { port: config.port });

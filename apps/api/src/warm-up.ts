@@ -1,32 +1,32 @@
 /**
- * Before a new instance listens where it serves, it sends itself likes and unlikes of videos that
- * do not exist (404: nothing is written), a new loopback connection each, AT_ONCE at a time, for at
- * most WARM_UP_MS. A just-started API spent 2.4x a warm one's CPU per like until V8 had compiled
- * the path, and a viral video's burst on a pod just deployed met that cold code: p99 2.4-3.3 s,
- * 1.3-1.4 s after this warm-up (issue 49, docs/benchmarks.md). The app keeps these requests out of
- * /metrics, the logs and the video cache; they make no trace.
+ * Before a new instance listens where it serves, it sends itself likes and unlikes of videos that do
+ * not exist (404: nothing is written), a new loopback connection each, AT_ONCE at a time, for at most
+ * WARM_UP_MS, and logs their answers. A just-started API spent 2.4x a warm one's CPU per like until
+ * V8 had compiled the path: a viral video's burst on a pod just deployed had p99 2.4-3.3 s, 1.3-1.4 s
+ * after this (issue 49, docs/benchmarks.md). They stay out of /metrics, the logs, the video cache, traces.
  */
 import { request, type Server } from 'node:http';
 import { once, setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import jwt from 'jsonwebtoken';
 import { Types } from 'mongoose';
+import { logger } from '@feed/logger';
 import { untracedPort } from '@feed/telemetry';
 
 const AT_ONCE = 50;
 /** A slow MongoDB makes each 404 wait its budget: at this bound every request still open is cut. */
 const WARM_UP_MS = 5_000;
-/** Distinct users, so that token verification is warmed too (a token is verified once, then cached). */
-const USERS = 200;
 
 /** Listens on a free loopback port, sends `requests` requests, closes: the answers' counts by status (0: none, or cut). */
 export async function warmUp(server: Server, requests: number, jwtSecret: string): Promise<Map<number, number>> {
   const statuses = new Map<number, number>();
   if (requests === 0) return statuses;
+  const started = performance.now();
   await once(server.listen(0, '127.0.0.1'), 'listening');
   const { port } = server.address() as AddressInfo;
   const traceAgain = untracedPort(port);
-  const tokens = Array.from({ length: Math.min(USERS, requests) }, (_, i) => `Bearer ${jwt.sign({ sub: `warm-up-${i}` }, jwtSecret, { expiresIn: 60 })}`);
+  // 200 users: token verification is warmed too (a token is verified once, then cached).
+  const tokens = Array.from({ length: Math.min(200, requests) }, (_, i) => `Bearer ${jwt.sign({ sub: `warm-up-${i}` }, jwtSecret, { expiresIn: 60 })}`);
   const cut = AbortSignal.timeout(WARM_UP_MS);
   setMaxListeners(AT_ONCE + 1, cut); // one listener per request open
   const send = (i: number) =>
@@ -40,14 +40,11 @@ export async function warmUp(server: Server, requests: number, jwtSecret: string
     });
   let sent = 0;
   const sender = async () => {
-    for (let i = sent++; i < requests && !cut.aborted; i = sent++) {
-      const status = await send(i);
-      statuses.set(status, (statuses.get(status) ?? 0) + 1);
-    }
+    for (let i = sent++; i < requests && !cut.aborted; i = sent++) await send(i).then((status) => statuses.set(status, (statuses.get(status) ?? 0) + 1));
   };
   await Promise.all(Array.from({ length: AT_ONCE }, sender));
   traceAgain();
-  // Closing every connection: a cut client's request is not waited for.
-  await new Promise((resolve) => server.close(resolve).closeAllConnections());
+  await new Promise((resolve) => server.close(resolve).closeAllConnections()); // a cut client's request is not waited for
+  logger.info('api warmed up', { ms: Math.round(performance.now() - started), answers: Object.fromEntries(statuses) });
   return statuses;
 }

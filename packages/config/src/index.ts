@@ -231,9 +231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const settings = Object.entries(settingsFor(env)) as Array<[keyof Settings, Setting<unknown, unknown>]>;
   const schema = Joi.object(Object.fromEntries(settings.map(([, { env: name, schema: rule }]) => [name, rule])));
   const { value, error } = schema.validate(env, { allowUnknown: true, abortEarly: false, convert: true });
-  if (error) {
-    throw new ConfigError(`invalid configuration: ${error.details.map((d) => `${String(d.path[0])}: ${d.message}`).join('; ')}`);
-  }
+  if (error) throw new ConfigError(`invalid configuration: ${error.details.map((d) => `${String(d.path[0])}: ${d.message}`).join('; ')}`);
   const validated = value as Record<string, unknown>;
   // joi checks min <= max only on a set value; the driver refuses min > max (MONGO_MAX_POOL_SIZE=10 alone).
   if (env.MONGO_MIN_POOL_SIZE === undefined) validated.MONGO_MIN_POOL_SIZE = Math.min(Number(validated.MONGO_MIN_POOL_SIZE), Number(validated.MONGO_MAX_POOL_SIZE));

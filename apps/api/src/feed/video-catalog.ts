@@ -86,7 +86,7 @@ export interface CatalogOptions {
   mongoDeadlineMs?: number;
   /** Cache hits and misses (`feed_video_cache_requests_total`), odd documents (`feed_skipped_videos_total{reason}`, R1a). */
   metrics?: Pick<ApiMetrics, 'videoCache' | 'skipped'>;
-  /** True during the start's warm-up (ids of no video): its look-ups are not counted, and their answers not cached. */
+  /** True during the start's warm-up (ids of no video): its look-ups are not counted, and their answers not cached, even late. */
   warmingUp?: () => boolean;
 }
 
@@ -151,7 +151,6 @@ export class VideoCatalog {
       } else misses.push(id);
     }
     const hits = ids.length - misses.length;
-    // The warm-up's look-ups are not counted (nor, by `fetch`, kept).
     const counted = this.cache && !this.o.warmingUp?.();
     if (counted && hits > 0) this.o.metrics?.videoCache.inc({ result: 'hit' }, hits);
     if (counted && misses.length > 0) this.o.metrics?.videoCache.inc({ result: 'miss' }, misses.length);
@@ -168,7 +167,6 @@ export class VideoCatalog {
   private fetch(id: string): Promise<Map<string, CatalogVideo>> {
     if (!this.batch) {
       const ids: string[] = [];
-      // A batch sent during the warm-up holds only its ids (nothing is served yet): none is kept, even answered late.
       const keep = !this.o.warmingUp?.();
       const docs = new Promise((resolve) => setImmediate(resolve)).then(() => {
         this.batch = undefined;
