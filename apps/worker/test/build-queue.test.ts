@@ -26,6 +26,12 @@ beforeAll(async () => {
   await seedVideos(videos, { videos: 57, fresh: 3, now: new Date('2026-07-24T01:00:00+08:00') });
 });
 
+/**
+ * The daily cron at 04:MM in Shanghai, MM half an hour from now: its next run is never seconds away,
+ * so it cannot come due while a test reads it (a fixed 04:30 failed every CI run at 20:29-20:30 UTC).
+ */
+const CRON = `${(new Date().getUTCMinutes() + 30) % 60} 4 * * *`;
+
 /** A worker's build queue, its metrics and a QueueEvents reader on the test's prefix. */
 beforeEach(async () => {
   const logger = createLogger({ silent: true });
@@ -33,7 +39,7 @@ beforeEach(async () => {
   jobs = await startBuildQueue({
     connection: bullConnectionFactory(s.config),
     prefix: s.keys.bullPrefix,
-    cron: '30 4 * * *',
+    cron: CRON,
     timeZone: 'Asia/Shanghai',
     retryDelayMs: s.config.buildRetryDelayMs,
     logger,
@@ -74,7 +80,7 @@ describe('BullMQ build job', () => {
 
   it('when the worker starts, then the daily job scheduler exists with the configured cron and time zone', async () => {
     const scheduler = await jobs.queue.getJobScheduler(SCHEDULER_ID);
-    expect(scheduler).toMatchObject({ pattern: '30 4 * * *', tz: 'Asia/Shanghai' });
+    expect(scheduler).toMatchObject({ pattern: CRON, tz: 'Asia/Shanghai' });
   });
 
   it('when on-call adds a build job, then it runs, reports progress by phase and switches current', async () => {
