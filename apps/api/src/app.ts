@@ -55,7 +55,7 @@ export interface Api {
   tallies: CounterTallies;
   /** From now on /readyz says 503 `draining` (SIGTERM, SPEC D4). */
   drain(): void;
-  /** Runs the start's warm-up (warm-up.ts) through `server`, its answers left out of /metrics and the access log. */
+  /** Runs the start's warm-up (warm-up.ts) through `server`: its requests stay out of /metrics, the logs, the video cache and traces. */
   warmUp(server: Server, requests: number): Promise<Map<number, number>>;
 }
 

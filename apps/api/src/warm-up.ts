@@ -2,7 +2,7 @@
  * Before a new instance listens where it serves, it sends itself likes and unlikes of videos that do
  * not exist (404: nothing is written), a new loopback connection each, AT_ONCE at a time, for at most
  * WARM_UP_MS, and logs their answers. A just-started API spent 2.4x a warm one's CPU per like until
- * V8 had compiled the path: a viral video's burst on a pod just deployed had p99 2.4-3.3 s, 1.3-1.4 s
+ * V8 had compiled the path: a viral video's burst on a pod just deployed had p99 2.5-3.3 s, 1.2-1.6 s
  * after this (issue 49, docs/benchmarks.md). They stay out of /metrics, the logs, the video cache, traces.
  */
 import { request, type Server } from 'node:http';
